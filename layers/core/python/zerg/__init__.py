@@ -1,0 +1,1 @@
+"""Zerg core library: shared by every Lambda function and the local runtime."""

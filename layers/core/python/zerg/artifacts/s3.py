@@ -1,0 +1,114 @@
+"""S3 backend: keys ``{prefix}workers/{worker_id}/...`` in one bucket.
+
+Exclusive creation uses conditional writes (``If-None-Match: *``), so two writers can never
+overwrite each other's tool output or result. ``thread.jsonl`` is appended by read-and-rewrite:
+a worker is its thread's only writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from zerg.artifacts.paths import WORKER_ID
+from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
+
+
+class S3ArtifactStore(WorkerArtifactStore):
+    def __init__(self, bucket: str, *, prefix: str = "", client: Any = None) -> None:
+        super().__init__()
+        if client is None:
+            import boto3  # imported where used: keeps cold start small for non-S3 paths
+
+            client = boto3.client("s3")
+        self.bucket = bucket
+        self.prefix = prefix
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"S3ArtifactStore(s3://{self.bucket}/{self.prefix})"
+
+    def location(self, worker_id: str = "") -> str:
+        suffix = f"workers/{worker_id}/" if worker_id else ""
+        return f"s3://{self.bucket}/{self.prefix}{suffix}"
+
+    def _k(self, key: str) -> str:
+        return self.prefix + key
+
+    @staticmethod
+    def _code(exc: Exception) -> str:
+        return getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+
+    def _create(self, key: str, data: bytes) -> bool:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data, IfNoneMatch="*")
+        except self.client.exceptions.ClientError as exc:
+            if self._code(exc) in ("PreconditionFailed", "ConditionalRequestConflict", "412"):
+                return False
+            raise
+        return True
+
+    def _put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data)
+
+    def _append(self, key: str, data: bytes) -> None:
+        try:
+            current = self._get(key)
+        except ArtifactNotFound:
+            current = b""
+        self._put(key, current + data)
+
+    def _get(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"].read()
+        except self.client.exceptions.NoSuchKey:
+            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+
+    def _range(self, key: str, start: int | None, length: int) -> bytes:
+        spec = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
+        try:
+            resp = self.client.get_object(Bucket=self.bucket, Key=self._k(key), Range=spec)
+        except self.client.exceptions.NoSuchKey:
+            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+        except self.client.exceptions.ClientError as exc:
+            if self._code(exc) == "InvalidRange":  # empty object
+                return b""
+            raise
+        return resp["Body"].read()
+
+    def _size(self, key: str) -> int:
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=self._k(key))["ContentLength"]
+        except self.client.exceptions.ClientError as exc:
+            if self._code(exc) in ("404", "NoSuchKey", "NotFound"):
+                raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+            raise
+
+    def _list(self, prefix: str) -> list[FileInfo]:
+        full = self._k(prefix)
+        found = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
+            for obj in page.get("Contents", []):
+                found.append(FileInfo(obj["Key"][len(full):], obj["Size"]))
+        return sorted(found, key=lambda f: f.path)
+
+    def _worker_ids(self) -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        base = self._k("workers/")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=base, Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                name = common["Prefix"][len(base):].rstrip("/")
+                if WORKER_ID.match(name):
+                    yield name
+
+    def _is_worker(self, worker_id: str) -> bool:
+        try:
+            self.client.head_object(
+                Bucket=self.bucket, Key=self._k(f"workers/{worker_id}/metadata.json")
+            )
+        except self.client.exceptions.ClientError as exc:
+            if self._code(exc) in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True

@@ -1,0 +1,312 @@
+"""WorkerArtifactStore: every byte a worker produced, in one layout on S3 or a local directory.
+
+Layout (keys relative to the store root, identical on both backends)::
+
+    workers/{worker_id}/metadata.json          derived view: status, timings, summary
+    workers/{worker_id}/result.txt             CANONICAL final answer, written once, never cut
+    workers/{worker_id}/thread.jsonl           CANONICAL execution trace, append-only
+    workers/{worker_id}/tool_calls/NNN_tool.txt  raw tool outputs, written as each call finishes
+
+Invariants:
+- ``result.txt`` and ``thread.jsonl`` are canonical. ``result.txt`` is written exactly once and
+  never truncated; tool outputs are created exclusively and never overwritten; the thread only
+  grows. System behaviour depends on these, not on derived data.
+- ``metadata.json`` summary fields and the ``worker_jobs`` index are derived: rebuildable from the
+  artifacts (``zerg workers reindex``) and allowed to fail safely (``update_summary`` never raises).
+- ``status`` is system-determined (exit codes, exceptions, timeouts) and set once by
+  ``complete_worker``; it never comes from an LLM.
+- Callers' paths pass through :func:`clean_relpath`; ownership is decided elsewhere, once
+  (:mod:`zerg.ownership`): a store trusts the worker id it is given.
+- Tails read only the last N bytes (file seek / S3 ranged GET); ``bytes_read`` counts every byte
+  read back, so callers can prove their reads are bounded.
+
+Backends implement the small set of ``_primitives`` below; every operation is written once here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from zerg.artifacts.paths import (
+    ArtifactPathError,
+    check_worker_id,
+    clean_relpath,
+    new_worker_id,
+    tool_file_name,
+)
+
+FINAL_STATUSES = frozenset({"success", "failed", "timeout"})
+
+
+class ArtifactError(RuntimeError):
+    """A store operation that cannot be done; the message says why."""
+
+
+class ArtifactNotFound(ArtifactError, LookupError):
+    pass
+
+
+class WorkerExists(ArtifactError):
+    pass
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str  # relative to the worker directory
+    size: int
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class WorkerArtifactStore(ABC):
+    """One interface, two backends (:class:`LocalArtifactStore`, :class:`S3ArtifactStore`)."""
+
+    def __init__(self) -> None:
+        self._bytes_read = 0
+        self._stats_lock = threading.Lock()
+        self._meta_locks: dict[str, threading.Lock] = {}
+
+    # --- backend primitives (keys are full store keys: "workers/<id>/...") ----------------
+    @abstractmethod
+    def _create(self, key: str, data: bytes) -> bool:
+        """Write ``data`` only if ``key`` does not exist; False if it does."""
+
+    @abstractmethod
+    def _put(self, key: str, data: bytes) -> None:
+        """Replace ``key`` atomically (readers see the old or the new bytes, never a mix)."""
+
+    @abstractmethod
+    def _append(self, key: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def _get(self, key: str) -> bytes:
+        """Whole object; :class:`ArtifactNotFound` if missing."""
+
+    @abstractmethod
+    def _range(self, key: str, start: int | None, length: int) -> bytes:
+        """``length`` bytes from ``start``, or the last ``length`` bytes when ``start`` is None."""
+
+    @abstractmethod
+    def _size(self, key: str) -> int: ...
+
+    @abstractmethod
+    def _list(self, prefix: str) -> list[FileInfo]:
+        """Objects under ``prefix`` (path relative to it), sorted by path."""
+
+    @abstractmethod
+    def _worker_ids(self) -> Iterator[str]: ...
+
+    @abstractmethod
+    def _is_worker(self, worker_id: str) -> bool: ...
+
+    # --- accounting ------------------------------------------------------------------------
+    @property
+    def bytes_read(self) -> int:
+        """Bytes read back from the store by this instance (content, not metadata calls)."""
+        return self._bytes_read
+
+    def _count(self, data: bytes) -> bytes:
+        with self._stats_lock:
+            self._bytes_read += len(data)
+        return data
+
+    # --- keys ----------------------------------------------------------------------------
+    @staticmethod
+    def _key(worker_id: str, relpath: str = "") -> str:
+        base = f"workers/{check_worker_id(worker_id)}/"
+        return base + relpath
+
+    def _require_worker(self, worker_id: str) -> None:
+        if not self._is_worker(check_worker_id(worker_id)):
+            raise ArtifactNotFound(f"worker {worker_id} has no artifacts")
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def create_worker(
+        self,
+        task: str,
+        owner_id: int,
+        *,
+        job_id: int | None = None,
+        run_id: int | None = None,
+        model: str | None = None,
+        worker_id: str | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """Create the worker directory and its metadata; return the new worker id.
+
+        An explicit ``worker_id`` that already exists is refused (:class:`WorkerExists`); a
+        generated one is retried on the (2^-24) chance of a collision.
+        """
+        if not isinstance(owner_id, int) or owner_id <= 0:
+            raise ArtifactError("owner_id is required to create a worker")
+        now = now or utcnow()
+        for _ in range(5):
+            wid = check_worker_id(worker_id) if worker_id else new_worker_id(task, now)
+            meta = {
+                "worker_id": wid,
+                "job_id": job_id,
+                "owner_id": owner_id,
+                "supervisor_run_id": run_id,
+                "task": task,
+                "model": model,
+                "status": "running",
+                "created_at": iso(now),
+                "started_at": iso(now),
+                "finished_at": None,
+                "duration_ms": None,
+                "error": None,
+                "summary": None,
+                "summary_meta": None,
+            }
+            if self._create(self._key(wid, "metadata.json"), _json(meta)):
+                return wid
+            if worker_id:
+                raise WorkerExists(f"worker {worker_id} already exists")
+        raise ArtifactError("could not allocate a unique worker id")
+
+    def save_tool_output(self, worker_id: str, tool_name: str, output: str) -> str:
+        """Persist one tool call's raw output now; return its path (``tool_calls/NNN_tool.txt``)."""
+        self._require_worker(worker_id)
+        data = output.encode("utf-8", errors="replace")
+        existing = self._list(self._key(worker_id, "tool_calls/"))
+        seq = 1 + max((_seq(f.path) for f in existing), default=0)
+        while True:
+            rel = tool_file_name(seq, tool_name)
+            if self._create(self._key(worker_id, rel), data):
+                return rel
+            seq += 1  # another writer took this number: never overwrite, take the next
+
+    def append_thread(self, worker_id: str, message: dict[str, Any]) -> None:
+        """Append one message to ``thread.jsonl`` (one JSON object per line)."""
+        self._require_worker(worker_id)
+        line = json.dumps(message, ensure_ascii=False, default=str) + "\n"
+        self._append(self._key(worker_id, "thread.jsonl"), line.encode())
+
+    def save_result(self, worker_id: str, text: str) -> None:
+        """Write the canonical ``result.txt`` once; a second write is refused, never applied."""
+        self._require_worker(worker_id)
+        if not self._create(self._key(worker_id, "result.txt"), text.encode("utf-8", "replace")):
+            raise ArtifactError(f"worker {worker_id} already has a result.txt; it is canonical")
+
+    def complete_worker(
+        self,
+        worker_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        finished_at: datetime | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record the system-determined final status and timings; return the metadata."""
+        if status not in FINAL_STATUSES:
+            raise ArtifactError(f"status must be one of {sorted(FINAL_STATUSES)}, not {status!r}")
+        finished = finished_at or utcnow()
+
+        def apply(meta: dict[str, Any]) -> None:
+            if meta.get("status") in FINAL_STATUSES:
+                raise ArtifactError(f"worker {worker_id} is already complete ({meta['status']})")
+            started = parse_iso(meta["started_at"])
+            meta.update(extra or {})
+            meta.update(
+                status=status,
+                error=error,
+                finished_at=iso(finished),
+                duration_ms=max(0, int((finished - started).total_seconds() * 1000)),
+            )
+
+        return self._update_metadata(worker_id, apply)
+
+    def update_summary(
+        self, worker_id: str, summary: str, summary_meta: dict[str, Any]
+    ) -> bool:
+        """Best-effort: write the derived summary; False (never an exception) on failure."""
+
+        def apply(meta: dict[str, Any]) -> None:
+            meta.update(summary=summary, summary_meta=summary_meta)
+
+        try:
+            self._update_metadata(worker_id, apply)
+            return True
+        except Exception:  # derived data may fail safely: the canonical artifacts are untouched
+            return False
+
+    def _update_metadata(self, worker_id: str, apply: Any) -> dict[str, Any]:
+        key = self._key(worker_id, "metadata.json")
+        lock = self._meta_locks.setdefault(worker_id, threading.Lock())
+        with lock:
+            meta = self.read_metadata(worker_id)
+            apply(meta)
+            self._put(key, _json(meta))
+        return meta
+
+    # --- reads ---------------------------------------------------------------------------
+    def read_metadata(self, worker_id: str) -> dict[str, Any]:
+        raw = self._count(self._get(self._key(worker_id, "metadata.json")))
+        try:
+            meta = json.loads(raw)
+        except ValueError as exc:
+            raise ArtifactError(f"metadata.json of {worker_id} is not valid JSON: {exc}") from None
+        if not isinstance(meta, dict):
+            raise ArtifactError(f"metadata.json of {worker_id} is not a JSON object")
+        return meta
+
+    def read_file(self, worker_id: str, path: str) -> str:
+        """A whole artifact file as text. ``path`` is relative to the worker directory."""
+        rel = clean_relpath(path)
+        self._require_worker(worker_id)
+        return self._count(self._get(self._key(worker_id, rel))).decode("utf-8", "replace")
+
+    def size(self, worker_id: str, path: str) -> int:
+        return self._size(self._key(worker_id, clean_relpath(path)))
+
+    def tail(self, worker_id: str, path: str, nbytes: int) -> bytes:
+        """The last ``nbytes`` of a file, reading only those bytes."""
+        if nbytes <= 0:
+            return b""
+        return self._count(self._range(self._key(worker_id, clean_relpath(path)), None, nbytes))
+
+    def head(self, worker_id: str, path: str, nbytes: int) -> bytes:
+        """The first ``nbytes`` of a file, reading only those bytes."""
+        if nbytes <= 0:
+            return b""
+        return self._count(self._range(self._key(worker_id, clean_relpath(path)), 0, nbytes))
+
+    def list_files(self, worker_id: str) -> list[FileInfo]:
+        self._require_worker(worker_id)
+        return self._list(self._key(worker_id))
+
+    def exists(self, worker_id: str) -> bool:
+        return self._is_worker(check_worker_id(worker_id))
+
+    def iter_metadata(self) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
+        """Every worker's metadata (or the error reading it), for rebuilding the index."""
+        for wid in self._worker_ids():
+            try:
+                yield wid, self.read_metadata(wid)
+            except (ArtifactError, ArtifactPathError) as exc:
+                yield wid, exc
+
+
+def _json(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, indent=2, default=str).encode()
+
+
+def _seq(name: str) -> int:
+    head = name.rsplit("/", 1)[-1].split("_", 1)[0]
+    return int(head) if head.isdigit() else 0

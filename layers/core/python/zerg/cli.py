@@ -1,0 +1,102 @@
+"""The ``zerg`` command: operator entry points on the same core library the Lambdas use."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from zerg.config import ConfigError, get_settings
+
+
+class CliError(RuntimeError):
+    """An operator-facing failure: printed as one line, exit status 2."""
+
+
+def _connection():
+    from zerg.db import get_pool
+
+    return get_pool().connection()
+
+
+def cmd_db_migrate(args: argparse.Namespace) -> int:
+    from zerg.migrate import migrate, status
+
+    with _connection() as conn:
+        applied = migrate(conn)
+        st = status(conn)
+    for m in applied:
+        print(f"applied {m.version:04d}_{m.name}")
+    print(f"database at schema version {st.current} (latest {st.latest})"
+          + ("" if applied else ": up to date"))
+    return 0
+
+
+def cmd_db_status(args: argparse.Namespace) -> int:
+    from zerg.db import database_url
+    from zerg.migrate import status
+
+    settings = get_settings()
+    where = "DATABASE_URL" if settings.database_url else f"embedded ({settings.data_dir / 'pg'})"
+    with _connection() as conn:
+        st = status(conn)
+        server = conn.execute("SHOW server_version").fetchone()["server_version"]
+        vector = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        ).fetchone()
+    database_url(settings)  # resolves (and starts) the server; never printed: it may hold a password
+    print(f"database: {where}, PostgreSQL {server}")
+    print(f"schema version: {st.current} of {st.latest}")
+    for m in st.pending:
+        print(f"pending: {m.version:04d}_{m.name}")
+    print(f"pgvector: {vector['extversion'] if vector else 'not installed (run zerg db migrate)'}")
+    return 0 if not st.pending else 1
+
+
+def cmd_workers_reindex(args: argparse.Namespace) -> int:
+    from zerg.artifacts import get_store
+    from zerg.jobs import reindex
+
+    store = get_store()
+    with _connection() as conn:
+        report = reindex(conn, store)
+    print(f"scanned {report.scanned} workers in {store!r}; indexed {report.indexed}")
+    for worker_id, why in report.skipped:
+        print(f"skipped {worker_id}: {why}")
+    return 0 if not report.skipped else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zerg", description="Zerg: the assistant's backend brain.")
+    groups = parser.add_subparsers(dest="group", required=True)
+
+    db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
+    db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)
+    db.add_parser("status", help="show the schema version").set_defaults(func=cmd_db_status)
+
+    workers = groups.add_parser("workers", help="worker artifacts").add_subparsers(
+        dest="cmd", required=True
+    )
+    workers.add_parser(
+        "reindex", help="rebuild the worker_jobs index from every metadata.json"
+    ).set_defaults(func=cmd_workers_reindex)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    from zerg.migrate import MigrationError
+
+    try:
+        get_settings()
+        return func(args)
+    except (ConfigError, MigrationError, CliError) as exc:
+        print(f"zerg: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""PostgreSQL access: one connection pool per process.
+
+Invariants:
+- ``DATABASE_URL`` wins; without it the project starts its own embedded PostgreSQL (pgserver,
+  which ships pgvector) with data under ``ZERG_DATA_DIR/pg``, reused across runs and started at
+  most once per process.
+- Connections hand out rows as dicts; a ``with pool.connection()`` block is one transaction
+  (commit on success, rollback on error).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zerg.config import Settings, get_settings
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+_lock = threading.Lock()
+_pools: dict[str, "ConnectionPool"] = {}
+_embedded_uri: dict[Path, str] = {}
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Start (or reuse) the embedded server for ``data_dir`` and return its URL."""
+    pgdata = (data_dir / "pg").resolve()
+    with _lock:
+        if pgdata not in _embedded_uri:
+            import fcntl
+            import warnings
+
+            pgdata.parent.mkdir(parents=True, exist_ok=True)
+            # One starter at a time across processes (CLI, tests, a local server): initdb and
+            # server start are not safe to race.
+            with open(pgdata.parent / ".pg-start.lock", "w") as lock_file:
+                fcntl.flock(lock_file, fcntl.LOCK_EX)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+                    import pgserver  # heavy and local-only: imported where used
+
+                    # cleanup_mode=None: the server outlives this process, so the next command
+                    # reattaches (~0.5 s) instead of paying a fresh start (~2 s).
+                    server = pgserver.get_server(pgdata, cleanup_mode=None)
+                _embedded_uri[pgdata] = server.get_uri()
+    return _embedded_uri[pgdata]
+
+
+def database_url(settings: Settings | None = None) -> str:
+    settings = settings or get_settings()
+    return settings.database_url or embedded_database_url(settings.data_dir)
+
+
+def open_pool(url: str, max_size: int = 10) -> "ConnectionPool":
+    """A new pool for ``url`` (callers own it; most code wants :func:`get_pool`)."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"row_factory": dict_row},
+        open=False,
+        name="zerg",
+    )
+    pool.open(wait=True, timeout=30)
+    return pool
+
+
+def get_pool(settings: Settings | None = None) -> "ConnectionPool":
+    """The process-wide pool for the configured database (created on first use)."""
+    settings = settings or get_settings()
+    url = database_url(settings)
+    with _lock:
+        pool = _pools.get(url)
+        if pool is None:
+            pool = _pools[url] = open_pool(url, settings.db_pool_max)
+    return pool
+
+
+def close_pools() -> None:
+    with _lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()

@@ -1,0 +1,151 @@
+"""The ``worker_jobs`` index: one row per worker, owner-filtered, concurrency-safe.
+
+Invariants:
+- The index is derived from the artifacts: :func:`reindex` rebuilds it from every worker's
+  ``metadata.json`` and keeps job ids stable (they are the handles clients already hold).
+- An unreadable ``metadata.json`` is reported, never read as "empty" and never overwritten.
+- Status transitions are made by the system (runner, state machine), never from model output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from psycopg import Connection, errors
+from psycopg.types.json import Jsonb
+
+from zerg.artifacts.store import WorkerArtifactStore, parse_iso
+
+
+def create_job(
+    conn: Connection, owner_id: int, task: str, *, model: str | None = None, run_id: int | None = None
+) -> int:
+    row = conn.execute(
+        "INSERT INTO worker_jobs (owner_id, run_id, task, model) VALUES (%s, %s, %s, %s) RETURNING id",
+        (owner_id, run_id, task, model),
+    ).fetchone()
+    return row["id"]
+
+
+def get_job(conn: Connection, job_id: int) -> dict[str, Any] | None:
+    """Internal lookup by id (state-machine paths that already carry the owner in the payload
+    must compare it: see :func:`zerg.ownership.resolve_worker` for every user-facing read)."""
+    return conn.execute("SELECT * FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
+
+
+def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
+    conn.execute(
+        "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s WHERE id = %s",
+        (worker_id, started_at, job_id),
+    )
+
+
+def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
+    """Copy a completed worker's metadata (status, timings, error, usage) onto its row."""
+    conn.execute(
+        """UPDATE worker_jobs SET status = %s, error = %s, finished_at = %s, duration_ms = %s,
+                  tokens_in = %s, tokens_out = %s, cost_usd = %s
+           WHERE id = %s""",
+        (
+            meta["status"],
+            meta.get("error"),
+            parse_iso(meta["finished_at"]),
+            meta.get("duration_ms"),
+            meta.get("tokens_in") or 0,
+            meta.get("tokens_out") or 0,
+            meta.get("cost_usd"),
+            job_id,
+        ),
+    )
+
+
+def set_summary(conn: Connection, job_id: int, summary: str, summary_meta: dict[str, Any]) -> None:
+    conn.execute(
+        "UPDATE worker_jobs SET summary = %s, summary_meta = %s WHERE id = %s",
+        (summary, Jsonb(summary_meta), job_id),
+    )
+
+
+@dataclass
+class ReindexReport:
+    scanned: int = 0
+    indexed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (worker_id, why)
+
+
+_UPSERT_COLUMNS = (
+    "owner_id, run_id, worker_id, task, model, status, summary, summary_meta, error, "
+    "tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_ms"
+)
+_UPDATE_SET = ", ".join(
+    f"{c} = EXCLUDED.{c}" for c in (c.strip() for c in _UPSERT_COLUMNS.split(","))
+)
+
+
+def _row(meta: dict[str, Any]) -> tuple[Any, ...]:
+    def ts(name: str) -> datetime | None:
+        return parse_iso(meta[name]) if meta.get(name) else None
+
+    status = meta.get("status")
+    if status not in ("running", "success", "failed", "timeout", "cancelled"):
+        raise ValueError(f"unknown status {status!r}")
+    return (
+        int(meta["owner_id"]),
+        meta.get("supervisor_run_id"),
+        meta["worker_id"],
+        str(meta["task"]),
+        meta.get("model"),
+        status,
+        meta.get("summary"),
+        Jsonb(meta["summary_meta"]) if meta.get("summary_meta") is not None else None,
+        meta.get("error"),
+        meta.get("tokens_in") or 0,
+        meta.get("tokens_out") or 0,
+        meta.get("cost_usd"),
+        ts("created_at") or ts("started_at"),
+        ts("started_at"),
+        ts("finished_at"),
+        meta.get("duration_ms"),
+    )
+
+
+def reindex(conn: Connection, store: WorkerArtifactStore) -> ReindexReport:
+    """Rebuild ``worker_jobs`` rows from every worker's ``metadata.json`` (upsert; ids kept)."""
+    report = ReindexReport()
+    placeholders = ", ".join(["%s"] * 16)
+    for worker_id, meta in store.iter_metadata():
+        report.scanned += 1
+        if isinstance(meta, Exception):
+            report.skipped.append((worker_id, str(meta)))
+            continue
+        try:
+            values = _row(meta)
+            job_id = meta.get("job_id")
+            with conn.transaction():  # a savepoint: one bad row does not undo the others
+                if job_id is None:
+                    conn.execute(
+                        f"INSERT INTO worker_jobs ({_UPSERT_COLUMNS}) VALUES ({placeholders}) "
+                        f"ON CONFLICT (worker_id) DO UPDATE SET {_UPDATE_SET}",
+                        values,
+                    )
+                else:
+                    conn.execute(
+                        f"INSERT INTO worker_jobs (id, {_UPSERT_COLUMNS}) VALUES (%s, {placeholders}) "
+                        f"ON CONFLICT (id) DO UPDATE SET {_UPDATE_SET}",
+                        (int(job_id), *values),
+                    )
+            report.indexed += 1
+        except errors.ForeignKeyViolation:
+            report.skipped.append((worker_id, f"owner {meta.get('owner_id')} does not exist"))
+        except errors.UniqueViolation:
+            report.skipped.append((worker_id, f"job {meta.get('job_id')} belongs to another worker"))
+        except (KeyError, TypeError, ValueError) as exc:
+            report.skipped.append((worker_id, f"metadata.json is incomplete: {exc!r}"))
+    # Explicit ids were inserted: move the sequence past them so new jobs never collide.
+    conn.execute(
+        "SELECT setval(pg_get_serial_sequence('worker_jobs', 'id'), GREATEST(m, 1), m > 0) "
+        "FROM (SELECT COALESCE(MAX(id), 0) AS m FROM worker_jobs) AS top"
+    )
+    return report

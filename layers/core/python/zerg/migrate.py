@@ -1,0 +1,121 @@
+"""Numbered SQL migrations (``zerg/migrations/NNNN_name.sql``), applied by ``zerg db migrate``.
+
+Invariants:
+- Each migration runs once, in its own transaction, and is recorded in ``schema_migrations``
+  with a checksum; running ``migrate`` again changes nothing.
+- Concurrent migrators serialise on an advisory lock, so two processes starting at once are safe.
+- A database that records a version the code does not know (newer code ran against it), or a
+  migration whose file changed after it was applied, is refused: never guess at a schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from psycopg import Connection
+from psycopg.rows import tuple_row
+
+_LOCK_KEY = 0x7A657267  # "zerg"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Status:
+    current: int
+    latest: int
+    applied: list[int]
+    pending: list[Migration]
+
+
+def available() -> list[Migration]:
+    found = []
+    for entry in resources.files("zerg.migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text()))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(versions) + 1)):
+        raise MigrationError(f"migration numbers must be 1..N without gaps, found {versions}")
+    return found
+
+
+def _ensure_table(conn: Connection) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS schema_migrations (
+               version     integer PRIMARY KEY,
+               name        text NOT NULL,
+               checksum    text NOT NULL,
+               applied_at  timestamptz NOT NULL DEFAULT now())"""
+    )
+
+
+def _check(conn: Connection, migrations: list[Migration]) -> dict[int, str]:
+    cur = conn.cursor(row_factory=tuple_row)
+    applied = dict(cur.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+    known = {m.version: m for m in migrations}
+    newer = sorted(v for v in applied if v not in known)
+    if newer:
+        raise MigrationError(
+            f"database is at schema version {max(applied)}, newer than this code "
+            f"(latest {max(known, default=0)}); upgrade Zerg instead of migrating"
+        )
+    for version, checksum in applied.items():
+        if known[version].checksum != checksum:
+            raise MigrationError(
+                f"migration {version:04d}_{known[version].name} changed after it was applied; "
+                "add a new migration instead of editing an applied one"
+            )
+    return applied
+
+
+def status(conn: Connection) -> Status:
+    migrations = available()
+    with conn.transaction():
+        _ensure_table(conn)
+        applied = _check(conn, migrations)
+    return Status(
+        current=max(applied, default=0),
+        latest=migrations[-1].version if migrations else 0,
+        applied=sorted(applied),
+        pending=[m for m in migrations if m.version not in applied],
+    )
+
+
+def migrate(conn: Connection) -> list[Migration]:
+    """Apply pending migrations; return the ones applied (empty when up to date)."""
+    migrations = available()
+    done: list[Migration] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        _ensure_table(conn)
+        applied = _check(conn, migrations)
+        for migration in migrations:
+            if migration.version in applied:
+                continue
+            with conn.transaction():
+                conn.execute(migration.sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                    (migration.version, migration.name, migration.checksum),
+                )
+            done.append(migration)
+    return done

@@ -1,0 +1,132 @@
+"""Shared fixtures: a real PostgreSQL, moto-backed AWS, and both artifact-store backends.
+
+The database is ``DATABASE_URL`` when set (used as an admin connection: each test session
+creates and drops its own database), otherwise the project's embedded server with its data
+under ``.zerg/test-pg`` in the checkout (reused across runs, never the user's own data dir).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from zerg import config, db
+from zerg.migrate import migrate
+
+ROOT = Path(__file__).resolve().parents[1]
+# Read once at import: the autouse fixture below rewrites DATABASE_URL for each test.
+_OUTER_DATABASE_URL = os.environ.get("DATABASE_URL")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+for _var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+    os.environ.setdefault(_var, "testing")
+
+
+def _admin_url() -> str:
+    return _OUTER_DATABASE_URL or db.embedded_database_url(ROOT / ".zerg" / "test")
+
+
+def _with_dbname(url: str, name: str) -> str:
+    return psycopg.conninfo.make_conninfo(url, dbname=name)
+
+
+@pytest.fixture(scope="session")
+def admin_url() -> str:
+    return _admin_url()
+
+
+@pytest.fixture(scope="session")
+def make_database(admin_url: str) -> Iterator:
+    """Factory for empty, throw-away databases (dropped at session end)."""
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"zerg_test_{secrets.token_hex(6)}"
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return _with_dbname(admin_url, name)
+
+    yield make
+    db.close_pools()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        for name in created:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_url(make_database) -> str:
+    """A migrated database shared by the session; tests isolate by creating their own owners."""
+    url = make_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+    return url
+
+
+@pytest.fixture(scope="session")
+def pool(database_url: str):
+    pool = db.open_pool(database_url, max_size=20)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest):
+    """Every test sees a clean ZERG_* environment pointing at its own data dir."""
+    for name in list(os.environ):
+        if name.startswith("ZERG_") or name.startswith("OPENAI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ZERG_DATA_DIR", str(tmp_path / "zerg-data"))
+    if "database_url" in request.fixturenames:
+        monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("database_url"))
+    else:
+        monkeypatch.delenv("DATABASE_URL", raising=False)
+    config.get_settings.cache_clear()
+    yield
+    config.get_settings.cache_clear()
+
+
+@pytest.fixture
+def owner(pool) -> int:
+    from zerg.owners import create_owner
+
+    with pool.connection() as conn:
+        return create_owner(conn, "test owner").owner_id
+
+
+@pytest.fixture
+def other_owner(pool) -> int:
+    from zerg.owners import create_owner
+
+    with pool.connection() as conn:
+        return create_owner(conn, "someone else").owner_id
+
+
+@pytest.fixture
+def s3_bucket() -> Iterator:
+    """A moto S3 bucket: yields (client, bucket name)."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="zerg-artifacts-test")
+        yield client, "zerg-artifacts-test"
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """The artifact-store contract runs against both backends."""
+    if request.param == "local":
+        from zerg.artifacts.local import LocalArtifactStore
+
+        yield LocalArtifactStore(tmp_path / "artifacts")
+    else:
+        from zerg.artifacts.s3 import S3ArtifactStore
+
+        client, bucket = request.getfixturevalue("s3_bucket")
+        yield S3ArtifactStore(bucket, client=client)

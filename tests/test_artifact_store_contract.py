@@ -1,0 +1,168 @@
+"""One contract, two backends: every test here runs on the local directory and on (moto) S3."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from zerg.artifacts import ArtifactError, ArtifactNotFound, ArtifactPathError, WorkerExists
+
+T0 = datetime(2026, 11, 22, 14, 32, 0, tzinfo=timezone.utc)
+
+
+def test_create_worker_id_has_timestamp_slug_and_random_suffix(store):
+    wid = store.create_worker("Check disk usage on cube!!", owner_id=1, now=T0)
+    assert re.fullmatch(r"2026-11-22T14-32-00_check-disk-usage-on-cube_[0-9a-f]{6}", wid)
+    meta = store.read_metadata(wid)
+    assert meta["status"] == "running" and meta["owner_id"] == 1
+    assert meta["task"] == "Check disk usage on cube!!"
+
+
+def test_slug_is_cut_to_30_characters(store):
+    wid = store.create_worker("x" * 80, owner_id=1, now=T0)
+    assert wid.split("_")[1] == "x" * 30
+
+
+def test_create_worker_refuses_an_existing_id(store):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(WorkerExists):
+        store.create_worker("task", owner_id=1, worker_id=wid)
+    assert store.read_metadata(wid)["task"] == "task"
+
+
+def test_create_worker_requires_an_owner(store):
+    with pytest.raises(ArtifactError, match="owner_id"):
+        store.create_worker("task", owner_id=0)
+
+
+def test_tool_outputs_are_numbered_in_order_and_readable_at_once(store):
+    wid = store.create_worker("task", owner_id=1)
+    first = store.save_tool_output(wid, "ssh_exec", "Filesystem 78%")
+    assert store.read_file(wid, first) == "Filesystem 78%"  # written immediately
+    second = store.save_tool_output(wid, "container_exec", "ok")
+    assert (first, second) == ("tool_calls/001_ssh_exec.txt", "tool_calls/002_container_exec.txt")
+
+
+def test_thread_is_append_only_jsonl_in_order(store):
+    wid = store.create_worker("task", owner_id=1)
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "line1\nline2"}]
+    for m in messages:
+        store.append_thread(wid, m)
+    lines = store.read_file(wid, "thread.jsonl").splitlines()
+    assert [json.loads(line) for line in lines] == messages
+
+
+def test_result_is_canonical_never_truncated_never_overwritten(store):
+    wid = store.create_worker("task", owner_id=1)
+    big = "r" * 1_500_000 + "END"
+    store.save_result(wid, big)
+    with pytest.raises(ArtifactError, match="canonical"):
+        store.save_result(wid, "something else")
+    assert store.read_file(wid, "result.txt") == big
+
+
+def test_complete_worker_records_status_and_timings(store):
+    wid = store.create_worker("task", owner_id=1, now=T0)
+    meta = store.complete_worker(wid, "failed", error="ssh: auth failed", finished_at=T0 + timedelta(seconds=12))
+    assert meta["status"] == "failed" and meta["error"] == "ssh: auth failed"
+    assert meta["duration_ms"] == 12_000
+    assert meta["started_at"] == "2026-11-22T14:32:00.000Z"
+    assert meta["finished_at"] == "2026-11-22T14:32:12.000Z"
+    assert store.read_metadata(wid) == meta
+
+
+def test_status_is_set_once_and_only_to_a_system_status(store):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(ArtifactError, match="status must be"):
+        store.complete_worker(wid, "probably fine")
+    store.complete_worker(wid, "timeout")
+    with pytest.raises(ArtifactError, match="already complete"):
+        store.complete_worker(wid, "success")
+    assert store.read_metadata(wid)["status"] == "timeout"
+
+
+def test_update_summary_is_best_effort(store):
+    wid = store.create_worker("task", owner_id=1)
+    store.complete_worker(wid, "success")
+    meta = {"version": 1, "model": "m", "generated_at": "now", "error": None}
+    assert store.update_summary(wid, "Cube 78% full", meta) is True
+    got = store.read_metadata(wid)
+    assert got["summary"] == "Cube 78% full" and got["summary_meta"] == meta
+    assert got["status"] == "success"
+    # A missing worker is a failure reported as False, never an exception.
+    assert store.update_summary("2026-01-01T00-00-00_gone_abcdef", "x", meta) is False
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../x",
+        "/etc/passwd",
+        "tool_calls/../../y",
+        "..",
+        "%2e%2e/x",
+        "..%2fmetadata.json",
+        "%2Fetc%2Fpasswd",
+        "tool_calls/%252e%252e/%252e%252e/y",
+        "tool_calls\\..\\..\\y",
+        "result.txt\x00.png",
+        "",
+        "C:/Windows/win.ini",
+    ],
+)
+def test_read_file_refuses_paths_outside_the_worker(store, path):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(ArtifactPathError) as err:
+        store.read_file(wid, path)
+    assert str(err.value)  # says why
+
+
+def test_read_file_of_a_missing_file_says_so(store):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(ArtifactNotFound, match="result.txt"):
+        store.read_file(wid, "result.txt")
+
+
+def test_a_bad_worker_id_is_refused_before_any_io(store):
+    for bad in ("../../etc", "2026-01-01T00-00-00_x_abcdef/../y", "whatever"):
+        with pytest.raises(ArtifactPathError, match="invalid worker id"):
+            store.read_file(bad, "result.txt")
+
+
+def test_list_files_shows_every_artifact_with_sizes(store):
+    wid = store.create_worker("task", owner_id=1)
+    store.save_tool_output(wid, "ssh_exec", "abc")
+    store.append_thread(wid, {"role": "user", "content": "x"})
+    store.save_result(wid, "done")
+    files = {f.path: f.size for f in store.list_files(wid)}
+    assert set(files) == {"metadata.json", "thread.jsonl", "result.txt", "tool_calls/001_ssh_exec.txt"}
+    assert files["tool_calls/001_ssh_exec.txt"] == 3 and files["result.txt"] == 4
+
+
+def test_tail_reads_only_the_last_bytes(store):
+    wid = store.create_worker("task", owner_id=1)
+    rel = store.save_tool_output(wid, "ssh_exec", "a" * 5_000_000 + "TAIL-END")
+    before = store.bytes_read
+    assert store.tail(wid, rel, 8) == b"TAIL-END"
+    assert store.head(wid, rel, 3) == b"aaa"
+    assert store.bytes_read - before == 11
+    assert store.size(wid, rel) == 5_000_008
+    assert store.tail(wid, rel, 10**9) == b"a" * 5_000_000 + b"TAIL-END"
+
+
+def test_tail_of_an_empty_file_is_empty(store):
+    wid = store.create_worker("task", owner_id=1)
+    rel = store.save_tool_output(wid, "container_exec", "")
+    assert store.tail(wid, rel, 100) == b""
+
+
+def test_iter_metadata_reports_corrupt_metadata_instead_of_hiding_it(store):
+    good = store.create_worker("good", owner_id=1)
+    bad = store.create_worker("bad", owner_id=1)
+    store._put(store._key(bad, "metadata.json"), b"{not json")
+    seen = dict(store.iter_metadata())
+    assert seen[good]["task"] == "good"
+    assert isinstance(seen[bad], ArtifactError)
