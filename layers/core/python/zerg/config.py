@@ -22,9 +22,10 @@ class ConfigError(ValueError):
     """Raised when the environment holds an invalid or unknown setting."""
 
 
-def _default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "zerg"
+def _default_data_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "zerg"
 
 
 class Settings(BaseModel):
@@ -93,6 +94,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             f"unknown setting {unknown[0]}: not one of {', '.join(sorted(k for k in known if k.startswith('ZERG_')))}"
         )
     values = {k: v for k, v in env.items() if k in known and v != ""}
+    values.setdefault("ZERG_DATA_DIR", str(_default_data_dir(env)))
     try:
         settings = Settings.model_validate(values)
     except ValidationError as exc:

@@ -81,6 +81,7 @@ class WorkerArtifactStore(ABC):
         self._bytes_read = 0
         self._stats_lock = threading.Lock()
         self._meta_locks: dict[str, threading.Lock] = {}
+        self._next_seq: dict[str, int] = {}  # a hint only: exclusive create is the arbiter
 
     # --- backend primitives (keys are full store keys: "workers/<id>/...") ----------------
     @abstractmethod
@@ -184,11 +185,14 @@ class WorkerArtifactStore(ABC):
         """Persist one tool call's raw output now; return its path (``tool_calls/NNN_tool.txt``)."""
         self._require_worker(worker_id)
         data = output.encode("utf-8", errors="replace")
-        existing = self._list(self._key(worker_id, "tool_calls/"))
-        seq = 1 + max((_seq(f.path) for f in existing), default=0)
+        seq = self._next_seq.get(worker_id)
+        if seq is None:  # first call in this process (or a retry elsewhere): ask the store
+            existing = self._list(self._key(worker_id, "tool_calls/"))
+            seq = 1 + max((_seq(f.path) for f in existing), default=0)
         while True:
             rel = tool_file_name(seq, tool_name)
             if self._create(self._key(worker_id, rel), data):
+                self._next_seq[worker_id] = seq + 1
                 return rel
             seq += 1  # another writer took this number: never overwrite, take the next
 
