@@ -10,12 +10,14 @@ Invariants:
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 
 class ConfigError(ValueError):
@@ -26,6 +28,20 @@ def _default_data_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "zerg"
+
+
+class SSHHost(BaseModel):
+    """One allowlisted SSH target (an entry of ``ZERG_SSH_HOSTS``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hostname: str = Field(min_length=1)
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str = Field(min_length=1)
+    key_file: Path | None = None  # private key on disk
+    key_env: str | None = None  # name of an env var holding the private key (PEM)
+    key_secret_arn: str | None = None  # Secrets Manager secret holding the private key (PEM)
+    host_key: str | None = None  # "ssh-ed25519 AAAA...": pins the server's key
 
 
 class Settings(BaseModel):
@@ -62,6 +78,43 @@ class Settings(BaseModel):
         default="INFO", alias="ZERG_LOG_LEVEL"
     )
 
+    # --- models ----------------------------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    supervisor_model: str = Field(default="gpt-4o", alias="ZERG_SUPERVISOR_MODEL")
+    worker_model: str = Field(default="gpt-4o-mini", alias="ZERG_WORKER_MODEL")
+    summary_model: str = Field(default="gpt-4o-mini", alias="ZERG_SUMMARY_MODEL")
+    llm_max_retries: int = Field(default=3, ge=0, le=10, alias="ZERG_LLM_MAX_RETRIES")
+    llm_timeout_s: float = Field(default=60.0, gt=0, le=600, alias="ZERG_LLM_TIMEOUT_S")
+
+    # --- workers and their tools -----------------------------------------------------------
+    worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
+    worker_max_iterations: int = Field(default=12, ge=1, le=100, alias="ZERG_WORKER_MAX_ITERATIONS")
+    tool_output_cap: int = Field(default=10_000, ge=256, le=1_000_000, alias="ZERG_TOOL_OUTPUT_CAP")
+    ssh_hosts: dict[str, SSHHost] = Field(default_factory=dict, alias="ZERG_SSH_HOSTS")
+    ssh_known_hosts: Path | None = Field(default=None, alias="ZERG_SSH_KNOWN_HOSTS")
+    http_allow_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = Field(
+        default=(), alias="ZERG_HTTP_ALLOW_NETWORKS"
+    )
+    http_body_cap: int = Field(default=20_000, ge=256, le=5_000_000, alias="ZERG_HTTP_BODY_CAP")
+
+    @field_validator("ssh_hosts", mode="before")
+    @classmethod
+    def _json_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"not valid JSON ({exc})") from None
+        return value
+
+    @field_validator("http_allow_networks", mode="before")
+    @classmethod
+    def _networks(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(ipaddress.ip_network(p.strip()) for p in value.split(",") if p.strip())
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
@@ -70,6 +123,11 @@ class Settings(BaseModel):
     @property
     def artifact_root(self) -> Path:
         return self.artifact_dir or self.data_dir / "artifacts"
+
+    @property
+    def offline(self) -> bool:
+        """No API key and no endpoint: the deterministic offline provider answers."""
+        return self.openai_api_key is None and not self.openai_base_url
 
     def check(self) -> "Settings":
         if self.artifact_backend == "s3" and not self.artifact_bucket:
@@ -88,7 +146,10 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     """Build settings from ``environ`` (default ``os.environ``), failing with a clear message."""
     env = dict(os.environ if environ is None else environ)
     known = _env_names()
-    unknown = sorted(k for k in env if k.startswith("ZERG_") and k not in known)
+    # ZERG_SSH_KEY_* may hold SSH private keys named by a host's key_env.
+    unknown = sorted(
+        k for k in env if k.startswith("ZERG_") and k not in known and not k.startswith("ZERG_SSH_KEY_")
+    )
     if unknown:
         raise ConfigError(
             f"unknown setting {unknown[0]}: not one of {', '.join(sorted(k for k in known if k.startswith('ZERG_')))}"
@@ -101,7 +162,11 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "?"
         var = Settings.model_fields[field].alias if field in Settings.model_fields else field
-        raise ConfigError(f"invalid {var}={env.get(var)!r}: {err['msg']}") from None
+        shown = "<secret>" if var == "OPENAI_API_KEY" else repr(env.get(var))
+        where = ".".join(str(p) for p in err["loc"][1:])
+        raise ConfigError(
+            f"invalid {var}={shown}: {err['msg']}" + (f" (at {where})" if where else "")
+        ) from None
     return settings.check()
 
 

@@ -1,0 +1,67 @@
+"""What the agent loops need from a model, and nothing more.
+
+Messages are OpenAI Chat Completions dicts (``role``/``content``/``tool_calls``/``tool_call_id``);
+tools are OpenAI function schemas. Usage and cost are data on every result, accumulated by the
+caller (job, run), never inferred later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class LLMError(RuntimeError):
+    """The model could not answer (after retries); the message says which model and why."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, validated by the tool
+
+
+@dataclass
+class Usage:
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0  # None once any call had an unknown price
+
+    def add(self, other: "Usage") -> None:
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        if self.cost_usd is None or other.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd = round(self.cost_usd + other.cost_usd, 8)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    model: str
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to append to a conversation."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return msg
+
+
+class ChatModel(Protocol):
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> ChatResult: ...

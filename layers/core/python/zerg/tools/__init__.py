@@ -1,0 +1,15 @@
+"""Tool sets: what a worker may call, and (later) what the supervisor may call."""
+
+from __future__ import annotations
+
+from zerg.tools.base import CriticalToolError, Tool, ToolContext, ToolOutcome, invoke
+
+
+def worker_tools() -> dict[str, Tool]:
+    """The worker's shell-first toolset: the terminal is the primitive, not a curated list."""
+    from zerg.tools import clock, container, http, ssh
+
+    return {t.name: t for t in (ssh.TOOL, container.TOOL, http.TOOL, clock.TOOL)}
+
+
+__all__ = ["CriticalToolError", "Tool", "ToolContext", "ToolOutcome", "invoke", "worker_tools"]

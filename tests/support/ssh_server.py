@@ -1,0 +1,159 @@
+"""A real SSH server on loopback for ssh_exec tests.
+
+OpenSSH's ``sshd`` when the machine has it (started with temporary host and client keys, no
+PAM, its own pid file); otherwise an in-process paramiko server whose exec handler runs the
+command as a real subprocess. Either way the client side is the production ``ssh_exec``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+
+
+def _keypair(path: Path) -> str:
+    """Write an OpenSSH ed25519 private key to ``path``; return the public key line."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    path.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
+    path.chmod(0o600)
+    return key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"SSH test server did not listen on {port}")
+
+
+@dataclass
+class SSHServer:
+    kind: str  # "openssh" | "paramiko"
+    port: int
+    user: str
+    client_key: Path
+    host_key: str  # public key line, for pinning
+    _stop: object
+
+    def host_config(self, **overrides) -> dict:
+        cfg = {"hostname": "127.0.0.1", "port": self.port, "user": self.user,
+               "key_file": str(self.client_key), "host_key": self.host_key}
+        return cfg | overrides
+
+    def stop(self) -> None:
+        self._stop()
+
+
+def start_ssh_server(workdir: Path, *, in_process: bool = False) -> SSHServer:
+    workdir.mkdir(parents=True, exist_ok=True)
+    client_key = workdir / "client_ed25519"
+    client_pub = _keypair(client_key)
+    host_key_path = workdir / "host_ed25519"
+    host_pub = _keypair(host_key_path)
+    if SSHD and os.geteuid() == 0 and not in_process:
+        return _openssh(workdir, client_key, client_pub, host_key_path, host_pub)
+    return _paramiko(client_key, client_pub, host_key_path, host_pub)
+
+
+def _openssh(workdir: Path, client_key: Path, client_pub: str, host_key_path: Path, host_pub: str) -> SSHServer:
+    port = _free_port()
+    (workdir / "authorized_keys").write_text(client_pub + "\n")
+    config = workdir / "sshd_config"
+    config.write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {host_key_path}",
+        f"AuthorizedKeysFile {workdir / 'authorized_keys'}", f"PidFile {workdir / 'sshd.pid'}",
+        "UsePAM no", "StrictModes no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", "LogLevel ERROR", "",
+    ]))
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    _wait_port(port)
+
+    def stop() -> None:
+        proc.terminate()
+        proc.wait(timeout=5)
+
+    return SSHServer("openssh", port, getpass.getuser(), client_key, host_pub, stop)
+
+
+def _paramiko(client_key: Path, client_pub: str, host_key_path: Path, host_pub: str) -> SSHServer:
+    import paramiko
+
+    host_key = paramiko.Ed25519Key.from_private_key_file(str(host_key_path))
+    authorized = client_pub.split()[1]
+
+    class Server(paramiko.ServerInterface):
+        def get_allowed_auths(self, username):
+            return "publickey"
+
+        def check_auth_publickey(self, username, key):
+            ok = key.get_base64() == authorized
+            return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
+
+        def check_channel_request(self, kind, chanid):
+            return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+        def check_channel_exec_request(self, channel, command):
+            threading.Thread(target=_exec, args=(channel, command.decode()), daemon=True).start()
+            return True
+
+    def _exec(channel, command: str) -> None:
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate()
+        try:
+            channel.sendall(out)
+            channel.sendall_stderr(err)
+            channel.send_exit_status(proc.returncode)
+        finally:
+            channel.close()
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    stopped = threading.Event()
+
+    def serve() -> None:
+        while not stopped.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            transport = paramiko.Transport(conn)
+            transport.add_server_key(host_key)
+            try:
+                transport.start_server(server=Server())
+            except (paramiko.SSHException, EOFError):
+                continue
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def stop() -> None:
+        stopped.set()
+        sock.close()
+
+    return SSHServer("paramiko", sock.getsockname()[1], getpass.getuser(), client_key, host_pub, stop)
