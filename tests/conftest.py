@@ -130,3 +130,33 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
 
         client, bucket = request.getfixturevalue("s3_bucket")
         yield S3ArtifactStore(bucket, client=client)
+
+
+@pytest.fixture
+def llm():
+    """The scripted OpenAI-compatible server on loopback (see tests/support/llm_server.py)."""
+    from tests.support.llm_server import ScriptedLLM
+
+    server = ScriptedLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def runtime_env(monkeypatch, tmp_path, database_url, llm):
+    """Point the process runtime at the test database, a temp artifact dir and the scripted model.
+
+    Returns a function that applies extra settings (env vars) and gives a fresh Runtime.
+    """
+    from zerg import runtime
+
+    def configure(**env: str) -> runtime.Runtime:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("ZERG_ARTIFACT_DIR", str(tmp_path / "artifacts"))
+        monkeypatch.setenv("ZERG_LLM_MAX_RETRIES", "0")
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        config.get_settings.cache_clear()
+        return runtime.get_runtime()
+
+    return configure

@@ -1,0 +1,54 @@
+"""The run event log (``run_events``): the SSE contract, one row per event.
+
+Invariants:
+- Every event is a row first; its id is the SSE event id, so a client reconnecting with
+  ``Last-Event-ID`` misses nothing and sees nothing twice.
+- There is one way to emit an event (:func:`emit`) and one list of event types (the seed's
+  contract); an unknown type is a programming error, refused.
+- Reads are scoped by owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+EVENT_TYPES = frozenset(
+    {
+        "supervisor_started",  # {run_id, thread_id, task}
+        "supervisor_thinking",  # {message}
+        "worker_spawned",  # {job_id, task, model}
+        "worker_started",  # {job_id, worker_id}
+        "worker_complete",  # {job_id, worker_id, status, duration_ms}
+        "worker_summary_ready",  # {job_id, worker_id, summary}
+        "supervisor_complete",  # {run_id, result}
+        "error",  # {run_id, message, details?}
+    }
+)
+TERMINAL_EVENTS = frozenset({"supervisor_complete", "error"})
+NOTIFY_CHANNEL = "zerg_run_events"
+
+
+def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload: dict[str, Any]) -> int:
+    """Append one event; return its id. Listeners on ``zerg_run_events`` are woken on commit."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    row = conn.execute(
+        "INSERT INTO run_events (run_id, owner_id, event_type, payload) VALUES (%s, %s, %s, %s) RETURNING id",
+        (run_id, owner_id, event_type, Jsonb(payload)),
+    ).fetchone()
+    conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(run_id)))
+    return row["id"]
+
+
+def list_events(
+    conn: Connection, owner_id: int, run_id: int, *, after_id: int = 0, limit: int = 1000
+) -> list[dict[str, Any]]:
+    """The owner's events of ``run_id`` with id > ``after_id``, oldest first."""
+    return conn.execute(
+        """SELECT id, event_type, payload, created_at FROM run_events
+           WHERE owner_id = %s AND run_id = %s AND id > %s ORDER BY id LIMIT %s""",
+        (owner_id, run_id, after_id, limit),
+    ).fetchall()

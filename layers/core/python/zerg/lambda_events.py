@@ -1,0 +1,36 @@
+"""Validation of Lambda events: every handler's input is a pydantic model, checked first.
+
+A bad event raises :class:`InvalidEvent` whose message names each offending field; Step
+Functions shows it as the error cause, and nothing has been touched yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class InvalidEvent(ValueError):
+    pass
+
+
+def parse_event(model: type[M], event: Any, what: str) -> M:
+    try:
+        return model.model_validate(event)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'event'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidEvent(f"invalid {what} event: {problems}") from None
+
+
+class JobEvent(BaseModel):
+    """What the state machine passes per worker job: ids only."""
+
+    model_config = ConfigDict(extra="ignore")
+    job_id: int = Field(gt=0)
+    run_id: int = Field(gt=0)
+    owner_id: int = Field(gt=0)

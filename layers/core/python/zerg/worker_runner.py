@@ -1,0 +1,212 @@
+"""WorkerRunner: one disposable agent, one task, every byte persisted as it happens.
+
+Invariants:
+- Each tool output is written to ``tool_calls/NNN_tool.txt`` the moment the call finishes and
+  each message is appended to ``thread.jsonl`` as it happens: a crash or timeout loses nothing
+  that was already produced.
+- ``status`` is system-determined: ``success`` when the loop ended with a final message,
+  ``failed`` on an exception, a critical tool error or exhausted iterations, ``timeout`` when
+  the deadline passed. What the model says about success never changes it.
+- ``result.txt`` is never empty: an empty final message, a failure or a timeout yields a result
+  synthesised from the last tool outputs, marked as such.
+- A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
+  was interrupted mid-run (a Lambda retry) marks it failed and keeps its partial artifacts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from zerg import events, jobs
+from zerg.artifacts.store import FINAL_STATUSES, utcnow
+from zerg.llm import LLMError, Usage
+from zerg.runtime import Runtime
+from zerg.tools import ToolContext, invoke, worker_tools
+
+WORKER_SYSTEM_PROMPT = """\
+You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
+You have a real terminal. Use ssh_exec to run commands on the user's servers (by alias),
+container_exec for a local sandbox shell, http_request for HTTP APIs, get_current_time for the date.
+Prefer ordinary shell commands (df -h, free -m, uptime, docker ps, journalctl, ss -tlnp, grep, jq).
+Investigate, then answer with a concise final message stating what you found, with the key numbers
+and any errors you hit. Never claim something you did not observe in a tool output."""
+
+SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+@dataclass
+class WorkerOutcome:
+    job_id: int
+    worker_id: str | None
+    status: str
+    duration_ms: int | None = None
+    error: str | None = None
+
+    def as_payload(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status}
+
+
+@dataclass
+class _Loop:
+    status: str = "success"
+    error: str | None = None
+    final: str = ""
+    usage: Usage = field(default_factory=Usage)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
+    outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
+
+
+def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
+    with rt.pool.connection() as conn:
+        job = jobs.get_job(conn, job_id)
+    if job is None or job["owner_id"] != owner_id or job["run_id"] != run_id:
+        raise JobNotFound(f"job {job_id} not found for owner {owner_id} in run {run_id}")
+    return job
+
+
+def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
+    job = _load_job(rt, job_id, owner_id, run_id)
+    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
+        return WorkerOutcome(job_id, job["worker_id"], job["status"], job["duration_ms"], job["error"])
+    if job["worker_id"]:
+        return mark_job_failed(rt, job_id, owner_id, run_id, "worker was interrupted before it finished (retried invocation); partial artifacts kept")
+
+    store, settings = rt.store, rt.settings
+    model = job["model"] or settings.worker_model
+    started = utcnow()
+    worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
+    with rt.pool.connection() as conn:
+        jobs.mark_started(conn, job_id, worker_id, started)
+        events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+
+    deadline = time.monotonic() + settings.worker_timeout_s
+    loop = _Loop()
+    try:
+        _agent_loop(rt, worker_id, job["task"], model, deadline, owner_id, loop)
+    except Exception as exc:  # the system decides: an exception is a failure, whatever was said
+        loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
+    return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+
+
+def _agent_loop(rt: Runtime, worker_id: str, task: str, model: str, deadline: float, owner_id: int, loop: _Loop) -> None:
+    store, settings = rt.store, rt.settings
+    tools = worker_tools()
+    schemas = [t.schema() for t in tools.values()]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": WORKER_SYSTEM_PROMPT},
+        {"role": "user", "content": task},
+    ]
+    for message in messages:
+        store.append_thread(worker_id, message)
+    ctx = ToolContext(settings=settings, deadline=deadline, owner_id=owner_id)
+    for _ in range(settings.worker_max_iterations):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s"
+            return
+        try:
+            reply = rt.llm.complete(messages, model=model, tools=schemas, timeout=min(left, settings.llm_timeout_s))
+        except LLMError as exc:
+            if time.monotonic() >= deadline:
+                loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
+            else:
+                loop.status, loop.error = "failed", str(exc)
+            return
+        loop.usage.add(reply.usage)
+        message = reply.as_message()
+        messages.append(message)
+        store.append_thread(worker_id, message)
+        if not reply.tool_calls:
+            loop.final = reply.content.strip()
+            return
+        for call in reply.tool_calls:
+            outcome = invoke(tools, call.name, call.arguments, ctx)
+            path = store.save_tool_output(worker_id, call.name, outcome.saved)
+            loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
+            loop.outputs.append((path, outcome.text))
+            tool_message = {"role": "tool", "tool_call_id": call.id, "content": outcome.text}
+            messages.append(tool_message)
+            store.append_thread(worker_id, tool_message)
+            if outcome.critical:
+                loop.status, loop.error = "failed", outcome.critical
+                return
+        if time.monotonic() >= deadline:
+            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s"
+            return
+    loop.status = "failed"
+    loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
+
+
+def _synthesise(loop: _Loop) -> str:
+    if loop.status == "success":
+        lines = [SYNTHESISED_MARK]
+    else:
+        lines = [f"[Worker {loop.status}: {loop.error}]", SYNTHESISED_MARK if loop.outputs else "No tool output was produced."]
+    for path, text in loop.outputs[-3:]:
+        lines += ["", f"== {path} ==", text[-2000:]]
+    return "\n".join(lines)
+
+
+def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str, loop: _Loop) -> WorkerOutcome:
+    store = rt.store
+    result = loop.final if (loop.status == "success" and loop.final) else _synthesise(loop)
+    store.save_result(worker_id, result)
+    meta = store.complete_worker(
+        worker_id,
+        loop.status,
+        error=loop.error,
+        extra={
+            "tokens_in": loop.usage.tokens_in,
+            "tokens_out": loop.usage.tokens_out,
+            "cost_usd": loop.usage.cost_usd,
+            "tool_calls": loop.calls,
+        },
+    )
+    with rt.pool.connection() as conn:
+        jobs.mark_finished(conn, job_id, meta)
+        events.emit(conn, run_id, owner_id, "worker_complete", {
+            "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
+        })
+    return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
+
+
+def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error: str) -> WorkerOutcome:
+    """Fail a job whose worker crashed or was interrupted (the state machine's Catch path).
+
+    Idempotent: a job that already finished keeps its status. Partial artifacts stay; the
+    worker gets a result.txt explaining the failure if it had none.
+    """
+    job = _load_job(rt, job_id, owner_id, run_id)
+    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
+        return WorkerOutcome(job_id, job["worker_id"], job["status"], job["duration_ms"], job["error"])
+    worker_id = job["worker_id"]
+    duration_ms = None
+    if worker_id is None:
+        with rt.pool.connection() as conn:
+            conn.execute(
+                "UPDATE worker_jobs SET status='failed', error=%s, finished_at=now() WHERE id=%s",
+                (error, job_id),
+            )
+            events.emit(conn, run_id, owner_id, "worker_complete", {
+                "job_id": job_id, "worker_id": None, "status": "failed", "duration_ms": None,
+            })
+        return WorkerOutcome(job_id, None, "failed", None, error)
+    store = rt.store
+    if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
+        store.save_result(worker_id, f"[Worker failed: {error}]")
+    meta = store.read_metadata(worker_id)
+    if meta.get("status") not in FINAL_STATUSES:
+        meta = store.complete_worker(worker_id, "failed", error=error)
+    duration_ms = meta.get("duration_ms")
+    with rt.pool.connection() as conn:
+        jobs.mark_finished(conn, job_id, meta)
+        events.emit(conn, run_id, owner_id, "worker_complete", {
+            "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
+        })
+    return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
