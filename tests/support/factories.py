@@ -29,3 +29,39 @@ def run_events(pool, run_id: int) -> list[tuple[str, dict]]:
             "SELECT event_type, payload FROM run_events WHERE run_id = %s ORDER BY id", (run_id,)
         ).fetchall()
     return [(r["event_type"], r["payload"]) for r in rows]
+
+
+def make_finished_worker(
+    pool,
+    store,
+    owner_id: int,
+    run_id: int | None,
+    task: str,
+    result: str | None = "done",
+    tool_outputs: list[tuple[str, str, bool]] = (),
+    status: str = "success",
+    summary: str | None = None,
+) -> tuple[int, str]:
+    """A worker as the runner leaves it (artifacts, index row), without a model: (job_id, worker_id)."""
+    from zerg.artifacts.store import parse_iso
+
+    with pool.connection() as conn:
+        job_id = jobs.create_job(conn, owner_id, task, model="gpt-4o-mini", run_id=run_id)
+    wid = store.create_worker(task, owner_id, job_id=job_id, run_id=run_id, model="gpt-4o-mini")
+    with pool.connection() as conn:
+        jobs.mark_started(conn, job_id, wid, parse_iso(store.read_metadata(wid)["started_at"]))
+    calls = []
+    for tool, text, ok in tool_outputs:
+        path = store.save_tool_output(wid, tool, text)
+        calls.append({"path": path, "tool": tool, "ok": ok, "exit_code": 0 if ok else 1})
+    if result is not None:
+        store.save_result(wid, result)
+    meta = store.complete_worker(wid, status, error=None if status == "success" else "boom",
+                                 extra={"tool_calls": calls})
+    with pool.connection() as conn:
+        jobs.mark_finished(conn, job_id, meta)
+        if summary is not None:
+            meta_s = {"version": 1, "model": "test", "generated_at": "t", "error": None}
+            store.update_summary(wid, summary, meta_s)
+            jobs.set_summary(conn, job_id, summary, meta_s)
+    return job_id, wid

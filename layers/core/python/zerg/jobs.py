@@ -61,10 +61,19 @@ def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
     )
 
 
-def set_summary(conn: Connection, job_id: int, summary: str, summary_meta: dict[str, Any]) -> None:
+def set_summary(
+    conn: Connection, job_id: int, summary: str, summary_meta: dict[str, Any], usage: Any = None
+) -> None:
+    """Store the derived summary; the summary model's tokens and cost count on the job."""
+    tokens_in = getattr(usage, "tokens_in", 0)
+    tokens_out = getattr(usage, "tokens_out", 0)
+    cost = getattr(usage, "cost_usd", 0.0)
     conn.execute(
-        "UPDATE worker_jobs SET summary = %s, summary_meta = %s WHERE id = %s",
-        (summary, Jsonb(summary_meta), job_id),
+        """UPDATE worker_jobs SET summary = %s, summary_meta = %s,
+                  tokens_in = tokens_in + %s, tokens_out = tokens_out + %s,
+                  cost_usd = CASE WHEN %s::numeric IS NULL THEN NULL ELSE cost_usd + %s END
+           WHERE id = %s""",
+        (summary, Jsonb(summary_meta), tokens_in, tokens_out, cost, cost, job_id),
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -34,7 +34,8 @@ class ToolContext:
     settings: Settings
     deadline: float | None = None  # time.monotonic() value the tool must finish by
     owner_id: int | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    run_id: int | None = None
+    runtime: Any = None  # zerg.runtime.Runtime, for tools that read the database or artifacts
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

@@ -1,0 +1,206 @@
+"""The supervisor's tools for past work: list, read, drill into, search and describe workers.
+
+Invariants:
+- Every read is scoped to the calling owner through :mod:`zerg.ownership`; another owner's job
+  is "not found", exactly like a job that does not exist.
+- ``list_workers`` returns summaries only (the task, cut to 150 characters, until a summary
+  exists), never result text: it is the compression layer that lets the supervisor scan
+  hundreds of workers. Full text is one ``read_worker_result`` away.
+- ``grep_workers`` is bounded (≤ 50 matches, lines cut to 200 characters, a bounded number of
+  workers scanned) and says when it hit a bound.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from zerg.artifacts import ArtifactNotFound, ArtifactPathError
+from zerg.ownership import NotFound, NotStarted, open_worker, resolve_worker
+from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
+
+GREP_MAX_MATCHES = 50
+GREP_LINE_CHARS = 200
+GREP_MAX_WORKERS = 200
+FILE_MAX_BYTES = 64_000
+FINISHED = ("success", "failed", "timeout", "cancelled")
+
+
+class ListWorkersArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    limit: int = Field(default=20, ge=1, le=100, description="How many workers, newest first")
+    status: Literal["queued", "running", "success", "failed", "timeout", "cancelled"] | None = None
+    since_hours: float | None = Field(default=None, gt=0, le=24 * 366, description="Only workers created in the last N hours")
+
+
+class JobArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job_id: int = Field(gt=0, description="The worker's job id")
+
+
+class FileArgs(JobArgs):
+    path: str = Field(min_length=1, max_length=500, description="Path inside the worker directory, e.g. tool_calls/001_ssh_exec.txt")
+
+
+class GrepArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pattern: str = Field(min_length=1, max_length=200, description="Literal text, matched case-insensitively")
+    since_hours: float = Field(default=24, gt=0, le=24 * 366)
+
+
+def _duration(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.1f}s"
+
+
+def list_workers(args: ListWorkersArgs, ctx: ToolContext) -> ToolOutcome:
+    clauses, params = ["owner_id = %s"], [ctx.owner_id]
+    if args.status:
+        clauses.append("status = %s")
+        params.append(args.status)
+    if args.since_hours:
+        clauses.append("created_at >= %s")
+        params.append(datetime.now(timezone.utc) - timedelta(hours=args.since_hours))
+    where = " AND ".join(clauses)
+    with ctx.runtime.pool.connection() as conn:
+        total = conn.execute(f"SELECT count(*) AS n FROM worker_jobs WHERE {where}", params).fetchone()["n"]
+        rows = conn.execute(
+            f"""SELECT id, status, duration_ms, summary, left(task, 150) AS task FROM worker_jobs
+                WHERE {where} ORDER BY created_at DESC, id DESC LIMIT %s""",
+            [*params, args.limit],
+        ).fetchall()
+    if not rows:
+        return ToolOutcome(text="No workers match.")
+    lines = [f"Workers (newest first, {len(rows)} of {total}):"]
+    for r in rows:
+        lines.append(f"- #{r['id']} [{r['status']}] {_duration(r['duration_ms'])} | {r['summary'] or r['task']}")
+    lines.append("Full output: read_worker_result(job_id).")
+    return ToolOutcome(text="\n".join(lines))
+
+
+def read_worker_result(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
+    with ctx.runtime.pool.connection() as conn:
+        try:
+            handle = open_worker(conn, ctx.runtime.store, ctx.owner_id, job_id=args.job_id)
+        except NotFound as exc:
+            return error(str(exc))
+    if handle.ref.status in ("queued", "running"):
+        return error(
+            f"worker {args.job_id} is still {handle.ref.status}: its result is not ready yet"
+            + ("; read_worker_file shows its partial output" if handle.ref.worker_id else "")
+        )
+    try:
+        return ToolOutcome(text=handle.read_file("result.txt"))
+    except (ArtifactNotFound, NotStarted):
+        return error(f"worker {args.job_id} ({handle.ref.status}) left no result.txt")
+
+
+def read_worker_file(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
+    with ctx.runtime.pool.connection() as conn:
+        try:
+            handle = open_worker(conn, ctx.runtime.store, ctx.owner_id, job_id=args.job_id)
+        except NotFound as exc:
+            return error(str(exc))
+    try:
+        size = handle.size(args.path)
+        if size <= FILE_MAX_BYTES:
+            return ToolOutcome(text=handle.read_file(args.path))
+        half = FILE_MAX_BYTES // 2  # a huge log: head and tail, never the whole file into context
+        head = handle.head(args.path, half).decode("utf-8", "ignore")
+        tail = handle.tail(args.path, half).decode("utf-8", "ignore")
+        return ToolOutcome(text=f"{head}\n[...truncated {size - 2 * half} bytes of {size}; "
+                                f"grep_workers finds lines in the middle...]\n{tail}")
+    except ArtifactPathError as exc:
+        return error(f"refused: {exc}")
+    except NotStarted as exc:
+        return error(str(exc))
+    except ArtifactNotFound:
+        files = ", ".join(f.path for f in handle.list_files())
+        return error(f"worker {args.job_id} has no file {args.path!r}; its files: {files}")
+
+
+def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
+    since = datetime.now(timezone.utc) - timedelta(hours=args.since_hours)
+    with ctx.runtime.pool.connection() as conn:
+        rows = conn.execute(
+            """SELECT id, worker_id FROM worker_jobs
+               WHERE owner_id = %s AND worker_id IS NOT NULL AND status = ANY(%s) AND created_at >= %s
+               ORDER BY created_at DESC, id DESC LIMIT %s""",
+            (ctx.owner_id, list(FINISHED), since, GREP_MAX_WORKERS + 1),
+        ).fetchall()
+    store, needle = ctx.runtime.store, args.pattern.lower()
+    matches: list[str] = []
+    full = False
+    for row in rows[:GREP_MAX_WORKERS]:
+        try:
+            files = [f.path for f in store.list_files(row["worker_id"])
+                     if f.path == "result.txt" or f.path.startswith("tool_calls/")]
+        except ArtifactNotFound:
+            continue
+        for path in files:
+            try:
+                text = store.read_file(row["worker_id"], path)
+            except ArtifactNotFound:
+                continue
+            if needle not in text.lower():
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                if needle in line.lower():
+                    cut = line if len(line) <= GREP_LINE_CHARS else line[: GREP_LINE_CHARS - 3] + "..."
+                    matches.append(f"#{row['id']} {path}:{number}: {cut}")
+                    if len(matches) >= GREP_MAX_MATCHES:
+                        full = True
+                        break
+            if full:
+                break
+        if full:
+            break
+    notes = []
+    if full:
+        notes.append(f"[stopped at {GREP_MAX_MATCHES} matches: narrow the pattern or since_hours]")
+    if len(rows) > GREP_MAX_WORKERS:
+        notes.append(f"[searched only the newest {GREP_MAX_WORKERS} finished workers]")
+    if not matches:
+        return ToolOutcome(text=f"No match for {args.pattern!r} in the last {args.since_hours:g}h." + (" " + " ".join(notes) if notes else ""))
+    return ToolOutcome(text="\n".join([f"{len(matches)} matches for {args.pattern!r}:", *matches, *notes]))
+
+
+def get_worker_metadata(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
+    with ctx.runtime.pool.connection() as conn:
+        try:
+            ref = resolve_worker(conn, ctx.owner_id, job_id=args.job_id)
+        except NotFound as exc:
+            return error(str(exc))
+        row = conn.execute("SELECT * FROM worker_jobs WHERE id = %s", (ref.job_id,)).fetchone()
+    lines = [
+        f"job_id: {row['id']}", f"worker_id: {row['worker_id'] or '(not started)'}",
+        f"status: {row['status']}", f"task: {row['task']}", f"model: {row['model'] or '-'}",
+        f"created_at: {row['created_at']:%Y-%m-%dT%H:%M:%SZ}",
+        f"started_at: {row['started_at']:%Y-%m-%dT%H:%M:%SZ}" if row["started_at"] else "started_at: -",
+        f"finished_at: {row['finished_at']:%Y-%m-%dT%H:%M:%SZ}" if row["finished_at"] else "finished_at: -",
+        f"duration: {_duration(row['duration_ms'])}", f"error: {row['error'] or '-'}",
+        f"summary: {row['summary'] or '-'}",
+        f"tokens: {row['tokens_in']} in / {row['tokens_out']} out",
+    ]
+    if ref.worker_id:
+        try:
+            files = ctx.runtime.store.list_files(ref.worker_id)
+            lines.append("files:")
+            lines += [f"  {f.path} ({f.size} bytes)" for f in files]
+        except ArtifactNotFound:
+            lines.append("files: (artifacts missing)")
+    return ToolOutcome(text="\n".join(lines))
+
+
+TOOLS = [
+    Tool("list_workers", "List recent workers with their SUMMARIES ONLY (never full results). "
+         "Use read_worker_result(job_id) for details.", ListWorkersArgs, list_workers),
+    Tool("read_worker_result", "The full final result (result.txt) of a finished worker.", JobArgs, read_worker_result),
+    Tool("read_worker_file", "Read any file in a worker's artifact directory, e.g. a raw tool output "
+         "'tool_calls/001_ssh_exec.txt', 'thread.jsonl' or 'metadata.json' (files over 64 KB: "
+         "head and tail).", FileArgs, read_worker_file),
+    Tool("grep_workers", "Case-insensitive literal search across your finished workers' results and raw "
+         "tool outputs (at most 50 matches).", GrepArgs, grep_workers),
+    Tool("get_worker_metadata", "A worker's status, timings, model, summary, error and file list.", JobArgs, get_worker_metadata),
+]
