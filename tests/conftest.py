@@ -160,3 +160,13 @@ def runtime_env(monkeypatch, tmp_path, database_url, llm):
         return runtime.get_runtime()
 
     return configure
+
+
+@pytest.fixture
+def engine():
+    """The local engine: the real ASL under moto's interpreter, the real handlers."""
+    from zerg.local_engine import LocalEngine
+
+    eng = LocalEngine().start()
+    yield eng
+    eng.stop()

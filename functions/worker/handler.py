@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger
 from pydantic import Field
 
-from zerg.lambda_events import JobEvent, parse_event
+from zerg.lambda_events import JobEvent, describe_step_error, parse_event
 
 logger = Logger(service="zerg-worker")
 
@@ -26,21 +25,8 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
     rt = get_runtime()
     if ev.action == "mark_failed":
-        outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_error(ev.error))
+        outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_step_error(ev.error, "worker crashed"))
     else:
         outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id)
     logger.info("worker finished", extra={"status": outcome.status, "worker_id": outcome.worker_id})
     return outcome.as_payload()
-
-
-def describe_error(error: Any) -> str:
-    """Step Functions' Catch output is {"Error": ..., "Cause": ...}; keep it short and readable."""
-    if isinstance(error, dict):
-        name, cause = error.get("Error") or "Error", error.get("Cause") or ""
-        try:
-            parsed = json.loads(cause)
-            cause = parsed.get("errorMessage") or cause
-        except (ValueError, AttributeError):
-            pass
-        return f"worker crashed: {name}: {str(cause)[:500]}".rstrip(": ")
-    return f"worker crashed: {str(error)[:500]}" if error else "worker crashed"

@@ -87,6 +87,13 @@ class Settings(BaseModel):
     llm_max_retries: int = Field(default=3, ge=0, le=10, alias="ZERG_LLM_MAX_RETRIES")
     llm_timeout_s: float = Field(default=60.0, gt=0, le=600, alias="ZERG_LLM_TIMEOUT_S")
 
+    # --- the supervisor and the state machine ---------------------------------------------
+    supervisor_max_rounds: int = Field(default=3, ge=1, le=20, alias="ZERG_SUPERVISOR_MAX_ROUNDS")
+    supervisor_max_workers: int = Field(default=10, ge=1, le=100, alias="ZERG_SUPERVISOR_MAX_WORKERS")
+    supervisor_max_steps: int = Field(default=8, ge=1, le=50, alias="ZERG_SUPERVISOR_MAX_STEPS")
+    evidence_budget_bytes: int = Field(default=32_000, ge=2_000, le=500_000, alias="ZERG_EVIDENCE_BUDGET_BYTES")
+    map_concurrency: int = Field(default=5, ge=1, le=40, alias="ZERG_MAP_CONCURRENCY")
+
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
     worker_max_iterations: int = Field(default=12, ge=1, le=100, alias="ZERG_WORKER_MAX_ITERATIONS")

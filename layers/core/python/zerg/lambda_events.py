@@ -6,6 +6,7 @@ Functions shows it as the error cause, and nothing has been touched yet.
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,3 +35,17 @@ class JobEvent(BaseModel):
     job_id: int = Field(gt=0)
     run_id: int = Field(gt=0)
     owner_id: int = Field(gt=0)
+
+
+def describe_step_error(error: Any, prefix: str) -> str:
+    """A Step Functions Catch output ``{"Error", "Cause"}`` as one readable line."""
+    if isinstance(error, dict):
+        name, cause = error.get("Error") or "Error", error.get("Cause") or ""
+        try:
+            parsed = json.loads(cause)
+            if isinstance(parsed, dict):
+                cause = parsed.get("errorMessage") or cause
+        except (TypeError, ValueError):
+            pass
+        return f"{prefix}: {name}: {str(cause)[:500]}".rstrip(": ")
+    return f"{prefix}: {str(error)[:500]}" if error else prefix

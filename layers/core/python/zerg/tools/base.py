@@ -81,24 +81,31 @@ class Tool:
         }
 
 
+def parse_args(tool: Tool, arguments: str) -> BaseModel | ToolOutcome:
+    """The validated arguments of a model's tool call, or the error to show the model."""
+    try:
+        raw = json.loads(arguments or "{}")
+    except ValueError as exc:
+        return error(f"arguments for {tool.name} are not valid JSON: {exc}")
+    if not isinstance(raw, dict):
+        return error(f"arguments for {tool.name} must be a JSON object")
+    try:
+        return tool.args.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        return error(f"invalid arguments for {tool.name}: {problems}")
+
+
 def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
     """Run one tool call from the model: validate, execute, and turn every failure into text."""
     tool = tools.get(name)
     if tool is None:
         return error(f"unknown tool {name!r}; available: {', '.join(sorted(tools))}")
-    try:
-        raw = json.loads(arguments or "{}")
-    except ValueError as exc:
-        return error(f"arguments for {name} are not valid JSON: {exc}")
-    if not isinstance(raw, dict):
-        return error(f"arguments for {name} must be a JSON object")
-    try:
-        args = tool.args.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        return error(f"invalid arguments for {name}: {problems}")
+    args = parse_args(tool, arguments)
+    if isinstance(args, ToolOutcome):
+        return args
     try:
         return tool.run(args, ctx)
     except CriticalToolError as exc:

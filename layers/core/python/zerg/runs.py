@@ -1,0 +1,148 @@
+"""Runs: one supervisor request/response cycle, from start to a final status.
+
+Invariants:
+- A run belongs to one owner and that owner's single thread; every read here is owner-scoped.
+- The run's working conversation (prompt, tool calls, tool results) lives on the run
+  (``runs.working_messages``), never in ``thread_messages``.
+- The thread receives exactly two messages per successful run, the user's task and the final
+  answer (with provenance: run id and job ids), written in one transaction at the end. A failed
+  run writes nothing to the thread.
+- ``runs.tokens_*``/``cost_usd`` are the run's totals (supervisor + workers + summaries), set when
+  the run ends; the ``supervisor_*`` columns accumulate while it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+from zerg import events
+from zerg.llm import Usage
+from zerg.threads import find_or_create_thread
+
+FINAL = ("success", "failed", "timeout", "cancelled")
+
+
+@dataclass(frozen=True)
+class RunStart:
+    run_id: int
+    thread_id: int
+    created: bool  # False: an Idempotency-Key replay returned the existing run
+
+
+def start_run(
+    conn: Connection, owner_id: int, task: str, *, trigger: str = "api", idempotency_key: str | None = None
+) -> RunStart:
+    """Insert a running run on the owner's thread and emit ``supervisor_started``."""
+    thread_id = find_or_create_thread(conn, owner_id)
+    row = conn.execute(
+        """INSERT INTO runs (owner_id, thread_id, task, trigger, status, started_at, idempotency_key)
+           VALUES (%s, %s, %s, %s, 'running', now(), %s)
+           ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id""",
+        (owner_id, thread_id, task, trigger, idempotency_key),
+    ).fetchone()
+    if row is None:  # only reachable with an idempotency key that was used before
+        existing = conn.execute(
+            "SELECT id, thread_id FROM runs WHERE owner_id = %s AND idempotency_key = %s",
+            (owner_id, idempotency_key),
+        ).fetchone()
+        return RunStart(existing["id"], existing["thread_id"], created=False)
+    events.emit(conn, row["id"], owner_id, "supervisor_started",
+                {"run_id": row["id"], "thread_id": thread_id, "task": task})
+    return RunStart(row["id"], thread_id, created=True)
+
+
+def get_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    return conn.execute("SELECT * FROM runs WHERE owner_id = %s AND id = %s", (owner_id, run_id)).fetchone()
+
+
+def save_working(conn: Connection, run_id: int, messages: list[dict[str, Any]], usage: Usage,
+                 *, rounds: int | None = None, answer: str | None = None) -> None:
+    conn.execute(
+        """UPDATE runs SET working_messages = %s,
+                  supervisor_tokens_in = supervisor_tokens_in + %s,
+                  supervisor_tokens_out = supervisor_tokens_out + %s,
+                  supervisor_cost_usd = CASE WHEN %s::numeric IS NULL THEN NULL
+                                             ELSE supervisor_cost_usd + %s END,
+                  spawn_rounds = COALESCE(%s, spawn_rounds),
+                  result = COALESCE(%s, result)
+           WHERE id = %s""",
+        (Jsonb(messages), usage.tokens_in, usage.tokens_out, usage.cost_usd, usage.cost_usd, rounds, answer, run_id),
+    )
+
+
+def thread_history(conn: Connection, owner_id: int, thread_id: int, limit: int = 20) -> list[dict[str, Any]]:
+    """The thread's last ``limit`` messages, oldest first, as chat messages."""
+    rows = conn.execute(
+        """SELECT role, content FROM (
+               SELECT id, role, content FROM thread_messages WHERE owner_id = %s AND thread_id = %s
+               ORDER BY id DESC LIMIT %s) AS recent ORDER BY id""",
+        (owner_id, thread_id, limit),
+    ).fetchall()
+    return [{"role": r["role"], "content": r["content"]} for r in rows]
+
+
+def _set_totals(conn: Connection, run_id: int) -> None:
+    conn.execute(
+        """UPDATE runs SET
+               tokens_in = supervisor_tokens_in + j.tin,
+               tokens_out = supervisor_tokens_out + j.tout,
+               cost_usd = CASE WHEN j.unknown THEN NULL ELSE supervisor_cost_usd + j.cost END
+           FROM (SELECT COALESCE(SUM(tokens_in), 0) AS tin, COALESCE(SUM(tokens_out), 0) AS tout,
+                        COALESCE(SUM(cost_usd), 0) AS cost,
+                        bool_or(cost_usd IS NULL AND status <> 'queued' AND tokens_in > 0) IS TRUE AS unknown
+                 FROM worker_jobs WHERE run_id = %s) AS j
+           WHERE runs.id = %s""",
+        (run_id, run_id),
+    )
+
+
+def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> None:
+    """Success: the thread gets the task and the answer, atomically; the run its totals."""
+    job_ids = [r["id"] for r in conn.execute(
+        "SELECT id FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id", (run["id"], run["owner_id"])
+    ).fetchall()]
+    with conn.transaction():
+        for role, content, meta in (
+            ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
+            ("assistant", answer, {"run_id": run["id"], "job_ids": job_ids}),
+        ):
+            conn.execute(
+                "INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
+                (run["thread_id"], run["owner_id"], run["id"], role, content, Jsonb(meta)),
+            )
+        conn.execute(
+            """UPDATE runs SET status = 'success', result = %s, finished_at = now(),
+                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+               WHERE id = %s""",
+            (answer, run["id"]),
+        )
+        conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s", (run["thread_id"],))
+        _set_totals(conn, run["id"])
+        events.emit(conn, run["id"], run["owner_id"], "supervisor_complete", {"run_id": run["id"], "result": answer})
+
+
+def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any]:
+    """Failure/timeout: record it, cancel jobs that never started, emit ``error`` with partial results."""
+    with conn.transaction():
+        conn.execute(
+            "UPDATE worker_jobs SET status = 'cancelled', finished_at = now() WHERE run_id = %s AND owner_id = %s AND status = 'queued'",
+            (run["id"], run["owner_id"]),
+        )
+        workers = conn.execute(
+            "SELECT id AS job_id, status, summary FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id",
+            (run["id"], run["owner_id"]),
+        ).fetchall()
+        conn.execute(
+            """UPDATE runs SET status = %s, error = %s, finished_at = now(),
+                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+               WHERE id = %s""",
+            (status, message, run["id"]),
+        )
+        _set_totals(conn, run["id"])
+        details = {"status": status, "workers": workers, "partial_result": run.get("result")}
+        events.emit(conn, run["id"], run["owner_id"], "error", {"run_id": run["id"], "message": message, "details": details})
+    return details

@@ -1,0 +1,50 @@
+"""Scripted model behaviour for whole runs: one responder that plays supervisor, workers and
+summaries, telling them apart by the tools each request offers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def role_of(request: dict[str, Any]) -> str:
+    names = {t["function"]["name"] for t in request.get("tools") or []}
+    if "spawn_worker" in names:
+        return "supervisor"
+    if "container_exec" in names:
+        return "worker"
+    return "supervisor-final" if any(m["role"] == "tool" for m in request["messages"]) else "summary"
+
+
+def worker_task(request: dict[str, Any]) -> str:
+    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+def has_tool_results(request: dict[str, Any]) -> bool:
+    return any(m["role"] == "tool" for m in request["messages"])
+
+
+def run_script(
+    tasks: list[str],
+    answer: Callable[[dict[str, Any]], str] = lambda req: "Both checks are fine.",
+    commands: dict[str, str] | None = None,
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Supervisor spawns ``tasks`` then answers; each worker runs one command then reports."""
+    commands = commands or {}
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        role = role_of(request)
+        if role == "supervisor":
+            if has_tool_results(request):
+                return {"content": answer(request)}
+            return {"tool_calls": [("spawn_worker", {"task": t}) for t in tasks]}
+        if role == "worker":
+            task = worker_task(request)
+            if has_tool_results(request):
+                return {"content": f"Finished: {task}"}
+            return {"tool_calls": [("container_exec", {"command": commands.get(task, f"echo evidence for {task!r}")})]}
+        if role == "summary":
+            return {"content": "short summary"}
+        return {"content": answer(request)}
+
+    return respond
