@@ -29,9 +29,7 @@ shift || true
 case "$cmd" in
   run)
     ensure_venv
-    # Until the run path lands this prepares the embedded database and reports its state.
-    "$VENV/bin/zerg" db migrate
-    exec "$VENV/bin/zerg" db status
+    exec "$VENV/bin/zerg" run "$@"
     ;;
   test)
     ensure_venv

@@ -27,7 +27,6 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         from zerg.lambda_events import InvalidEvent
 
         raise InvalidEvent(f"invalid supervisor event: thread_id: Field required for {ev.action}")
-    logger.append_keys(run_id=ev.run_id, owner_id=ev.owner_id, action=ev.action)
     from zerg import supervisor
     from zerg.runtime import get_runtime
 

@@ -19,7 +19,6 @@ class WorkerEvent(JobEvent):
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(WorkerEvent, event, "worker")
-    logger.append_keys(job_id=ev.job_id, run_id=ev.run_id, owner_id=ev.owner_id)
     from zerg.runtime import get_runtime
     from zerg.worker_runner import mark_job_failed, run_worker_job
 
@@ -28,5 +27,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_step_error(ev.error, "worker crashed"))
     else:
         outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id)
-    logger.info("worker finished", extra={"status": outcome.status, "worker_id": outcome.worker_id})
+    # Ids go on each record, not append_keys: the local engine runs workers in threads.
+    logger.info("worker finished", extra={"job_id": ev.job_id, "run_id": ev.run_id, "owner_id": ev.owner_id,
+                                          "status": outcome.status, "worker_id": outcome.worker_id})
     return outcome.as_payload()

@@ -66,9 +66,33 @@ def cmd_workers_reindex(args: argparse.Namespace) -> int:
     return 0 if not report.skipped else 1
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from zerg.local_run import print_report, run_task
+    from zerg.runtime import get_runtime
+
+    task = " ".join(args.task).strip()
+    if not task:
+        raise CliError("give a task, e.g. zerg run \"check disk and memory on this machine\"")
+    if len(task) > 8192:
+        raise CliError(f"the task is {len(task)} characters; the limit is 8192")
+    import logging
+
+    for service in ("zerg-supervisor", "zerg-worker", "zerg-summary"):  # Lambda logs: not for a terminal
+        logging.getLogger(service).setLevel(logging.WARNING)
+    rt = get_runtime()
+    report = run_task(rt, task)
+    print_report(rt, report)
+    return 0 if report.status == "success" else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zerg", description="Zerg: the assistant's backend brain.")
     groups = parser.add_subparsers(dest="group", required=True)
+    # argparse's own errors (unknown subcommand, missing argument) already print usage + exit 2.
+
+    run = groups.add_parser("run", help="run a task end to end on the local runtime")
+    run.add_argument("task", nargs="+", help="what to do, e.g. \"check disk and memory on this machine\"")
+    run.set_defaults(func=cmd_run)
 
     db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
     db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)

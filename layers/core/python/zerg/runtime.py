@@ -41,13 +41,10 @@ class Runtime:
 
 
 def make_llm(settings: Settings) -> "ChatModel":
-    if settings.offline:
-        from zerg.llm import LLMError
+    if settings.offline:  # no key, no endpoint: the deterministic playbook provider
+        from zerg.llm.offline import OfflineChatModel
 
-        raise LLMError(
-            "no model configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL "
-            "(any OpenAI-compatible server)"
-        )
+        return OfflineChatModel(ssh_hosts=list(settings.ssh_hosts))
     from zerg.llm.openai_provider import OpenAIChatModel
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None

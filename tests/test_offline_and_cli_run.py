@@ -1,0 +1,59 @@
+"""The main job with no model configured: the offline planner through the real state machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zerg.llm.offline import OFFLINE_NOTE, OfflineChatModel, topics_in
+
+
+def test_playbook_topics_come_from_the_task_words():
+    assert topics_in("check disk and memory on this machine") == ["disk", "memory"]
+    assert topics_in("any errors in the logs? which ports listen?") == ["ports", "logs"]
+    assert topics_in("how is my server") == []
+
+
+def test_offline_supervisor_spawns_one_worker_per_topic_and_host():
+    llm = OfflineChatModel(ssh_hosts=["cube", "slim"])
+    tools = [{"type": "function", "function": {"name": "spawn_worker"}}]
+    reply = llm.complete([{"role": "user", "content": "disk on cube and slim"}], model="m", tools=tools)
+    assert [c.name for c in reply.tool_calls] == ["spawn_worker", "spawn_worker"]
+    assert '"Check disk usage on cube"' in reply.tool_calls[0].arguments
+    assert '"Check disk usage on slim"' in reply.tool_calls[1].arguments
+
+
+def test_offline_worker_uses_ssh_for_an_allowlisted_host():
+    llm = OfflineChatModel(ssh_hosts=["cube"])
+    tools = [{"type": "function", "function": {"name": "container_exec"}}]
+    reply = llm.complete([{"role": "user", "content": "Check memory usage on cube"}], model="m", tools=tools)
+    assert reply.tool_calls[0].name == "ssh_exec" and '"host": "cube"' in reply.tool_calls[0].arguments
+
+
+def test_zerg_run_offline_completes_and_leaves_the_artifact_tree(database_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts")}
+    out = subprocess.run(
+        [sys.executable, "-m", "zerg.cli", "run", "check disk and memory on this machine"],
+        capture_output=True, text=True, env=env, timeout=180,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert OFFLINE_NOTE in out.stdout
+    assert "+ worker #" in out.stdout and "✓ worker #" in out.stdout
+    assert "- worker #" in out.stdout  # the synthesis cites each worker
+    dirs = [Path(line.strip()) for line in out.stdout.splitlines() if str(tmp_path) in line]
+    assert len(dirs) == 2
+    for d in dirs:
+        names = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
+        assert {"metadata.json", "result.txt", "thread.jsonl", "tool_calls/001_container_exec.txt"} <= names
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [(["run", " "], "give a task"), (["run", "x" * 9000], "the limit is 8192")])
+def test_zerg_run_refuses_an_empty_or_huge_task(args, message):
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", *args], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
