@@ -170,3 +170,24 @@ def engine():
     eng = LocalEngine().start()
     yield eng
     eng.stop()
+
+
+@pytest.fixture
+def api_server(runtime_env):
+    """``zerg serve`` in-process on an ephemeral loopback port; yields (base_url, configure).
+
+    ``configure(**env)`` re-applies settings (as runtime_env does) while the server runs.
+    """
+    import threading
+
+    from zerg.api.local_server import make_server
+    from zerg.starter import LocalStarter
+
+    runtime_env()
+    server = make_server("127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", runtime_env
+    server.shutdown()
+    server.server_close()
+    LocalStarter.shutdown()

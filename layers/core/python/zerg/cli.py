@@ -66,6 +66,13 @@ def cmd_workers_reindex(args: argparse.Namespace) -> int:
     return 0 if not report.skipped else 1
 
 
+def _quiet_lambda_logs() -> None:
+    """The handlers' structured INFO logs are for CloudWatch, not a terminal (warnings still show)."""
+    import os
+
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from zerg.local_run import print_report, run_task
     from zerg.runtime import get_runtime
@@ -75,14 +82,77 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("give a task, e.g. zerg run \"check disk and memory on this machine\"")
     if len(task) > 8192:
         raise CliError(f"the task is {len(task)} characters; the limit is 8192")
-    import logging
-
-    for service in ("zerg-supervisor", "zerg-worker", "zerg-summary"):  # Lambda logs: not for a terminal
-        logging.getLogger(service).setLevel(logging.WARNING)
+    _quiet_lambda_logs()
     rt = get_runtime()
     report = run_task(rt, task)
     print_report(rt, report)
     return 0 if report.status == "success" else 1
+
+
+def cmd_owners_add(args: argparse.Namespace) -> int:
+    from zerg.migrate import migrate
+    from zerg.owners import create_owner
+
+    name = args.name.strip()
+    if not name or len(name) > 200:
+        raise CliError("an owner name is 1-200 characters")
+    with _connection() as conn:
+        migrate(conn)
+        owner = create_owner(conn, name)
+    print(f"owner {owner.owner_id} ({owner.name}) created")
+    print(f"device secret (shown once, store it now): {owner.device_secret}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from zerg.api.local_server import make_server
+    from zerg.migrate import migrate
+    from zerg.starter import LocalStarter
+
+    _quiet_lambda_logs()
+    with _connection() as conn:
+        migrate(conn)
+    try:
+        server = make_server(args.host, args.port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    host, port = server.server_address[:2]
+    print(f"Zerg API on http://{host}:{port}  (OpenAPI: /api/openapi.json; Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        LocalStarter.shutdown()
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    import json as _json
+
+    from zerg.client import ClientError, ask
+
+    settings = get_settings()
+    secret = args.secret or (settings.device_secret.get_secret_value() if settings.device_secret else None)
+    if not secret:
+        raise CliError("give the device secret with --secret or ZERG_DEVICE_SECRET (zerg owners add prints one)")
+    task = " ".join(args.task).strip()
+    if not task:
+        raise CliError("give a task")
+    try:
+        doc = ask(args.url or settings.api_url, secret, task, as_json=args.json)
+    except ClientError as exc:
+        raise CliError(str(exc)) from None
+    except Exception as exc:  # connection refused and the like: one line, no trace
+        raise CliError(f"cannot reach {args.url or settings.api_url}: {exc}") from None
+    if args.json:
+        print(_json.dumps(doc, indent=2))
+    else:
+        print("")
+        print(doc["result"] if doc["status"] == "success" else f"Run {doc['status']}: {doc.get('error')}")
+        print(f"\nrun {doc['run_id']}: {doc['status']}, {len(doc['workers'])} worker(s), tokens {doc['tokens_used']}")
+    return 0 if doc["status"] == "success" else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +163,23 @@ def build_parser() -> argparse.ArgumentParser:
     run = groups.add_parser("run", help="run a task end to end on the local runtime")
     run.add_argument("task", nargs="+", help="what to do, e.g. \"check disk and memory on this machine\"")
     run.set_defaults(func=cmd_run)
+
+    serve = groups.add_parser("serve", help="the HTTP API on a local server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(func=cmd_serve)
+
+    ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)")
+    ask_p.add_argument("task", nargs="+")
+    ask_p.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
+    ask_p.add_argument("--secret", help="device secret (default ZERG_DEVICE_SECRET)")
+    ask_p.add_argument("--json", action="store_true", help="print the final run document as JSON")
+    ask_p.set_defaults(func=cmd_ask)
+
+    owners = groups.add_parser("owners", help="owners and device secrets").add_subparsers(dest="cmd", required=True)
+    add = owners.add_parser("add", help="create an owner and print its device secret once")
+    add.add_argument("name")
+    add.set_defaults(func=cmd_owners_add)
 
     db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
     db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)

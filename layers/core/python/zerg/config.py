@@ -94,6 +94,16 @@ class Settings(BaseModel):
     evidence_budget_bytes: int = Field(default=32_000, ge=2_000, le=500_000, alias="ZERG_EVIDENCE_BUDGET_BYTES")
     map_concurrency: int = Field(default=5, ge=1, le=40, alias="ZERG_MAP_CONCURRENCY")
 
+    # --- the HTTP API ---------------------------------------------------------------------------
+    jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
+    jwt_secret_arn: str | None = Field(default=None, alias="ZERG_JWT_SECRET_ARN")
+    task_max_bytes: int = Field(default=8192, ge=256, le=1_000_000, alias="ZERG_TASK_MAX_BYTES")
+    sse_poll_s: float = Field(default=25.0, gt=0, le=29, alias="ZERG_SSE_POLL_S")
+    heartbeat_s: float = Field(default=30.0, gt=0, le=300, alias="ZERG_HEARTBEAT_S")
+    state_machine_arn: str | None = Field(default=None, alias="ZERG_STATE_MACHINE_ARN")
+    device_secret: SecretStr | None = Field(default=None, alias="ZERG_DEVICE_SECRET")
+    api_url: str = Field(default="http://127.0.0.1:8000", alias="ZERG_API_URL")
+
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
     worker_max_iterations: int = Field(default=12, ge=1, le=100, alias="ZERG_WORKER_MAX_ITERATIONS")
@@ -169,7 +179,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "?"
         var = Settings.model_fields[field].alias if field in Settings.model_fields else field
-        shown = "<secret>" if var == "OPENAI_API_KEY" else repr(env.get(var))
+        secret = var in ("OPENAI_API_KEY", "ZERG_JWT_SECRET", "ZERG_DEVICE_SECRET")
+        shown = "<secret>" if secret else repr(env.get(var))
         where = ".".join(str(p) for p in err["loc"][1:])
         raise ConfigError(
             f"invalid {var}={shown}: {err['msg']}" + (f" (at {where})" if where else "")

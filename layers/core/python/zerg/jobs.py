@@ -37,15 +37,19 @@ def get_job(conn: Connection, job_id: int) -> dict[str, Any] | None:
 
 def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
     conn.execute(
-        "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s WHERE id = %s",
+        "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s "
+        "WHERE id = %s AND status <> 'cancelled'",
         (worker_id, started_at, job_id),
     )
 
 
 def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
-    """Copy a completed worker's metadata (status, timings, error, usage) onto its row."""
+    """Copy a completed worker's metadata (status, timings, error, usage) onto its row.
+
+    A job the user cancelled stays ``cancelled`` (its artifacts still say what the worker did)."""
     conn.execute(
-        """UPDATE worker_jobs SET status = %s, error = %s, finished_at = %s, duration_ms = %s,
+        """UPDATE worker_jobs SET status = CASE WHEN status = 'cancelled' THEN status ELSE %s END,
+                  error = %s, finished_at = %s, duration_ms = %s,
                   tokens_in = %s, tokens_out = %s, cost_usd = %s
            WHERE id = %s""",
         (

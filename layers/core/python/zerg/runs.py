@@ -146,3 +146,57 @@ def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -
         details = {"status": status, "workers": workers, "partial_result": run.get("result")}
         events.emit(conn, run["id"], run["owner_id"], "error", {"run_id": run["id"], "message": message, "details": details})
     return details
+
+
+def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    """The run as the API shows it (seed 5.1): status, timings, result, workers, usage."""
+    run = get_run(conn, owner_id, run_id)
+    if run is None:
+        return None
+    workers = conn.execute(
+        """SELECT id AS job_id, worker_id, task, status, duration_ms, summary, error
+           FROM worker_jobs WHERE owner_id = %s AND run_id = %s ORDER BY id""",
+        (owner_id, run_id),
+    ).fetchall()
+    return {
+        "run_id": run["id"],
+        "thread_id": run["thread_id"],
+        "status": run["status"],
+        "trigger": run["trigger"],
+        "task": run["task"],
+        "started_at": run["started_at"],
+        "completed_at": run["finished_at"],
+        "duration_ms": run["duration_ms"],
+        "result": run["result"] if run["status"] == "success" else None,
+        "error": run["error"],
+        "workers": workers,
+        "tokens_used": run["tokens_in"] + run["tokens_out"],
+        "tokens_in": run["tokens_in"],
+        "tokens_out": run["tokens_out"],
+        "cost_usd": float(run["cost_usd"]) if run["cost_usd"] is not None else None,
+    }
+
+
+def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    """Mark a running run and its unfinished jobs cancelled; emit the closing ``error`` event.
+
+    Returns the run (None if not the owner's). A finished run is returned unchanged.
+    """
+    run = get_run(conn, owner_id, run_id)
+    if run is None or run["status"] in FINAL:
+        return run
+    with conn.transaction():
+        conn.execute(
+            """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
+               WHERE owner_id = %s AND run_id = %s AND status IN ('queued', 'running')""",
+            (owner_id, run_id),
+        )
+        conn.execute(
+            """UPDATE runs SET status = 'cancelled', error = 'cancelled by the user', finished_at = now(),
+                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+               WHERE id = %s""",
+            (run_id,),
+        )
+        _set_totals(conn, run_id)
+        events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
+    return get_run(conn, owner_id, run_id)

@@ -83,6 +83,8 @@ def _load(rt: Runtime, run_id: int, owner_id: int, thread_id: int | None = None)
 
 def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
+    if run["status"] in runs.FINAL:  # cancelled meanwhile: nothing more to do
+        return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
         history = runs.thread_history(conn, owner_id, thread_id)
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
@@ -92,6 +94,8 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
 
 def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
+    if run["status"] in runs.FINAL:
+        return {"jobs": [], "done": True}
     messages = list(run["working_messages"])
     pending = {m[PENDING] for m in messages if m.get(PENDING)}
     with rt.pool.connection() as conn:

@@ -1,0 +1,1 @@
+"""The Jarvis HTTP API: Powertools ``APIGatewayHttpResolver``, one Router per domain."""

@@ -1,0 +1,123 @@
+"""The worker browser and the thread, for power users. Every read goes through the owner."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from zerg.api.deps import int_param, json_response, owner_of, runtime
+from zerg.api.errors import ApiError, not_found
+from zerg.artifacts import ArtifactNotFound, ArtifactPathError
+from zerg.ownership import NotFound, NotStarted, open_worker
+
+router = Router()
+STATUSES = ("queued", "running", "success", "failed", "timeout", "cancelled")
+FILE_MAX_BYTES = 5_000_000
+
+
+@router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)")
+def list_workers():
+    rt = runtime()
+    owner_id = owner_of(router.current_event)
+    q = router.current_event.query_string_parameters or {}
+    limit = int_param(q.get("limit"), "limit", default=50, hi=200)
+    clauses, params = ["owner_id = %s"], [owner_id]
+    if q.get("status"):
+        if q["status"] not in STATUSES:
+            raise ApiError(422, "validation_error", f"status: must be one of {', '.join(STATUSES)}")
+        clauses.append("status = %s")
+        params.append(q["status"])
+    if q.get("run_id"):
+        clauses.append("run_id = %s")
+        params.append(int_param(q["run_id"], "run_id"))
+    if q.get("since_hours"):
+        hours = int_param(q["since_hours"], "since_hours", hi=24 * 366)
+        clauses.append("created_at >= %s")
+        params.append(datetime.now(timezone.utc) - timedelta(hours=hours))
+    if q.get("before_id"):
+        clauses.append("id < %s")
+        params.append(int_param(q["before_id"], "before_id"))
+    with rt.pool.connection() as conn:
+        rows = conn.execute(
+            f"""SELECT id AS job_id, run_id, worker_id, left(task, 300) AS task, model, status, summary,
+                       created_at, started_at, finished_at, duration_ms, error
+                FROM worker_jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s""",
+            [*params, limit],
+        ).fetchall()
+    return json_response({"workers": rows, "next_before_id": rows[-1]["job_id"] if len(rows) == limit else None})
+
+
+def _handle(owner_id: int, job_id: str):
+    rt = runtime()
+    jid = int_param(job_id, "job_id")
+    with rt.pool.connection() as conn:
+        try:
+            return open_worker(conn, rt.store, owner_id, job_id=jid)
+        except NotFound:
+            raise not_found(f"worker {jid}") from None
+
+
+@router.get("/api/jarvis/workers/<job_id>", summary="A worker's metadata and file list")
+def get_worker(job_id: str):
+    handle = _handle(owner_of(router.current_event), job_id)
+    body = {"job_id": handle.ref.job_id, "run_id": handle.ref.run_id, "worker_id": handle.ref.worker_id,
+            "status": handle.ref.status, "task": handle.ref.task, "metadata": None, "files": []}
+    try:
+        body["metadata"] = handle.metadata()
+        body["files"] = [{"path": f.path, "size": f.size} for f in handle.list_files()]
+    except (NotStarted, ArtifactNotFound):
+        pass
+    return json_response(body)
+
+
+def _file(job_id: str, path: str) -> Response:
+    handle = _handle(owner_of(router.current_event), job_id)
+    try:
+        size = handle.size(unquote(path))
+        if size > FILE_MAX_BYTES:
+            raise ApiError(413, "payload_too_large", f"{path} is {size} bytes; files over {FILE_MAX_BYTES} are not served whole")
+        text = handle.read_file(unquote(path))
+    except ArtifactPathError as exc:
+        raise ApiError(400, "bad_path", str(exc)) from None
+    except NotStarted as exc:
+        raise ApiError(404, "not_found", str(exc)) from None
+    except ArtifactNotFound:
+        raise not_found(f"file {unquote(path)!r} of worker {job_id}") from None
+    kind = "application/json" if path.endswith(".json") else "application/x-ndjson" if path.endswith(".jsonl") else "text/plain; charset=utf-8"
+    return Response(status_code=200, content_type=kind, body=text)
+
+
+@router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file")
+def get_worker_file(job_id: str, path: str):
+    return _file(job_id, path)
+
+
+@router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder")
+def get_worker_file_in_folder(job_id: str, folder: str, name: str):
+    return _file(job_id, f"{folder}/{name}")
+
+
+@router.get("/api/jarvis/thread", summary="The owner's supervisor thread, newest page first")
+def get_thread():
+    rt = runtime()
+    owner_id = owner_of(router.current_event)
+    q = router.current_event.query_string_parameters or {}
+    limit = int_param(q.get("limit"), "limit", default=50, hi=200)
+    before = int_param(q.get("before_id"), "before_id", default=2**62)
+    with rt.pool.connection() as conn:
+        thread = conn.execute(
+            "SELECT id, created_at, updated_at FROM threads WHERE owner_id = %s AND kind = 'supervisor'", (owner_id,)
+        ).fetchone()
+        rows = [] if thread is None else conn.execute(
+            """SELECT id, role, content, metadata, run_id, created_at FROM thread_messages
+               WHERE owner_id = %s AND thread_id = %s AND id < %s ORDER BY id DESC LIMIT %s""",
+            (owner_id, thread["id"], before, limit),
+        ).fetchall()
+    return json_response({
+        "thread_id": thread["id"] if thread else None,
+        "messages": list(reversed(rows)),
+        "next_before_id": rows[-1]["id"] if len(rows) == limit else None,
+    })

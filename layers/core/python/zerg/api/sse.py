@@ -1,0 +1,75 @@
+"""Server-Sent Events over ``run_events``: replay after ``Last-Event-ID``, then follow.
+
+One generator serves both transports: the local server writes each frame as it is produced (a
+live stream); the Lambda handler collects frames for one long-poll (bounded below API Gateway's
+timeout) and ends the body with ``retry:`` so a standard EventSource reconnects with the last id.
+Heartbeats are not rows: they carry no id, so they never move ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+from zerg.events import TERMINAL_EVENTS, list_events
+
+RETRY_MS = 1000
+
+
+def frame(event_id: int | None, kind: str, payload: dict[str, Any]) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {kind}\ndata: {json.dumps(payload, default=str)}\n\n"
+
+
+def heartbeat() -> str:
+    return frame(None, "heartbeat", {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+
+
+def terminal_delivered(pool: Any, owner_id: int, run_id: int, after_id: int) -> bool:
+    """True when the client already received the run's final event (nothing more will come)."""
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT max(id) AS id FROM run_events WHERE owner_id = %s AND run_id = %s AND event_type = ANY(%s)",
+            (owner_id, run_id, list(TERMINAL_EVENTS)),
+        ).fetchone()
+    return row["id"] is not None and after_id >= row["id"]
+
+
+def stream(
+    pool: Any,
+    owner_id: int,
+    run_id: int,
+    after_id: int,
+    *,
+    heartbeat_s: float,
+    deadline: float | None = None,
+    linger_s: float | None = None,
+    poll_s: float = 0.2,
+) -> Iterator[str]:
+    """Frames for the owner's run after ``after_id``; stops after the terminal event, at
+    ``deadline``, or ``linger_s`` after the first new event (long-poll batching)."""
+    last_beat = time.monotonic()
+    first_event_at: float | None = None
+    while True:
+        with pool.connection() as conn:
+            batch = list_events(conn, owner_id, run_id, after_id=after_id)
+        for e in batch:
+            after_id = e["id"]
+            yield frame(e["id"], e["event_type"], e["payload"])
+            if e["event_type"] in TERMINAL_EVENTS:
+                return
+        now = time.monotonic()
+        if batch and first_event_at is None:
+            first_event_at = now
+        if deadline is not None and now >= deadline:
+            return
+        if linger_s is not None and first_event_at is not None and now - first_event_at >= linger_s:
+            return
+        if now - last_beat >= heartbeat_s:
+            yield heartbeat()
+            last_beat = now
+        wait = poll_s if deadline is None else max(0.0, min(poll_s, deadline - now))
+        time.sleep(wait)

@@ -1,0 +1,86 @@
+"""``zerg ask``: a client of the Jarvis API (local ``zerg serve`` or a deployed API).
+
+Authenticates with the device secret, starts the run (with an Idempotency-Key so a retried POST
+cannot start two runs), follows the SSE stream — reconnecting with ``Last-Event-ID`` after a
+dropped connection or a Lambda long-poll ends — and prints the answer (or the run document).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from zerg.events import TERMINAL_EVENTS
+from zerg.local_run import describe_event
+
+
+class ClientError(RuntimeError):
+    pass
+
+
+def _check(resp: Any) -> dict[str, Any]:
+    if resp.status_code >= 400:
+        try:
+            body = resp.json()
+            message = f"{body.get('error')}: {body.get('message')}"
+        except ValueError:
+            message = resp.text[:200]
+        raise ClientError(f"HTTP {resp.status_code} from {resp.request.method} {resp.request.url.path}: {message}")
+    return resp.json() if resp.content else {}
+
+
+def follow(client: Any, path: str, on_event: Callable[[str, dict[str, Any]], None], *, max_reconnects: int = 1000) -> None:
+    """Read the run's SSE stream to its final event, reconnecting with the last event id."""
+    from httpx_sse import connect_sse
+
+    last_id: str | None = None
+    retry_s = 1.0
+    for _ in range(max_reconnects):
+        headers = {"Last-Event-ID": last_id} if last_id else {}
+        try:
+            with connect_sse(client, "GET", path, headers=headers, timeout=None) as source:
+                if source.response.status_code == 204:
+                    return
+                _check(source.response) if source.response.status_code >= 400 else None
+                for sse in source.iter_sse():
+                    if sse.retry:
+                        retry_s = sse.retry / 1000
+                    if not sse.event or sse.event == "message":
+                        continue
+                    if sse.id:
+                        last_id = sse.id
+                    if sse.event == "heartbeat":
+                        continue
+                    on_event(sse.event, json.loads(sse.data))
+                    if sse.event in TERMINAL_EVENTS:
+                        return
+        except ClientError:
+            raise
+        except Exception:  # dropped connection: reconnect from the last id
+            pass
+        time.sleep(retry_s)
+    raise ClientError("gave up following the event stream")
+
+
+def ask(url: str, device_secret: str, task: str, *, out: Callable[[str], None] = print, as_json: bool = False) -> dict[str, Any]:
+    import httpx
+
+    with httpx.Client(base_url=url.rstrip("/"), timeout=60) as client:
+        token = _check(client.post("/api/jarvis/auth", json={"device_secret": device_secret}))["token"]
+        client.headers["Authorization"] = f"Bearer {token}"
+        started = _check(client.post("/api/jarvis/supervisor", json={"task": task},
+                                     headers={"Idempotency-Key": uuid.uuid4().hex}))
+        if not as_json:
+            follow(client, started["stream_url"], lambda kind, payload: _print(out, kind, payload))
+        else:
+            follow(client, started["stream_url"], lambda kind, payload: None)
+        return _check(client.get(f"/api/jarvis/runs/{started['run_id']}"))
+
+
+def _print(out: Callable[[str], None], kind: str, payload: dict[str, Any]) -> None:
+    line = describe_event(kind, payload)
+    if line:
+        out(line)
