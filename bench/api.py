@@ -1,0 +1,115 @@
+"""The API on the local server: start latency, SSE replay, fan-out to 50 live SSE clients, and
+the API handler's import time.
+
+POST /supervisor is measured with a recording starter (the run itself is not executed, so the
+figure is the API's own work: auth check, validation, run row, supervisor_started event).
+
+Run: .venv/bin/python -m bench.api
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import threading
+import time
+
+from bench._common import bench_database, fmt, measure
+from bench.worker import import_time_ms
+
+
+def main() -> None:
+    import httpx
+    from httpx_sse import connect_sse
+
+    from zerg import config, events, runs, starter
+    from zerg.api.local_server import make_server
+    from zerg.owners import create_owner
+    from zerg.runtime import get_runtime
+
+    class RecordingStarter:
+        def __init__(self, settings):
+            pass
+
+        def start(self, run_id, owner_id, thread_id):
+            return f"arn:recorded:{run_id}"
+
+        def stop(self, arn, cause):
+            pass
+
+    starter.get_starter = RecordingStarter  # the bench measures the API, not the run
+    with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
+        os.environ.update(DATABASE_URL=url, ZERG_DATA_DIR=tmp, ZERG_HEARTBEAT_S="30")
+        config.get_settings.cache_clear()
+        rt = get_runtime()
+        with rt.pool.connection() as conn:
+            owner = create_owner(conn, "bench")
+        server = make_server("127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        client = httpx.Client(base_url=base, timeout=30)
+        token = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret}).json()["token"]
+        client.headers["Authorization"] = f"Bearer {token}"
+
+        print("== local API server ==")
+        print(fmt("POST /api/jarvis/supervisor (run not executed)",
+                  measure(lambda: client.post("/api/jarvis/supervisor", json={"task": "check disk"}), 200)))
+
+        def finished_run(n_events: int) -> int:
+            with rt.pool.connection() as conn:
+                run = runs.start_run(conn, owner.owner_id, "replay")  # event 1: supervisor_started
+                for i in range(n_events - 2):
+                    events.emit(conn, run.run_id, owner.owner_id, "supervisor_thinking", {"message": f"step {i}"})
+                events.emit(conn, run.run_id, owner.owner_id, "supervisor_complete", {"run_id": run.run_id, "result": "ok"})
+            return run.run_id
+
+        replay_run = finished_run(10)
+
+        def replay():
+            with connect_sse(client, "GET", f"/api/jarvis/supervisor/events?run_id={replay_run}") as source:
+                got = sum(1 for e in source.iter_sse() if e.id)
+            assert got == 10, got
+
+        print(fmt("SSE replay of a finished run (10 events)", measure(replay, 100)))
+
+        # 50 live clients on one run while a producer writes 200 events.
+        with rt.pool.connection() as conn:
+            live = runs.start_run(conn, owner.owner_id, "live")
+        n_clients, n_events = 50, 200
+        received = [0] * n_clients
+        ready = threading.Barrier(n_clients + 1)
+
+        def reader(i: int) -> None:
+            c = httpx.Client(base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"})
+            with connect_sse(c, "GET", f"/api/jarvis/supervisor/events?run_id={live.run_id}") as source:
+                ready.wait()
+                for e in source.iter_sse():
+                    if e.id:
+                        received[i] += 1
+                    if e.event == "supervisor_complete":
+                        return
+
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(n_clients)]
+        for t in threads:
+            t.start()
+        ready.wait()
+        start = time.perf_counter()
+        with rt.pool.connection() as conn:
+            for i in range(n_events - 2):
+                events.emit(conn, live.run_id, owner.owner_id, "supervisor_thinking", {"message": f"e{i}"})
+                conn.commit()
+                time.sleep(0.005)
+            events.emit(conn, live.run_id, owner.owner_id, "supervisor_complete", {"run_id": live.run_id, "result": "ok"})
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+        total = sum(received)
+        print(f"{'50 live SSE clients, 200 events each':<44} {total:,} events delivered in {elapsed:.2f} s "
+              f"= {total / elapsed:,.0f} events/s (every client got {statistics.mean(received):.0f})")
+        server.shutdown()
+    print(f"import functions.events.handler (fresh interpreter, median of 5): {import_time_ms('functions.events.handler'):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
