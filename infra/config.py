@@ -1,0 +1,104 @@
+"""Deploy-time parameters, read once from CDK context (``cdk.json`` or ``-c key=value``).
+
+Invariants:
+- Every parameter has a default that synthesizes; ``-c`` values arrive as strings and are
+  converted to the field's type here, nowhere else.
+- A bad value fails the synth with a message naming the context key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from constructs import Node
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    stage: str = "dev"
+    # Mail domain Zerg receives replies on (SES receipt rule recipient) and sends from.
+    domain: str = "zerg.example.com"
+    sender_email: str = "zerg@zerg.example.com"
+    # Optional: an address subscribed to the alert topic (confirmed by email).
+    alert_email: str = ""
+    jarvis_origin: str = "http://localhost:5173"
+    supervisor_model: str = "gpt-4o"
+    worker_model: str = "gpt-4o-mini"
+    summary_model: str = "gpt-4o-mini"
+    map_concurrency: int = 5
+    # Functions reaching the LLM API and SSH hosts need egress; one NAT keeps dev cheap.
+    nat_gateways: int = 1
+    tracing: bool = False
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    inbound_retention_days: int = 30
+    db_min_capacity: float = 0.5
+    db_max_capacity: float = 4.0
+    api_rate_limit: int = 20
+    api_burst_limit: int = 40
+
+    @property
+    def is_prod(self) -> bool:
+        return self.stage == "prod"
+
+    def prefix(self, name: str) -> str:
+        """Physical names are ``zerg-{stage}-{name}`` so stages share an account safely."""
+        return f"zerg-{self.stage}-{name}"
+
+    @classmethod
+    def from_context(cls, node: Node) -> "StageConfig":
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            raw = node.try_get_context(field.name)
+            if raw is not None:
+                values[field.name] = _convert(field.name, raw, type(field.default))
+        return cls(**values).validate()
+
+    def validate(self) -> "StageConfig":
+        checks = [
+            ("stage", re.fullmatch(r"[a-z][a-z0-9-]{0,15}", self.stage)),
+            ("domain", re.fullmatch(r"[a-z0-9.-]+\.[a-z]{2,}", self.domain)),
+            ("sender_email", self.sender_email.endswith("@" + self.domain)),
+            ("jarvis_origin", re.fullmatch(r"https?://[^/\s]+", self.jarvis_origin)),
+            ("map_concurrency", 1 <= self.map_concurrency <= 40),
+            ("nat_gateways", 1 <= self.nat_gateways <= 2),
+            ("log_level", self.log_level in {"DEBUG", "INFO", "WARNING", "ERROR"}),
+            ("log_retention_days", self.log_retention_days in RETENTION_DAYS),
+            ("inbound_retention_days", self.inbound_retention_days >= 1),
+            ("db_min_capacity", 0 <= self.db_min_capacity <= self.db_max_capacity <= 256),
+            ("api_rate_limit", 1 <= self.api_rate_limit <= self.api_burst_limit),
+        ]
+        for key, ok in checks:
+            if not ok:
+                raise ConfigError(f"invalid context value {key}={getattr(self, key)!r}")
+        return self
+
+    def replace(self, **changes: Any) -> "StageConfig":
+        return dataclasses.replace(self, **changes).validate()
+
+
+# Log retention periods CloudWatch accepts (a subset: the ones worth choosing).
+RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 180, 365)
+
+
+def _convert(key: str, raw: Any, kind: type) -> Any:
+    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        return raw
+    text = str(raw).strip()
+    try:
+        if kind is bool:
+            if text.lower() not in {"true", "false"}:
+                raise ValueError(text)
+            return text.lower() == "true"
+        if kind is float and isinstance(raw, int):
+            return float(raw)
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"context value {key}={raw!r} is not a {kind.__name__}") from None

@@ -1,0 +1,169 @@
+"""Messaging & schedules: alert and inbound-SMS topics, SES inbound mail, the scheduler group,
+and the alarms that page the alert topic.
+
+Invariants:
+- Inbound mail is stored under ``inbound/email/`` before the ingress function is invoked with
+  the SES notification, so the function always finds the message it is told about.
+- Schedules run with a role that may only start the run state machine or invoke the ingress
+  function, scoped to this account's schedule group; a delivery that fails lands in the DLQ,
+  and a message in the DLQ raises an alarm.
+- This stack references the workflow stack, never the other way round: grants to workflow
+  roles are policies owned here, and the SNS -> Lambda subscription and permission live here.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_ses as ses
+from aws_cdk import aws_ses_actions as ses_actions
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.config import StageConfig
+
+INBOUND_EMAIL_PREFIX = "inbound/email/"
+
+
+class MessagingStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig,
+                 bucket: s3.IBucket, state_machine: sfn.IStateMachine,
+                 ingress: lambda_.Function, supervisor: lambda_.Function, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        self.alert_topic = sns.Topic(self, "Alerts", topic_name=config.prefix("alerts"), enforce_ssl=True)
+        if config.alert_email:
+            self.alert_topic.add_subscription(subscriptions.EmailSubscription(config.alert_email))
+        self._inbound_sms(ingress)
+        self._email(bucket, ingress, supervisor)
+        self._schedules(state_machine, ingress)
+        self._alarms(state_machine)
+        CfnOutput(self, "AlertTopicArn", value=self.alert_topic.topic_arn)
+        CfnOutput(self, "InboundSmsTopicArn", value=self.inbound_sms_topic.topic_arn)
+
+    def _inbound_sms(self, ingress: lambda_.Function) -> None:
+        # Two-way SMS (AWS End User Messaging) publishes replies to this topic.
+        self.inbound_sms_topic = sns.Topic(
+            self, "InboundSms", topic_name=self.config.prefix("inbound-sms"), enforce_ssl=True
+        )
+        # Created here rather than with topic.add_subscription(LambdaSubscription(...)), which
+        # would put both resources in the function's stack and make it depend on this one.
+        sns.Subscription(
+            self, "InboundSmsToIngress",
+            topic=self.inbound_sms_topic,
+            protocol=sns.SubscriptionProtocol.LAMBDA,
+            endpoint=ingress.function_arn,
+        )
+        lambda_.CfnPermission(
+            self, "InboundSmsInvokesIngress",
+            action="lambda:InvokeFunction",
+            function_name=ingress.function_arn,
+            principal="sns.amazonaws.com",
+            source_arn=self.inbound_sms_topic.topic_arn,
+        )
+
+    def _email(self, bucket: s3.IBucket, ingress: lambda_.Function, supervisor: lambda_.Function) -> None:
+        domain = self.config.domain
+        # The identity Zerg sends escalations from; DNS (DKIM, MX for receiving) is set up
+        # outside the stack because the domain's zone may live anywhere (see infra/README.md).
+        self.mail_identity = ses.EmailIdentity(self, "MailDomain", identity=ses.Identity.domain(domain))
+        self.rule_set = ses.ReceiptRuleSet(self, "InboundMail", receipt_rule_set_name=self.config.prefix("inbound"))
+        self.rule_set.add_rule(
+            "ToZerg",
+            recipients=[domain],
+            scan_enabled=True,
+            tls_policy=ses.TlsPolicy.REQUIRE,
+            actions=[
+                ses_actions.S3(bucket=bucket, object_key_prefix=INBOUND_EMAIL_PREFIX),
+                ses_actions.Lambda(function=ingress, invocation_type=ses_actions.LambdaInvocationType.EVENT),
+            ],
+        )
+        iam.Policy(
+            self, "SupervisorSendsMail",
+            roles=[supervisor.role],
+            statements=[iam.PolicyStatement(
+                actions=["ses:SendEmail", "ses:SendRawEmail"],
+                resources=[self.format_arn(service="ses", resource="identity", resource_name=domain)],
+                conditions={"StringEquals": {"ses:FromAddress": self.config.sender_email}},
+            )],
+        )
+
+    def _schedules(self, state_machine: sfn.IStateMachine, ingress: lambda_.Function) -> None:
+        self.schedule_dlq = sqs.Queue(
+            self, "ScheduleDlq",
+            queue_name=self.config.prefix("schedule-dlq"),
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        self.schedule_group = scheduler.ScheduleGroup(
+            self, "Schedules", schedule_group_name=self.config.prefix("schedules")
+        )
+        self.scheduler_role = iam.Role(
+            self, "SchedulerRole",
+            description="Assumed by EventBridge Scheduler to deliver Zerg schedule ticks",
+            # Confused-deputy guard: only schedules in this account's Zerg group may assume it.
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.account},
+                    "ArnEquals": {"aws:SourceArn": self.schedule_group.schedule_group_arn},
+                },
+            ),
+        )
+        state_machine.grant_start_execution(self.scheduler_role)
+        self.scheduler_role.add_to_policy(iam.PolicyStatement(
+            actions=["lambda:InvokeFunction"], resources=[ingress.function_arn],
+        ))
+        self.schedule_dlq.grant_send_messages(self.scheduler_role)
+        # Ingress creates and deletes the owners' schedules at run time (the schedules rows are
+        # the source of truth); it may hand the scheduler role to Scheduler and nothing else.
+        iam.Policy(
+            self, "IngressManagesSchedules",
+            roles=[ingress.role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["scheduler:CreateSchedule", "scheduler:UpdateSchedule",
+                             "scheduler:DeleteSchedule", "scheduler:GetSchedule"],
+                    resources=[self.format_arn(
+                        service="scheduler", resource="schedule",
+                        resource_name=f"{self.schedule_group.schedule_group_name}/*",
+                    )],
+                ),
+                iam.PolicyStatement(
+                    actions=["iam:PassRole"],
+                    resources=[self.scheduler_role.role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+                ),
+            ],
+        )
+        CfnOutput(self, "ScheduleGroupName", value=self.schedule_group.schedule_group_name)
+        CfnOutput(self, "SchedulerRoleArn", value=self.scheduler_role.role_arn)
+        CfnOutput(self, "ScheduleDlqArn", value=self.schedule_dlq.queue_arn)
+
+    def _alarms(self, state_machine: sfn.IStateMachine) -> None:
+        action = cw_actions.SnsAction(self.alert_topic)
+        metrics = {
+            "RunsFailed": state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
+            "RunsTimedOut": state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
+            "ScheduleDeliveriesFailed": self.schedule_dlq.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"),
+        }
+        for name, metric in metrics.items():
+            alarm = metric.create_alarm(
+                self, name,
+                alarm_name=self.config.prefix(name),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            alarm.add_alarm_action(action)

@@ -1,0 +1,176 @@
+"""Workflow: the core layer, one Lambda per ``functions/*`` dir, the schema migration, the run
+state machine.
+
+Invariants:
+- Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
+  a function's environment if and only if its role may read that secret. The worker (and every
+  function but ingress) can neither read the JWT secret nor start executions.
+- The state machine is ``statemachines/run.asl.json`` verbatim, inline in the template, with
+  ``${...}Arn`` substituted by CloudFormation; its role may invoke exactly the functions the
+  definition names.
+- Migrations run on deploy, after the database exists and before new function code goes live.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.components.function import FunctionSpec, ZergFunction, retention
+from infra.components.layer import CoreLayer
+from infra.config import StageConfig
+from infra.stacks.data import DataStack
+
+ROOT = Path(__file__).resolve().parents[2]
+ASL_PATH = ROOT / "statemachines" / "run.asl.json"
+MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def function_specs() -> dict[str, FunctionSpec]:
+    fn = ROOT / "functions"
+    return {
+        spec.name: spec
+        for spec in (
+            FunctionSpec("supervisor", fn / "supervisor", "Plan / resume / finalize a run",
+                         Duration.minutes(15)),
+            FunctionSpec("worker", fn / "worker", "One worker job: the tool-calling loop",
+                         Duration.minutes(15)),
+            FunctionSpec("summary", fn / "summary", "150-character summary of one worker result",
+                         Duration.minutes(2), memory_mb=512),
+            # API Gateway gives up after 30 s; the events long-poll ends before that.
+            FunctionSpec("events", fn / "events",
+                         "Ingress: HTTP API, inbound mail/SMS, schedule ticks",
+                         Duration.seconds(29)),
+        )
+    }
+
+
+def migrations_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class WorkflowStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig,
+                 data: DataStack, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        self.data = data
+        self.layer = CoreLayer(self, "Core", description="Zerg core library + runtime dependencies").layer
+        self.functions = {name: self._function(spec) for name, spec in function_specs().items()}
+        self._grant_data_access()
+        migration = self._migration()
+        for function in self.functions.values():
+            function.node.add_dependency(migration)
+        self.state_machine = self._state_machine()
+        self.state_machine.grant_start_execution(self.ingress)
+        self.ingress.add_environment("ZERG_STATE_MACHINE_ARN", self.state_machine.state_machine_arn)
+        CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
+
+    @property
+    def ingress(self) -> lambda_.Function:
+        return self.functions["events"]
+
+    def _common_environment(self) -> dict[str, str]:
+        data, config = self.data, self.config
+        return {
+            "ZERG_ARTIFACT_BACKEND": "s3",
+            "ZERG_ARTIFACT_BUCKET": data.bucket.bucket_name,
+            "ZERG_DB_SECRET_ARN": data.db_secret.secret_arn,
+            "ZERG_DB_PROXY_ENDPOINT": data.proxy.endpoint,
+            "ZERG_SUPERVISOR_MODEL": config.supervisor_model,
+            "ZERG_WORKER_MODEL": config.worker_model,
+            "ZERG_SUMMARY_MODEL": config.summary_model,
+            "ZERG_MAP_CONCURRENCY": str(config.map_concurrency),
+        }
+
+    def _function(self, spec: FunctionSpec, environment: dict[str, str] | None = None) -> lambda_.Function:
+        env = self._common_environment() if environment is None else environment
+        construct = ZergFunction(
+            self, spec.name.capitalize(),
+            spec=dataclasses.replace(spec, environment={**env, **spec.environment}),
+            config=self.config,
+            layer=self.layer,
+            vpc=self.data.vpc,
+            security_group=self.data.functions_sg,
+        )
+        return construct.function
+
+    def _grant_data_access(self) -> None:
+        data, fns = self.data, self.functions
+        for function in fns.values():
+            data.db_secret.grant_read(function)
+        for name in ("supervisor", "worker", "summary"):
+            data.bucket.grant_read_write(fns[name])
+            data.openai_secret.grant_read(fns[name])
+            fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
+        # Ingress reads inbound mail and serves artifacts; it never writes worker evidence.
+        data.bucket.grant_read(self.ingress)
+        data.jwt_secret.grant_read(self.ingress)
+        self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
+
+    def _migration(self) -> CustomResource:
+        spec = FunctionSpec(
+            "migrator", ROOT / "infra" / "migrator", "Applies zerg migrations on deploy",
+            Duration.minutes(5), memory_mb=512, handler="handler.on_event",
+        )
+        migrator = self._function(spec, environment={
+            "ZERG_DB_SECRET_ARN": self.data.db_secret.secret_arn,
+            "ZERG_DB_PROXY_ENDPOINT": self.data.proxy.endpoint,
+        })
+        self.data.db_secret.grant_read(migrator)
+        provider = cr.Provider(
+            self, "MigrationProvider",
+            on_event_handler=migrator,
+            log_group=logs.LogGroup(self, "MigrationProviderLogs", retention=retention(self.config),
+                                    removal_policy=RemovalPolicy.DESTROY),
+        )
+        return CustomResource(
+            self, "Migration",
+            service_token=provider.service_token,
+            resource_type="Custom::ZergMigration",
+            # A changed migration set changes the properties, which re-runs the migrator.
+            properties={"MigrationsHash": migrations_hash()},
+        )
+
+    def _state_machine(self) -> sfn.StateMachine:
+        targets = {
+            "SupervisorFunctionArn": self.functions["supervisor"],
+            "WorkerFunctionArn": self.functions["worker"],
+            "SummaryFunctionArn": self.functions["summary"],
+        }
+        definition = ASL_PATH.read_text()
+        json.loads(definition)  # a broken file fails the synth, not the deploy
+        missing = set(_PLACEHOLDER.findall(definition)) ^ set(targets)
+        if missing:
+            raise ValueError(f"{ASL_PATH.name}: placeholders and substitutions differ: {sorted(missing)}")
+        machine = sfn.StateMachine(
+            self, "Run",
+            state_machine_name=self.config.prefix("run"),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_string(definition),
+            definition_substitutions={k: fn.function_arn for k, fn in targets.items()},
+            tracing_enabled=self.config.tracing,
+            logs=sfn.LogOptions(
+                destination=logs.LogGroup(self, "RunLogs", retention=retention(self.config),
+                                          removal_policy=RemovalPolicy.DESTROY),
+                level=sfn.LogLevel.ERROR,
+                include_execution_data=False,
+            ),
+        )
+        for function in targets.values():
+            function.grant_invoke(machine)
+        return machine

@@ -1,0 +1,78 @@
+"""The shared constructs and the stage configuration, exercised without the full app."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _function_template(**config_changes):
+    from aws_cdk import App, Duration, Stack
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk.assertions import Template
+
+    from infra.components.function import FunctionSpec, ZergFunction
+    from infra.config import StageConfig
+    from infra.stacks.workflow import ROOT
+
+    app = App(context={"aws:cdk:bundling-stacks": []}, builtin_cloud_formation_validation=False)
+    stack = Stack(app, "T")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=1)
+    ZergFunction(
+        stack, "Fn",
+        spec=FunctionSpec("worker", ROOT / "functions" / "worker", "w", Duration.seconds(5)),
+        config=StageConfig().replace(**config_changes),
+        layer=lambda_.LayerVersion.from_layer_version_arn(
+            stack, "L", "arn:aws:lambda:us-east-1:123456789012:layer:core:1"),
+        vpc=vpc,
+        security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc),
+    )
+    return Template.from_stack(stack)
+
+
+def test_tracing_is_opt_in_per_stage():
+    template = _function_template(tracing=True, log_retention_days=7)
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "TracingConfig": {"Mode": "Active"},
+        "Environment": {"Variables": {"POWERTOOLS_TRACE_DISABLED": "false",
+                                      "POWERTOOLS_SERVICE_NAME": "zerg-worker"}},
+    })
+    template.has_resource_properties("AWS::Logs::LogGroup", {
+        "LogGroupName": "/aws/lambda/zerg-dev-worker", "RetentionInDays": 7})
+
+
+def test_context_strings_are_converted_and_bad_values_name_their_key():
+    from infra.config import ConfigError, StageConfig
+
+    class Node:
+        def __init__(self, values):
+            self.values = values
+
+        def try_get_context(self, key):
+            return self.values.get(key)
+
+    config = StageConfig.from_context(Node({"map_concurrency": "12", "tracing": "true",
+                                            "db_min_capacity": "0"}))
+    assert (config.map_concurrency, config.tracing, config.db_min_capacity) == (12, True, 0.0)
+    with pytest.raises(ConfigError, match="map_concurrency"):
+        StageConfig.from_context(Node({"map_concurrency": "lots"}))
+    with pytest.raises(ConfigError, match="map_concurrency"):
+        StageConfig.from_context(Node({"map_concurrency": 0}))
+    with pytest.raises(ConfigError, match="sender_email"):
+        StageConfig.from_context(Node({"domain": "other.example.org"}))
+
+
+def test_layer_ships_only_runtime_dependencies_as_aarch64_wheels(tmp_path):
+    from infra.components.layer import pip_command, runtime_requirements
+
+    requirements = runtime_requirements()
+    names = " ".join(requirements).lower()
+    assert "psycopg[binary]" in names and "aws-lambda-powertools" in names
+    for local_only in ("pgserver", "moto", "aws-cdk", "pytest", "cfn-lint"):
+        assert local_only not in names
+    command = pip_command(tmp_path, requirements)
+    assert "--only-binary=:all:" in command
+    assert command[command.index("--python-version") + 1] == "3.12"
+    platforms = [command[i + 1] for i, arg in enumerate(command) if arg == "--platform"]
+    assert platforms and all(p.endswith("_aarch64") for p in platforms)
+    assert command[command.index("--target") + 1] == str(tmp_path)

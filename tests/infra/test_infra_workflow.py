@@ -1,0 +1,124 @@
+"""Workflow stack: the functions, their settings and permissions, the layer, the migration and
+the run state machine."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pathlib import Path
+
+from aws_cdk.assertions import Match
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FUNCTION_DIRS = sorted(p.name for p in (ROOT / "functions").iterdir()
+                       if p.is_dir() and p.name != "__pycache__")
+COMMON = {"ZERG_ARTIFACT_BACKEND", "ZERG_ARTIFACT_BUCKET", "ZERG_DB_SECRET_ARN",
+          "ZERG_DB_PROXY_ENDPOINT", "ZERG_SUPERVISOR_MODEL", "ZERG_WORKER_MODEL",
+          "ZERG_SUMMARY_MODEL", "ZERG_MAP_CONCURRENCY"}
+EXPECTED_ZERG_ENV = {
+    "supervisor": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
+    "worker": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
+    "summary": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
+    "events": COMMON | {"ZERG_JWT_SECRET_ARN", "ZERG_STATE_MACHINE_ARN"},
+}
+
+
+def test_one_function_per_functions_dir_on_python312_arm64_in_the_vpc(synth):
+    assert FUNCTION_DIRS == ["events", "summary", "supervisor", "worker"]
+    (layer_id,) = synth.resources("Workflow", "AWS::Lambda::LayerVersion")
+    for name in FUNCTION_DIRS:
+        _, fn = synth.function(name)
+        props = fn["Properties"]
+        assert props["Runtime"] == "python3.12"
+        assert props["Architectures"] == ["arm64"]
+        assert props["Handler"] == "handler.handler"
+        assert props["Layers"] == [{"Ref": layer_id}]
+        assert props["VpcConfig"]["SubnetIds"] and props["VpcConfig"]["SecurityGroupIds"]
+        assert "TracingConfig" not in props  # X-Ray off unless the stage sets tracing=true
+        assert props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+        log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
+        assert synth.templates["Workflow"]["Resources"][log_group]["Properties"]["RetentionInDays"] == 30
+        env = props["Environment"]["Variables"]
+        assert env["POWERTOOLS_SERVICE_NAME"] == f"zerg-{name}"
+        assert {"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"} <= set(env)
+
+
+def test_each_function_gets_exactly_its_zerg_settings(synth):
+    for name, expected in EXPECTED_ZERG_ENV.items():
+        env = synth.function(name)[1]["Properties"]["Environment"]["Variables"]
+        assert {k for k in env if k.startswith("ZERG_")} == expected, name
+        assert env["ZERG_ARTIFACT_BACKEND"] == "s3"
+        assert env["ZERG_MAP_CONCURRENCY"] == "7"  # from context, as a string
+
+
+def test_layer_targets_python312_arm64(synth):
+    synth.assertion("Workflow").has_resource_properties("AWS::Lambda::LayerVersion", {
+        "CompatibleRuntimes": ["python3.12"], "CompatibleArchitectures": ["arm64"]})
+
+
+def _statements_with(statements, action):
+    return [s for s in statements if action in json.dumps(s["Action"])]
+
+
+def test_state_machine_role_invokes_exactly_the_three_asl_functions(synth):
+    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoke = _statements_with(synth.statements_of_role(role_id), "lambda:InvokeFunction")
+    targets = {json.dumps(r) for s in invoke for r in s["Resource"]}
+    functions = {re.search(r'"(\w+Function[0-9A-F]{8})"', t).group(1) for t in targets}
+    assert functions == {synth.function(n)[0] for n in ("supervisor", "worker", "summary")}
+
+
+def test_worker_cannot_read_the_jwt_secret_and_ingress_can(synth):
+    def reads_jwt(role_id):
+        return any("JwtSecret" in json.dumps(s["Resource"])
+                   for s in _statements_with(synth.statements_of_role(role_id), "secretsmanager:GetSecretValue"))
+
+    assert reads_jwt(synth.role_of("events"))
+    for name in ("worker", "supervisor", "summary"):
+        assert not reads_jwt(synth.role_of(name)), name
+
+
+def test_only_ingress_and_the_scheduler_role_may_start_executions(synth):
+    starters = set()
+    for name, template in synth.templates.items():
+        for res in synth.resources(name, "AWS::IAM::Policy").values():
+            if _statements_with(res["Properties"]["PolicyDocument"]["Statement"], "states:StartExecution"):
+                starters.update(json.dumps(r) for r in res["Properties"]["Roles"])
+    assert len(starters) == 2
+    assert any(synth.role_of("events") in s for s in starters)
+    assert any("SchedulerRole" in s for s in starters)
+
+
+def test_synthesized_definition_is_the_repo_file_inline_with_substitutions(synth):
+    source = (ROOT / "statemachines" / "run.asl.json").read_text()
+    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    assert props["DefinitionString"] == source  # inline (no S3 location): linters read it
+    assert "DefinitionS3Location" not in props
+    placeholders = set(re.findall(r"\$\{(\w+)\}", source))
+    assert placeholders == {"SupervisorFunctionArn", "WorkerFunctionArn", "SummaryFunctionArn"}
+    expected = {
+        "SupervisorFunctionArn": synth.function("supervisor")[0],
+        "WorkerFunctionArn": synth.function("worker")[0],
+        "SummaryFunctionArn": synth.function("summary")[0],
+    }
+    assert props["DefinitionSubstitutions"] == {
+        k: {"Fn::GetAtt": [v, "Arn"]} for k, v in expected.items()}
+    assert props["StateMachineType"] == "STANDARD"
+    assert props["LoggingConfiguration"]["Level"] == "ERROR"
+
+
+def test_migration_runs_on_deploy_before_functions_update(synth):
+    template = synth.assertion("Workflow")
+    template.has_resource_properties("Custom::ZergMigration", {
+        "MigrationsHash": Match.string_like_regexp(r"^[0-9a-f]{64}$")})
+    (migration_id,) = synth.resources("Workflow", "Custom::ZergMigration")
+    for name in FUNCTION_DIRS:
+        assert migration_id in synth.function(name)[1].get("DependsOn", [])
+    _, migrator = synth.function("migrator")
+    assert migrator["Properties"]["Handler"] == "handler.on_event"
+    env = migrator["Properties"]["Environment"]["Variables"]
+    assert {k for k in env if k.startswith("ZERG_")} == {"ZERG_DB_SECRET_ARN", "ZERG_DB_PROXY_ENDPOINT"}
