@@ -101,18 +101,36 @@ def _openssh(workdir: Path, client_key: Path, client_pub: str, host_key_path: Pa
 
 
 def _paramiko(client_key: Path, client_pub: str, host_key_path: Path, host_pub: str) -> SSHServer:
+    """The in-process-style server, run in a child process so its crypto never competes with the
+    client under test for the GIL (a loaded 2-core machine could otherwise miss the 5 s timeouts)."""
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.ssh_server", str(host_key_path), client_pub.split()[1]],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    port = int(proc.stdout.readline())
+    _wait_port(port)
+
+    def stop() -> None:
+        proc.kill()
+        proc.wait(timeout=5)
+
+    return SSHServer("paramiko", port, getpass.getuser(), client_key, host_pub, stop)
+
+
+def serve_paramiko(host_key_path: str, authorized: str) -> None:
+    """Child-process entry: an SSH server whose exec handler runs real subprocesses."""
     import paramiko
 
-    host_key = paramiko.Ed25519Key.from_private_key_file(str(host_key_path))
-    authorized = client_pub.split()[1]
+    host_key = paramiko.Ed25519Key.from_private_key_file(host_key_path)
 
     class Server(paramiko.ServerInterface):
         def get_allowed_auths(self, username):
             return "publickey"
 
         def check_auth_publickey(self, username, key):
-            ok = key.get_base64() == authorized
-            return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
+            return paramiko.AUTH_SUCCESSFUL if key.get_base64() == authorized else paramiko.AUTH_FAILED
 
         def check_channel_request(self, kind, chanid):
             return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
@@ -131,29 +149,25 @@ def _paramiko(client_key: Path, client_pub: str, host_key_path: Path, host_pub: 
         finally:
             channel.close()
 
+    def handshake(conn) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(host_key)
+        try:
+            transport.start_server(server=Server())
+        except (paramiko.SSHException, EOFError):
+            pass
+
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    stopped = threading.Event()
+    print(sock.getsockname()[1], flush=True)
+    while True:
+        conn, _ = sock.accept()
+        threading.Thread(target=handshake, args=(conn,), daemon=True).start()
 
-    def serve() -> None:
-        while not stopped.is_set():
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            transport = paramiko.Transport(conn)
-            transport.add_server_key(host_key)
-            try:
-                transport.start_server(server=Server())
-            except (paramiko.SSHException, EOFError):
-                continue
 
-    threading.Thread(target=serve, daemon=True).start()
+if __name__ == "__main__":
+    import sys
 
-    def stop() -> None:
-        stopped.set()
-        sock.close()
-
-    return SSHServer("paramiko", sock.getsockname()[1], getpass.getuser(), client_key, host_pub, stop)
+    serve_paramiko(sys.argv[1], sys.argv[2])

@@ -60,6 +60,13 @@ class Settings(BaseModel):
         alias="ZERG_DATA_DIR",
         description="Per-user directory for the embedded database and local artifacts.",
     )
+    db_secret_arn: str | None = Field(
+        default=None, alias="ZERG_DB_SECRET_ARN",
+        description="AWS: Secrets Manager secret with username/password/port/dbname (RDS format).",
+    )
+    db_proxy_endpoint: str | None = Field(
+        default=None, alias="ZERG_DB_PROXY_ENDPOINT", description="AWS: RDS Proxy host (TLS required)."
+    )
     db_pool_max: int = Field(
         default=10, ge=1, le=200, alias="ZERG_DB_POOL_MAX"
     )
@@ -81,6 +88,7 @@ class Settings(BaseModel):
     # --- models ----------------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    openai_secret_arn: str | None = Field(default=None, alias="ZERG_OPENAI_SECRET_ARN")
     supervisor_model: str = Field(default="gpt-4o", alias="ZERG_SUPERVISOR_MODEL")
     worker_model: str = Field(default="gpt-4o-mini", alias="ZERG_WORKER_MODEL")
     summary_model: str = Field(default="gpt-4o-mini", alias="ZERG_SUMMARY_MODEL")
@@ -144,7 +152,7 @@ class Settings(BaseModel):
     @property
     def offline(self) -> bool:
         """No API key and no endpoint: the deterministic offline provider answers."""
-        return self.openai_api_key is None and not self.openai_base_url
+        return self.openai_api_key is None and not self.openai_base_url and not self.openai_secret_arn
 
     def check(self) -> "Settings":
         if self.artifact_backend == "s3" and not self.artifact_bucket:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zerg.config import Settings, get_settings
 
@@ -48,9 +48,38 @@ def embedded_database_url(data_dir: Path) -> str:
     return _embedded_uri[pgdata]
 
 
+_secret_urls: dict[str, str] = {}
+
+
+def secret_database_url(secret_arn: str, host: str | None, client: Any = None) -> str:
+    """A TLS connection string from an RDS-format Secrets Manager secret (AWS deployments)."""
+    with _lock:
+        if secret_arn not in _secret_urls:
+            import json
+
+            from psycopg.conninfo import make_conninfo
+
+            if client is None:
+                import boto3
+
+                client = boto3.client("secretsmanager")
+            secret = json.loads(client.get_secret_value(SecretId=secret_arn)["SecretString"])
+            _secret_urls[secret_arn] = make_conninfo(
+                host=host or secret["host"], port=secret.get("port", 5432), user=secret["username"],
+                password=secret["password"], dbname=secret.get("dbname", "postgres"), sslmode="require",
+                connect_timeout=10,
+            )
+    return _secret_urls[secret_arn]
+
+
 def database_url(settings: Settings | None = None) -> str:
+    """DATABASE_URL, else the AWS secret (+ RDS Proxy host), else the embedded server."""
     settings = settings or get_settings()
-    return settings.database_url or embedded_database_url(settings.data_dir)
+    if settings.database_url:
+        return settings.database_url
+    if settings.db_secret_arn:
+        return secret_database_url(settings.db_secret_arn, settings.db_proxy_endpoint)
+    return embedded_database_url(settings.data_dir)
 
 
 def open_pool(url: str, max_size: int = 10) -> "ConnectionPool":

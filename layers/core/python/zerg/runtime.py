@@ -48,6 +48,10 @@ def make_llm(settings: Settings) -> "ChatModel":
     from zerg.llm.openai_provider import OpenAIChatModel
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    if key is None and settings.openai_secret_arn:  # AWS: the key lives in Secrets Manager
+        import boto3
+
+        key = boto3.client("secretsmanager").get_secret_value(SecretId=settings.openai_secret_arn)["SecretString"]
     return OpenAIChatModel(
         api_key=key,
         base_url=settings.openai_base_url,

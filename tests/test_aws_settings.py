@@ -1,0 +1,34 @@
+"""What the Lambdas read on AWS: the database and OpenAI secrets (moto Secrets Manager)."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+from moto import mock_aws
+from psycopg.conninfo import conninfo_to_dict
+
+from zerg import db
+from zerg.config import load_settings
+from zerg.runtime import make_llm
+
+
+def test_database_url_comes_from_the_rds_secret_with_the_proxy_host_and_tls():
+    with mock_aws():
+        sm = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = sm.create_secret(Name="zerg/test/database", SecretString=json.dumps({
+            "username": "zerg", "password": "p@ss word", "host": "cluster.internal", "port": 5432, "dbname": "zerg"}))["ARN"]
+        settings = load_settings({"ZERG_DB_SECRET_ARN": arn, "ZERG_DB_PROXY_ENDPOINT": "proxy.internal", "HOME": "/tmp"})
+        parts = conninfo_to_dict(db.database_url(settings))
+    assert parts["host"] == "proxy.internal" and parts["user"] == "zerg" and parts["password"] == "p@ss word"
+    assert parts["dbname"] == "zerg" and parts["sslmode"] == "require"
+
+
+def test_openai_key_comes_from_its_secret_and_is_not_offline():
+    with mock_aws():
+        sm = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = sm.create_secret(Name="zerg/test/openai", SecretString="sk-test-123")["ARN"]
+        settings = load_settings({"ZERG_OPENAI_SECRET_ARN": arn, "HOME": "/tmp"})
+        assert not settings.offline
+        model = make_llm(settings)
+    assert model.client.api_key == "sk-test-123"
