@@ -3,6 +3,10 @@
 Invariants:
 - Every event is a row first; its id is the SSE event id, so a client reconnecting with
   ``Last-Event-ID`` misses nothing and sees nothing twice.
+- A run's events become visible in id order: ids come from a sequence, so two concurrent
+  transactions could otherwise commit ids 11 before 10, and a reader that saw 11 would never ask
+  for 10. :func:`emit` takes a per-run transaction lock first, so a later id of the same run can
+  only be allocated after the earlier one's transaction has ended.
 - There is one way to emit an event (:func:`emit`) and one list of event types (the seed's
   contract); an unknown type is a programming error, refused.
 - Reads are scoped by owner.
@@ -29,12 +33,14 @@ EVENT_TYPES = frozenset(
 )
 TERMINAL_EVENTS = frozenset({"supervisor_complete", "error"})
 NOTIFY_CHANNEL = "zerg_run_events"
+_LOCK_SPACE = 0x5A455645  # advisory-lock namespace for "events of run N"
 
 
 def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload: dict[str, Any]) -> int:
     """Append one event; return its id. Listeners on ``zerg_run_events`` are woken on commit."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, run_id % 2**31))
     row = conn.execute(
         "INSERT INTO run_events (run_id, owner_id, event_type, payload) VALUES (%s, %s, %s, %s) RETURNING id",
         (run_id, owner_id, event_type, Jsonb(payload)),

@@ -32,9 +32,10 @@ def bearer(headers: dict[str, str], cookies: list[str] | None) -> str | None:
 
 
 def owner_of(event: Any) -> int:
-    """The owner the request's verified token names (401 otherwise)."""
+    """The owner the request's verified token names (401 otherwise). ``event`` is the raw
+    API Gateway v2 event or Powertools' wrapper of it."""
     try:
-        return verify_token(runtime().settings, bearer(event.headers, event.get("cookies")))
+        return verify_token(runtime().settings, bearer(event.get("headers") or {}, event.get("cookies")))
     except AuthError as exc:
         raise ApiError(401, "unauthorized", str(exc)) from None
 

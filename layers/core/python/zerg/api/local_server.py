@@ -90,27 +90,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, event: dict[str, Any]) -> None:
-        """Live SSE: authenticate and check ownership exactly as the API does, then follow."""
-        from zerg import runs
+        """Live SSE: the same request checks as the API (auth, ownership), then follow."""
         from zerg.api import sse
-        from zerg.api.deps import bearer, int_param
         from zerg.api.errors import ApiError
-        from zerg.auth import AuthError, verify_token
+        from zerg.api.routes_runs import stream_request
         from zerg.runtime import get_runtime
 
         rt = get_runtime()
         try:
-            owner_id = verify_token(rt.settings, bearer(event["headers"], event["cookies"]))
-            run_id = int_param((event["queryStringParameters"] or {}).get("run_id"), "run_id")
-            after = int_param(event["headers"].get("last-event-id") or (event["queryStringParameters"] or {}).get("last_event_id"),
-                              "Last-Event-ID", default=0, lo=0)
-            with rt.pool.connection() as conn:
-                if runs.get_run(conn, owner_id, run_id) is None:
-                    raise ApiError(404, "not_found", f"run {run_id} not found")
-        except AuthError as exc:
-            return self._send(401, {"content-type": "application/json"}, json.dumps({"error": "unauthorized", "message": str(exc)}).encode())
+            owner_id, run_id, after = stream_request(event)
         except ApiError as exc:
-            return self._send(exc.status, {"content-type": "application/json"}, json.dumps({"error": exc.error, "message": exc.message}).encode())
+            body = json.dumps({"error": exc.error, "message": exc.message}).encode()
+            return self._send(exc.status, {"content-type": "application/json"}, body)
         if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
             return self._send(204, {}, b"")
         self.send_response(200)

@@ -65,9 +65,19 @@ def start_supervisor_run(body: StartRunBody):
                           "stream_url": stream_url(started.run_id)}, status=202)
 
 
-def last_event_id(event: Any) -> int:
-    raw = event.headers.get("last-event-id") or (event.query_string_parameters or {}).get("last_event_id")
-    return int_param(raw, "Last-Event-ID", default=0, lo=0)
+def stream_request(event: Any) -> tuple[int, int, int]:
+    """(owner, run, last event id) of an events request, checked: 401/404/422 as ApiError.
+
+    Shared by the Lambda long-poll below and the local server's live stream."""
+    owner_id = owner_of(event)
+    query = event.get("queryStringParameters") or {}
+    headers = event.get("headers") or {}
+    run_id = int_param(query.get("run_id"), "run_id")
+    after = int_param(headers.get("last-event-id") or query.get("last_event_id"), "Last-Event-ID", default=0, lo=0)
+    with runtime().pool.connection() as conn:
+        if runs.get_run(conn, owner_id, run_id) is None:
+            raise not_found(f"run {run_id}")
+    return owner_id, run_id, after
 
 
 @router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events")
@@ -75,13 +85,7 @@ def run_events_stream():
     """Long-poll under Lambda: the body holds the events after Last-Event-ID (header or
     ``last_event_id`` query) and ends with ``retry:``; 204 once the final event was delivered."""
     rt = runtime()
-    event = router.current_event
-    owner_id = owner_of(event)
-    run_id = int_param((event.query_string_parameters or {}).get("run_id"), "run_id")
-    after = last_event_id(event)
-    with rt.pool.connection() as conn:
-        if runs.get_run(conn, owner_id, run_id) is None:
-            raise not_found(f"run {run_id}")
+    owner_id, run_id, after = stream_request(router.current_event)
     if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
         return Response(status_code=204, content_type="text/event-stream", body="")
     deadline = time.monotonic() + rt.settings.sse_poll_s

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.ownership import NotFound, NotStarted, open_worker, resolve_worker
+from zerg.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker, resolve_worker
 from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
 
 GREP_MAX_MATCHES = 50
@@ -79,12 +79,19 @@ def list_workers(args: ListWorkersArgs, ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome(text="\n".join(lines))
 
 
-def read_worker_result(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
+def _open(args: JobArgs, ctx: ToolContext) -> WorkerArtifacts | ToolOutcome:
+    """The owner's worker, or the "not found" text for the model."""
     with ctx.runtime.pool.connection() as conn:
         try:
-            handle = open_worker(conn, ctx.runtime.store, ctx.owner_id, job_id=args.job_id)
+            return open_worker(conn, ctx.runtime.store, ctx.owner_id, job_id=args.job_id)
         except NotFound as exc:
             return error(str(exc))
+
+
+def read_worker_result(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
+    handle = _open(args, ctx)
+    if isinstance(handle, ToolOutcome):
+        return handle
     if handle.ref.status in ("queued", "running"):
         return error(
             f"worker {args.job_id} is still {handle.ref.status}: its result is not ready yet"
@@ -97,11 +104,9 @@ def read_worker_result(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 def read_worker_file(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
-    with ctx.runtime.pool.connection() as conn:
-        try:
-            handle = open_worker(conn, ctx.runtime.store, ctx.owner_id, job_id=args.job_id)
-        except NotFound as exc:
-            return error(str(exc))
+    handle = _open(args, ctx)
+    if isinstance(handle, ToolOutcome):
+        return handle
     try:
         size = handle.size(args.path)
         if size <= FILE_MAX_BYTES:
