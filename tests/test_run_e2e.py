@@ -195,6 +195,23 @@ def test_spawn_rounds_are_bounded(runtime_env, llm, engine, pool, owner):
     assert run["spawn_rounds"] == 2
 
 
+def test_the_last_supervisor_step_must_answer(runtime_env, llm, engine, pool, owner):
+    runtime_env(ZERG_SUPERVISOR_MAX_STEPS="3")
+
+    def respond(req):
+        if req.get("tool_choice") == "none":
+            return {"content": "answering at the step limit"}
+        return {"tool_calls": [("list_workers", {})]}
+
+    llm.respond_with(respond)
+    run, _ = start_and_wait(engine, pool, owner, "keep looking")
+    assert run["status"] == "success" and run["result"] == "answering at the step limit"
+    sup = [r for r in llm.requests if r.get("tools")]
+    assert len(sup) == 3 and [r.get("tool_choice") for r in sup] == [None, None, "none"]
+    assert any("Workers (newest first" in (m.get("content") or "") or "No workers match" in (m.get("content") or "")
+               for m in sup[-1]["messages"] if m["role"] == "tool")
+
+
 @pytest.mark.parametrize("event", [{}, {"action": "plan", "run_id": 1, "owner_id": 1}, {"action": "nap", "run_id": 1, "owner_id": 1}])
 def test_supervisor_handler_refuses_invalid_events(event):
     from functions.supervisor.handler import handler

@@ -8,6 +8,8 @@ from typing import Any
 
 
 def role_of(request: dict[str, Any]) -> str:
+    if request.get("tool_choice") == "none":
+        return "supervisor-final"
     names = {t["function"]["name"] for t in request.get("tools") or []}
     if "spawn_worker" in names:
         return "supervisor"

@@ -177,7 +177,8 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> d
             with rt.pool.connection() as conn:
                 mount = build_evidence_mount(conn, rt.store, run["owner_id"], run["id"], settings.evidence_budget_bytes)
             request = _for_model(messages) + ([{"role": "system", "content": mount}] if mount else [])
-            reply = rt.llm.complete(request, model=settings.supervisor_model, tools=None if last else schemas)
+            reply = rt.llm.complete(request, model=settings.supervisor_model, tools=schemas,
+                                    tool_choice="none" if last else None)
             usage.add(reply.usage)
             messages.append(reply.as_message())
             if not reply.tool_calls:

@@ -41,10 +41,13 @@ class OpenAIChatModel:
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
+        tool_choice: str | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         if timeout is not None:

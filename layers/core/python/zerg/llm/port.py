@@ -64,4 +64,5 @@ class ChatModel(Protocol):
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
+        tool_choice: str | None = None,  # "none": tools stay visible but the model must answer
     ) -> ChatResult: ...
