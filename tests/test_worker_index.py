@@ -121,3 +121,20 @@ def test_cli_bad_setting_is_one_clear_line(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip() == "zerg: error: invalid ZERG_DB_POOL_MAX='lots': Input should be a valid integer, unable to parse string as an integer"
     assert "Traceback" not in out.stderr
+
+
+def test_db_stop_stops_the_embedded_server_and_keeps_its_data(tmp_path):
+    data = tmp_path / "zerg-data"
+    env = {"ZERG_DATA_DIR": str(data)}
+    import os
+
+    env_all = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("ZERG_")} | env
+    up = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "migrate"], capture_output=True, text=True, env=env_all, timeout=120)
+    assert up.returncode == 0, up.stderr
+    assert (data / "pg" / "postmaster.pid").exists()
+    down = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "stop"], capture_output=True, text=True, env=env_all, timeout=60)
+    assert "stopped the embedded PostgreSQL" in down.stdout
+    assert not (data / "pg" / "postmaster.pid").exists() and (data / "pg" / "PG_VERSION").exists()
+    again = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "status"], capture_output=True, text=True, env=env_all, timeout=120)
+    assert again.returncode == 0 and "schema version" in again.stdout  # restarts on the kept data
+    subprocess.run([sys.executable, "-m", "zerg.cli", "db", "stop"], capture_output=True, env=env_all, timeout=60)

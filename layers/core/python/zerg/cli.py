@@ -53,6 +53,16 @@ def cmd_db_status(args: argparse.Namespace) -> int:
     return 0 if not st.pending else 1
 
 
+def cmd_db_stop(args: argparse.Namespace) -> int:
+    from zerg.db import stop_embedded
+
+    settings = get_settings()
+    if settings.database_url:
+        raise CliError("DATABASE_URL is set: that server is not Zerg's to stop")
+    print(stop_embedded(settings.data_dir, force=args.force))
+    return 0
+
+
 def cmd_workers_reindex(args: argparse.Namespace) -> int:
     from zerg.artifacts import get_store
     from zerg.jobs import reindex
@@ -184,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
     db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)
     db.add_parser("status", help="show the schema version").set_defaults(func=cmd_db_status)
+    stop = db.add_parser("stop", help="stop the embedded PostgreSQL (it keeps running between commands)")
+    stop.add_argument("--force", action="store_true", help="stop even while another zerg process uses it")
+    stop.set_defaults(func=cmd_db_stop)
 
     workers = groups.add_parser("workers", help="worker artifacts").add_subparsers(
         dest="cmd", required=True

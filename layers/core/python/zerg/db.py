@@ -72,6 +72,52 @@ def secret_database_url(secret_arn: str, host: str | None, client: Any = None) -
     return _secret_urls[secret_arn]
 
 
+def stop_embedded(data_dir: Path, *, force: bool = False) -> str:
+    """Stop the embedded server for ``data_dir`` (data kept); say what happened.
+
+    PostgreSQL's own fast shutdown (SIGINT to the postmaster). Refused while another live zerg
+    process holds the server (pgserver records holders in ``.handle_pids.json``) unless ``force``.
+    """
+    import json
+    import os
+    import signal
+    import time
+
+    pgdata = (data_dir / "pg").resolve()
+    pid_file = pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return f"no embedded PostgreSQL is running in {pgdata}"
+    try:
+        holders = json.loads((pgdata / ".handle_pids.json").read_text())
+    except (OSError, ValueError):
+        holders = []
+    alive = [p for p in holders if isinstance(p, int) and p != os.getpid() and _alive(p)]
+    if alive and not force:
+        return f"not stopped: zerg process(es) {', '.join(map(str, alive))} still use it (--force stops anyway)"
+    postmaster = int(pid_file.read_text().split()[0])
+    try:
+        os.kill(postmaster, signal.SIGINT)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 30
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _embedded_uri.pop(pgdata, None)
+    return f"stopped the embedded PostgreSQL in {pgdata} (data kept)"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def database_url(settings: Settings | None = None) -> str:
     """DATABASE_URL, else the AWS secret (+ RDS Proxy host), else the embedded server."""
     settings = settings or get_settings()
