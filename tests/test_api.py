@@ -291,3 +291,66 @@ def test_zerg_ask_reports_a_wrong_secret_and_an_unreachable_api_in_one_line(api_
     down = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", "http://127.0.0.1:9", "--secret", "s", "hi"],
                           capture_output=True, text=True, timeout=60)
     assert down.returncode == 2 and "cannot reach http://127.0.0.1:9" in down.stderr and "Traceback" not in down.stderr
+
+
+def test_a_failed_start_frees_the_idempotency_key_so_the_retry_starts_a_new_run(api_server, llm, alice, monkeypatch):
+    from zerg import starter
+
+    base, _ = api_server
+    llm.respond_with(run_script(["x"]))
+    real = starter.get_starter
+    calls = {"n": 0}
+
+    class FailingOnce:
+        def __init__(self, settings):
+            self.inner = real(settings)
+
+        def start(self, *args):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise ConnectionError("step functions unreachable")
+            return self.inner.start(*args)
+
+        def stop(self, *args):
+            return self.inner.stop(*args)
+
+    monkeypatch.setattr(starter, "get_starter", FailingOnce)
+    client = login(base, alice)
+    first = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "retry-me"})
+    assert first.status_code == 503 and first.json()["error"] == "unavailable"
+    second = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "retry-me"})
+    assert second.status_code == 202 and second.json()["status"] == "running"
+    events = read_stream(client, second.json()["stream_url"])
+    assert events[-1][1] == "supervisor_complete"
+
+
+def test_a_replay_starts_the_execution_the_first_attempt_never_started(api_server, llm, alice, pool):
+    from zerg import runs
+
+    base, _ = api_server
+    llm.respond_with(run_script(["x"]))
+    with pool.connection() as conn:  # the ingress died after inserting the run
+        orphan = runs.start_run(conn, alice.owner_id, "t", idempotency_key="crashed")
+    client = login(base, alice)
+    resp = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "crashed"})
+    assert resp.status_code == 202 and resp.json()["run_id"] == orphan.run_id
+    assert read_stream(client, resp.json()["stream_url"])[-1][1] == "supervisor_complete"
+
+
+def test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path(api_server, llm, alice, bob):
+    base, _ = api_server
+    llm.respond_with(run_script(["private"]))
+    clients = {"alice": login(base, alice), "bob": login(base, bob)}
+    runs_of = {}
+    for name, client in clients.items():
+        run = client.post("/api/jarvis/supervisor", json={"task": f"{name} task"}).json()
+        read_stream(client, run["stream_url"])
+        runs_of[name] = run
+    for reader, other in (("alice", "bob"), ("bob", "alice")):
+        client, run = clients[reader], runs_of[other]
+        token = client.headers["Authorization"].split()[1]
+        assert client.get(f"/api/jarvis/runs/{run['run_id']}").status_code == 404
+        assert call("GET", run["stream_url"], token=token)[0] == 404  # Lambda long-poll path
+        own = client.get("/api/jarvis/workers").json()["workers"]
+        assert own and all(w["run_id"] == runs_of[reader]["run_id"] for w in own)
+        assert [m["content"] for m in client.get("/api/jarvis/thread").json()["messages"]][0] == f"{reader} task"

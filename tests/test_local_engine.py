@@ -63,3 +63,18 @@ def test_only_one_engine_per_process():
     with LocalEngine(handlers=_handlers([])):
         with pytest.raises(RuntimeError, match="already running"):
             LocalEngine(handlers=_handlers([])).start()
+
+
+def test_a_crash_while_recording_a_crash_still_does_not_fail_the_run():
+    calls: list = []
+    handlers = _handlers(calls)
+
+    def worker(event, context):
+        calls.append(("worker", event))
+        raise RuntimeError("database unreachable")  # the run and the mark_failed call both fail
+
+    handlers["worker"] = worker
+    with LocalEngine(handlers=handlers) as engine:
+        desc = engine.wait(engine.start_execution(10, 1, 3), timeout=30)
+    assert desc["status"] == "SUCCEEDED"
+    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize"]

@@ -3,6 +3,8 @@ scripted model over loopback HTTP."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support.factories import run_events
@@ -173,6 +175,55 @@ def test_identical_spawn_in_the_same_run_reuses_the_job(runtime_env, llm, engine
     assert len(spawned) == 1
 
 
+def test_re_spawning_a_finished_task_forever_still_ends(runtime_env, llm, engine, pool, owner):
+    runtime_env(ZERG_SUPERVISOR_MAX_ROUNDS="1", ZERG_SUPERVISOR_MAX_STEPS="4")
+
+    def respond(req):
+        role = role_of(req)
+        if role == "supervisor-final":
+            return {"content": "final answer at the bound"}
+        if role == "supervisor":
+            return {"tool_calls": [("spawn_worker", {"task": "check disk"})]}  # the same task, always
+        if role == "worker":
+            return {"content": "ok"} if has_tool_results(req) else {"tool_calls": [("container_exec", {"command": "true"})]}
+        return {"content": "s"}
+
+    llm.respond_with(respond)
+    run, desc = start_and_wait(engine, pool, owner, "loop please")
+    assert desc["status"] == "SUCCEEDED" and run["result"] == "final answer at the bound"
+    supervisor_calls = [r for r in llm.requests if role_of(r) in ("supervisor", "supervisor-final")]
+    assert len(supervisor_calls) <= 1 + 4  # plan (1 step) + one resume turn (max 4 steps)
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM worker_jobs WHERE run_id=%s", (run["id"],)).fetchone()["n"] == 1
+
+
+def test_the_mount_is_in_every_supervisor_inference_after_workers_exist(runtime_env, llm, engine, pool, owner):
+    runtime_env()
+    state = {"n": 0}
+
+    def respond(req):
+        role = role_of(req)
+        if role == "supervisor":
+            state["n"] += 1
+            if not has_tool_results(req):
+                return {"tool_calls": [("spawn_worker", {"task": "check disk"})]}
+            if state["n"] < 4:
+                return {"tool_calls": [("get_current_time", {})]}  # more inferences in the same turn
+            return {"content": "done"}
+        if role == "worker":
+            return {"content": "ok"} if has_tool_results(req) else {"tool_calls": [("container_exec", {"command": "echo MOUNTED-EVIDENCE"})]}
+        return {"content": "s"}
+
+    llm.respond_with(respond)
+    run, _ = start_and_wait(engine, pool, owner, "mount everywhere")
+    assert run["status"] == "success"
+    sup = [r for r in llm.requests if role_of(r) == "supervisor"]
+    assert len(sup) == 4
+    assert HEADER not in json.dumps(sup[0]["messages"])
+    for req in sup[1:]:
+        assert req["messages"][-1]["role"] == "system" and "MOUNTED-EVIDENCE" in req["messages"][-1]["content"]
+
+
 def test_spawn_rounds_are_bounded(runtime_env, llm, engine, pool, owner):
     runtime_env(ZERG_SUPERVISOR_MAX_ROUNDS="2")
     counter = {"n": 0}
@@ -219,3 +270,32 @@ def test_supervisor_handler_refuses_invalid_events(event):
 
     with pytest.raises(InvalidEvent, match="invalid supervisor event"):
         handler(event)
+
+
+def test_a_cancel_racing_finalize_wins_once_and_nothing_reaches_the_thread(runtime_env, pool, owner):
+    from zerg import supervisor
+
+    rt = runtime_env()
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "race")
+        conn.execute("UPDATE runs SET result = 'the answer' WHERE id = %s", (started.run_id,))
+        runs.cancel_run(conn, owner, started.run_id)
+        runs.cancel_run(conn, owner, started.run_id)  # a second cancel changes nothing
+    out = supervisor.finalize(rt, started.run_id, owner, started.thread_id)
+    assert out["status"] == "cancelled"
+    assert supervisor.fail(rt, started.run_id, owner, {"Error": "X", "Cause": "y"})["status"] == "cancelled"
+    kinds = [k for k, _ in run_events(pool, started.run_id)]
+    assert kinds == ["supervisor_started", "error"]
+    assert thread_messages(pool, owner) == []
+
+
+def test_a_lambda_timeout_marks_the_run_timeout(runtime_env, pool, owner):
+    from zerg import supervisor
+
+    rt = runtime_env()
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "slow")
+    out = supervisor.fail(rt, started.run_id, owner, {"Error": "Sandbox.Timedout", "Cause": "Task timed out after 900.00 seconds"})
+    assert out["status"] == "timeout"
+    kind, payload = run_events(pool, started.run_id)[-1]
+    assert kind == "error" and payload["message"].startswith("run timed out: Sandbox.Timedout")

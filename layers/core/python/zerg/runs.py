@@ -100,12 +100,31 @@ def _set_totals(conn: Connection, run_id: int) -> None:
     )
 
 
-def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> None:
-    """Success: the thread gets the task and the answer, atomically; the run its totals."""
-    job_ids = [r["id"] for r in conn.execute(
-        "SELECT id FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id", (run["id"], run["owner_id"])
-    ).fetchall()]
+_NOT_FINAL = "status NOT IN ('success', 'failed', 'timeout', 'cancelled')"
+
+
+def _close(conn: Connection, run_id: int, status: str, *, result: str | None = None, error: str | None = None) -> bool:
+    """Move a run to a final status, once: the conditional UPDATE locks the row, so of two
+    racing closers (finalize vs cancel) exactly one wins and the other sees a final run."""
+    row = conn.execute(
+        f"""UPDATE runs SET status = %s, result = COALESCE(%s, result), error = %s, finished_at = now(),
+                   duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+            WHERE id = %s AND {_NOT_FINAL} RETURNING id""",
+        (status, result, error, run_id),
+    ).fetchone()
+    return row is not None
+
+
+def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> bool:
+    """Success: the thread gets the task and the answer, atomically; the run its totals.
+
+    False (and nothing written) when the run was already closed, e.g. cancelled meanwhile."""
     with conn.transaction():
+        if not _close(conn, run["id"], "success", result=answer):
+            return False
+        job_ids = [r["id"] for r in conn.execute(
+            "SELECT id FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id", (run["id"], run["owner_id"])
+        ).fetchall()]
         for role, content, meta in (
             ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
             ("assistant", answer, {"run_id": run["id"], "job_ids": job_ids}),
@@ -114,20 +133,18 @@ def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> None:
                 "INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
                 (run["thread_id"], run["owner_id"], run["id"], role, content, Jsonb(meta)),
             )
-        conn.execute(
-            """UPDATE runs SET status = 'success', result = %s, finished_at = now(),
-                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
-               WHERE id = %s""",
-            (answer, run["id"]),
-        )
         conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s", (run["thread_id"],))
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "supervisor_complete", {"run_id": run["id"], "result": answer})
+    return True
 
 
-def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any]:
-    """Failure/timeout: record it, cancel jobs that never started, emit ``error`` with partial results."""
+def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any] | None:
+    """Failure/timeout: record it, cancel jobs that never started, emit ``error`` with partial
+    results. None when the run was already closed."""
     with conn.transaction():
+        if not _close(conn, run["id"], status, error=message):
+            return None
         conn.execute(
             "UPDATE worker_jobs SET status = 'cancelled', finished_at = now() WHERE run_id = %s AND owner_id = %s AND status = 'queued'",
             (run["id"], run["owner_id"]),
@@ -136,12 +153,6 @@ def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -
             "SELECT id AS job_id, status, summary FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id",
             (run["id"], run["owner_id"]),
         ).fetchall()
-        conn.execute(
-            """UPDATE runs SET status = %s, error = %s, finished_at = now(),
-                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
-               WHERE id = %s""",
-            (status, message, run["id"]),
-        )
         _set_totals(conn, run["id"])
         details = {"status": status, "workers": workers, "partial_result": run.get("result")}
         events.emit(conn, run["id"], run["owner_id"], "error", {"run_id": run["id"], "message": message, "details": details})
@@ -183,20 +194,15 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] |
     Returns the run (None if not the owner's). A finished run is returned unchanged.
     """
     run = get_run(conn, owner_id, run_id)
-    if run is None or run["status"] in FINAL:
-        return run
+    if run is None:
+        return None
     with conn.transaction():
-        conn.execute(
-            """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
-               WHERE owner_id = %s AND run_id = %s AND status IN ('queued', 'running')""",
-            (owner_id, run_id),
-        )
-        conn.execute(
-            """UPDATE runs SET status = 'cancelled', error = 'cancelled by the user', finished_at = now(),
-                      duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
-               WHERE id = %s""",
-            (run_id,),
-        )
-        _set_totals(conn, run_id)
-        events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
+        if _close(conn, run_id, "cancelled", error="cancelled by the user"):
+            conn.execute(
+                """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
+                   WHERE owner_id = %s AND run_id = %s AND status IN ('queued', 'running')""",
+                (owner_id, run_id),
+            )
+            _set_totals(conn, run_id)
+            events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
     return get_run(conn, owner_id, run_id)

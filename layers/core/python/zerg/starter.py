@@ -38,13 +38,13 @@ class StepFunctionsStarter:
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
         payload = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id,
                    "max_concurrency": self.settings.map_concurrency}
-        try:
-            return self.client.start_execution(
-                stateMachineArn=self.settings.state_machine_arn, name=execution_name(run_id), input=json.dumps(payload)
-            )["executionArn"]
-        except self.client.exceptions.ExecutionAlreadyExists:
-            arn = self.settings.state_machine_arn.replace(":stateMachine:", ":execution:")
-            return f"{arn}:{execution_name(run_id)}"
+        # Same name and same input as a running execution: Step Functions returns that execution
+        # (idempotent). ExecutionAlreadyExists means a different input reused the name: a real
+        # conflict (e.g. a database reset reusing run ids), so it is raised, not papered over.
+        return self.client.start_execution(
+            stateMachineArn=self.settings.state_machine_arn, name=execution_name(run_id),
+            input=json.dumps(payload, sort_keys=True),
+        )["executionArn"]
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
@@ -55,6 +55,7 @@ class LocalStarter:
 
     _engine: Any = None
     _lock = threading.Lock()
+    _started: dict[int, str] = {}  # run id -> execution arn: starting twice returns the first
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -74,9 +75,14 @@ class LocalStarter:
             if cls._engine is not None:
                 cls._engine.stop()
                 cls._engine = None
+            cls._started.clear()
 
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
-        return self.engine().start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
+        engine = self.engine()
+        with self._lock:
+            if run_id not in self._started:
+                self._started[run_id] = engine.start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
+            return self._started[run_id]
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self.engine().stop_execution(execution_arn, cause)

@@ -44,7 +44,7 @@ workers that have real shells (ssh_exec on the user's servers, a local sandbox, 
 - Be concise: lead with the answer, then the key numbers."""
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
-OUTCOME_RESULT_CHARS = 4_000
+OUTCOME_RESULT_BYTES = 4_000
 
 
 class SpawnArgs(BaseModel):
@@ -97,20 +97,27 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     if run["status"] in runs.FINAL:
         return {"jobs": [], "done": True}
     messages = list(run["working_messages"])
+    count = _fill_pending(rt, run, messages)
+    with rt.pool.connection() as conn:
+        events.emit(conn, run_id, owner_id, "supervisor_thinking",
+                    {"message": f"Reviewing results from {count} worker(s)..."})
+    return _turn(rt, run, messages)
+
+
+def _fill_pending(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> int:
+    """Give every pending spawn_worker call its worker's outcome; return how many workers."""
     pending = {m[PENDING] for m in messages if m.get(PENDING)}
     with rt.pool.connection() as conn:
         rows = conn.execute(
             "SELECT * FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND id = ANY(%s)",
-            (owner_id, run_id, list(pending)),
+            (run["owner_id"], run["id"], list(pending)),
         ).fetchall()
-        events.emit(conn, run_id, owner_id, "supervisor_thinking",
-                    {"message": f"Reviewing results from {len(rows)} worker(s)..."})
     outcomes = {r["id"]: _outcome_text(rt, r) for r in rows}
     for m in messages:
         if m.get(PENDING):
             m["content"] = outcomes.get(m[PENDING], f"worker job {m[PENDING]}: no outcome recorded")
             del m[PENDING]
-    return _turn(rt, run, messages)
+    return len(rows)
 
 
 def _outcome_text(rt: Runtime, job: dict[str, Any]) -> str:
@@ -120,15 +127,16 @@ def _outcome_text(rt: Runtime, job: dict[str, Any]) -> str:
         lines.append(f"Error: {job['error']}")
     if job["summary"]:
         lines.append(f"Summary: {job['summary']}")
-    result = ""
+    result, size = "", 0
     if job["worker_id"]:
-        try:
-            result = rt.store.read_file(job["worker_id"], "result.txt")
+        try:  # only the tail is read: a huge result never costs more than the excerpt
+            size = rt.store.size(job["worker_id"], "result.txt")
+            result = rt.store.tail(job["worker_id"], "result.txt", OUTCOME_RESULT_BYTES).decode("utf-8", "ignore")
         except Exception:
             result = ""
     if result:
-        cut = len(result) > OUTCOME_RESULT_CHARS
-        lines += [f"Result{' (last 4,000 characters)' if cut else ''}:", result[-OUTCOME_RESULT_CHARS:]]
+        cut = size > OUTCOME_RESULT_BYTES
+        lines += [f"Result{f' (last {OUTCOME_RESULT_BYTES:,} of {size:,} bytes)' if cut else ''}:", result]
     lines.append(f"(full text: read_worker_result({job['id']}); raw tool outputs: read_worker_file)")
     return "\n".join(lines)
 
@@ -203,12 +211,13 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> d
                     events.emit(conn, run["id"], run["owner_id"], "supervisor_thinking", {"message": f"Using {call.name}..."})
                 outcome = invoke(tools, call.name, call.arguments, ctx)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-            if any(m.get(PENDING) for m in messages):
-                # The turn ends; resume fills every pending call (reused jobs need no fan-out:
-                # the Map over an empty list goes straight to Resume).
-                if new_jobs:
-                    rounds += 1
+            if new_jobs:  # the turn ends: the state machine fans out, resume fills the calls
+                rounds += 1
                 return {"jobs": new_jobs, "done": False}
+            if any(m.get(PENDING) for m in messages):
+                # Only reuses of finished jobs: their outcomes are known, so answer the calls now
+                # and keep going (within max_steps) instead of ending a turn with nothing to run.
+                _fill_pending(rt, run, messages)
         answer = "I stopped before reaching an answer (step limit)."
         return {"jobs": [], "done": True}
     finally:
@@ -222,8 +231,9 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
         return {"run_id": run_id, "status": run["status"]}
     answer = run["result"] or "The run ended without an answer."
     with rt.pool.connection() as conn:
-        runs.complete_run(conn, run, answer)
-    return {"run_id": run_id, "status": "success"}
+        closed = runs.complete_run(conn, run, answer)
+        status = "success" if closed else runs.get_run(conn, owner_id, run_id)["status"]
+    return {"run_id": run_id, "status": status}
 
 
 def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
@@ -232,9 +242,11 @@ def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id)
     if run["status"] in runs.FINAL:
         return {"run_id": run_id, "status": run["status"]}
-    timed_out = isinstance(error, dict) and error.get("Error") == "States.Timeout"
+    # States.Timeout: a state's TimeoutSeconds; Sandbox.Timedout: a Lambda hit its own timeout.
+    timed_out = isinstance(error, dict) and error.get("Error") in ("States.Timeout", "Sandbox.Timedout")
     status = "timeout" if timed_out else "failed"
-    message = describe_step_error(error, "run failed")
+    message = describe_step_error(error, "run timed out" if timed_out else "run failed")
     with rt.pool.connection() as conn:
-        runs.fail_run(conn, run, status, message)
+        if runs.fail_run(conn, run, status, message) is None:
+            status = runs.get_run(conn, owner_id, run_id)["status"]
     return {"run_id": run_id, "status": status}

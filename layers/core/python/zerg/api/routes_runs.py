@@ -45,24 +45,32 @@ def start_supervisor_run(body: StartRunBody):
     key = router.current_event.headers.get("idempotency-key")
     if key is not None and not 1 <= len(key) <= 200:
         raise ApiError(400, "bad_request", "Idempotency-Key must be 1-200 characters")
-    from zerg.starter import get_starter
-
     with rt.pool.connection() as conn:
         started = runs.start_run(conn, owner_id, body.task, trigger="api", idempotency_key=key)
-    if started.created:
-        try:
-            arn = get_starter(rt.settings).start(started.run_id, owner_id, started.thread_id)
-        except Exception as exc:
-            with rt.pool.connection() as conn:
-                run = runs.get_run(conn, owner_id, started.run_id)
-                runs.fail_run(conn, run, "failed", f"could not start the run: {type(exc).__name__}")
-            raise ApiError(503, "unavailable", "the run could not be started; try again") from None
-        with rt.pool.connection() as conn:
-            conn.execute("UPDATE runs SET execution_arn = %s WHERE id = %s", (arn, started.run_id))
+        run = runs.get_run(conn, owner_id, started.run_id)
+    # A replay whose first attempt died before starting the execution starts it now; starting is
+    # idempotent per run (the execution is named after the run id).
+    if run["status"] == "running" and run["execution_arn"] is None:
+        _start_execution(rt, run)
     with rt.pool.connection() as conn:
         status = runs.get_run(conn, owner_id, started.run_id)["status"]
     return json_response({"run_id": started.run_id, "thread_id": started.thread_id, "status": status,
                           "stream_url": stream_url(started.run_id)}, status=202)
+
+
+def _start_execution(rt: Any, run: dict[str, Any]) -> None:
+    from zerg.starter import get_starter
+
+    try:
+        arn = get_starter(rt.settings).start(run["id"], run["owner_id"], run["thread_id"])
+    except Exception as exc:
+        with rt.pool.connection() as conn:
+            runs.fail_run(conn, run, "failed", f"could not start the run: {type(exc).__name__}")
+            # Free the key: the client was told to retry, and a retry must start a new run.
+            conn.execute("UPDATE runs SET idempotency_key = NULL WHERE id = %s", (run["id"],))
+        raise ApiError(503, "unavailable", "the run could not be started; try again") from None
+    with rt.pool.connection() as conn:
+        conn.execute("UPDATE runs SET execution_arn = %s WHERE id = %s", (arn, run["id"]))
 
 
 def stream_request(event: Any) -> tuple[int, int, int]:
