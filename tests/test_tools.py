@@ -198,3 +198,33 @@ def test_http_request_stops_after_five_redirects(web):
 def test_get_current_time():
     out = call("get_current_time", ctx_for())
     assert out.ok and "UTC" in out.text
+
+
+def test_container_exec_cannot_read_the_parents_secrets_or_the_data_dir(tmp_path):
+    """A worker process whose environment holds a secret from its start (as on Lambda) runs a
+    command that tries /proc/<parent>/environ, the JWT secret file and another owner's artifacts."""
+    import os
+    import subprocess
+    import sys
+
+    from zerg.artifacts.local import LocalArtifactStore
+
+    data = tmp_path / "data"
+    store = LocalArtifactStore(data / "artifacts")
+    wid = store.create_worker("private", owner_id=1)
+    store.save_result(wid, "another owner's private result")
+    (data / "jwt-secret").write_text("jwt-signing-secret")
+    (data / "jwt-secret").chmod(0o600)
+    data.chmod(0o700)
+    command = (f"cat /proc/$PPID/environ; cat {data}/jwt-secret; "
+               f"cat {data}/artifacts/workers/{wid}/result.txt; echo done")
+    code = ("import sys; from zerg.tools.container import run_local; "
+            "c, out, err, *_ = run_local(sys.argv[1], 10); print(out); print(err)")
+    env = dict(os.environ, PARENT_SECRET="parent-secret-value")
+    out = subprocess.run([sys.executable, "-c", code, command], capture_output=True, text=True, env=env, timeout=60)
+    assert "done" in out.stdout, out.stderr
+    assert "parent-secret-value" not in out.stdout  # non-dumpable parent: any uid
+    assert "Permission denied" in out.stdout
+    if os.geteuid() == 0:  # as root the command runs as nobody: the 0700 data dir is closed to it
+        assert "jwt-signing-secret" not in out.stdout
+        assert "another owner's private result" not in out.stdout

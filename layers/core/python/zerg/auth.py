@@ -46,7 +46,8 @@ def _secret_from_arn(arn: str) -> str:
 
 
 def _local_secret(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
     try:
         with open(path, "x", opener=lambda p, f: os.open(p, f, 0o600)) as fh:
             fh.write(secrets.token_urlsafe(48))

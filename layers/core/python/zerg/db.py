@@ -32,7 +32,8 @@ def embedded_database_url(data_dir: Path) -> str:
             import fcntl
             import warnings
 
-            pgdata.parent.mkdir(parents=True, exist_ok=True)
+            if not pgdata.parent.exists():  # the per-user data dir: private
+                pgdata.parent.mkdir(parents=True, mode=0o700)
             # One starter at a time across processes (CLI, tests, a local server): initdb and
             # server start are not safe to race.
             with open(pgdata.parent / ".pg-start.lock", "w") as lock_file:

@@ -15,7 +15,9 @@ class LocalArtifactStore(WorkerArtifactStore):
     def __init__(self, root: Path | str) -> None:
         super().__init__()
         self.root = Path(root).expanduser().resolve()
-        (self.root / "workers").mkdir(parents=True, exist_ok=True)
+        if not self.root.exists():  # private by default: artifacts can hold anything a server printed
+            self.root.mkdir(parents=True, mode=0o700)
+        (self.root / "workers").mkdir(exist_ok=True)
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({str(self.root)!r})"

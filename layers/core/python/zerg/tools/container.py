@@ -3,6 +3,14 @@
 Each call runs ``/bin/sh -c`` in a fresh temporary working directory with a scrubbed
 environment (no secrets, no cloud credentials), in its own process group; on timeout the whole
 group is killed. Output goes to files (bounded memory) and is capped for the model.
+
+The command must not reach the secrets of the process that runs it:
+- the parent makes itself non-dumpable before the first command, so ``/proc/<parent>/environ``
+  (API keys, AWS credentials on Lambda) is readable by root only;
+- when the parent runs as root (a local install), the command runs as ``nobody``, so it cannot
+  read the 0700 data directory (the JWT secret, the embedded database, every owner's artifacts).
+A non-root local install runs commands as its own user: they can read that user's files. For
+stronger isolation run workers on Lambda, or in a container/VM.
 """
 
 from __future__ import annotations
@@ -37,10 +45,44 @@ def _read(path: Path) -> str:
         return fh.read(ARTIFACT_OUTPUT_CAP).decode("utf-8", "replace")
 
 
+_hardened = False
+
+
+def _harden_parent() -> None:
+    """PR_SET_DUMPABLE=0: our /proc entries become root-owned, unreadable to same-uid children."""
+    global _hardened
+    if _hardened:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):  # not Linux: nothing to do
+        pass
+    _hardened = True
+
+
+def _sandbox_user() -> tuple[int, int] | None:
+    """(uid, gid) of ``nobody`` when we are root, else None (run as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
+
+
 def run_local(command: str, timeout_s: float) -> tuple[int | None, str, str, bool, int]:
     """(exit code or None, stdout, stderr, timed out, duration ms)."""
+    _harden_parent()
+    user = _sandbox_user()
     with tempfile.TemporaryDirectory(prefix="zerg-sandbox-") as work, \
             tempfile.TemporaryDirectory(prefix="zerg-capture-") as capture:
+        if user:
+            os.chown(work, *user)
         out_path, err_path = Path(capture) / "stdout", Path(capture) / "stderr"
         env = {"PATH": SAFE_PATH, "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8", "TERM": "dumb"}
         start = time.monotonic()
@@ -53,6 +95,9 @@ def run_local(command: str, timeout_s: float) -> tuple[int | None, str, str, boo
                 stdout=out,
                 stderr=err,
                 start_new_session=True,  # its own process group: a timeout kills everything
+                user=user[0] if user else None,  # set in the forked child, no preexec_fn
+                group=user[1] if user else None,
+                extra_groups=[] if user else None,
             )
             timed_out = False
             try:
