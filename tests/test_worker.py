@@ -214,3 +214,25 @@ def test_mark_failed_records_the_crash_once(runtime_env, pool, owner):
     row = _job_row(pool, job_id)
     assert row["error"] == "worker crashed: Lambda.Unknown: segfault in tool"
     assert [e for e, _ in run_events(pool, run_id)] == ["worker_complete"]
+
+
+def test_a_bounded_model_call_never_retries_past_its_budget(llm):
+    from zerg.llm import LLMError
+    from zerg.llm.openai_provider import OpenAIChatModel
+
+    model = OpenAIChatModel(api_key=None, base_url=llm.base_url, max_retries=5, timeout=60)
+    llm.respond_with(lambda req: {"delay": 0.4, "status": 503, "message": "busy"})
+    with pytest.raises(LLMError) as err:
+        model.complete([{"role": "user", "content": "hi"}], model="gpt-4o-mini", timeout=1.0)
+    # Each attempt takes 0.4 s: a 1 s budget leaves room for at most 3 of the 6 allowed.
+    assert len(llm.requests) <= 3
+    assert "no time left" in str(err.value) or "timed out" in str(err.value)
+
+
+def test_retry_after_from_the_server_is_honoured(llm):
+    from zerg.llm.openai_provider import OpenAIChatModel
+
+    model = OpenAIChatModel(api_key=None, base_url=llm.base_url, max_retries=2, timeout=10)
+    llm.script({"status": 429, "message": "slow down"}, {"content": "ok"})
+    assert model.complete([{"role": "user", "content": "hi"}], model="m").content == "ok"
+    assert len(llm.requests) == 2

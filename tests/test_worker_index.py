@@ -138,3 +138,16 @@ def test_db_stop_stops_the_embedded_server_and_keeps_its_data(tmp_path):
     again = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "status"], capture_output=True, text=True, env=env_all, timeout=120)
     assert again.returncode == 0 and "schema version" in again.stdout  # restarts on the kept data
     subprocess.run([sys.executable, "-m", "zerg.cli", "db", "stop"], capture_output=True, env=env_all, timeout=60)
+
+
+def test_reindex_never_hands_another_owners_job_row_to_a_worker(pool, owner, other_owner, tmp_path):
+    store = LocalArtifactStore(tmp_path / "a")
+    job_id, wid = _run_worker(pool, store, owner, 1)
+    with pool.connection() as conn:  # a restore reused the id for someone else's job
+        conn.execute("DELETE FROM worker_jobs WHERE id = %s", (job_id,))
+        conn.execute("INSERT INTO worker_jobs (id, owner_id, task, worker_id) VALUES (%s, %s, 'theirs', 'x-their-worker')",
+                     (job_id, other_owner))
+        report = jobs.reindex(conn, store)
+        row = conn.execute("SELECT owner_id, task, worker_id FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
+    assert (row["owner_id"], row["task"], row["worker_id"]) == (other_owner, "theirs", "x-their-worker")
+    assert report.skipped == [(wid, f"job {job_id} in the index belongs to another worker or owner")]

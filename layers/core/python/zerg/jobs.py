@@ -136,19 +136,26 @@ def reindex(conn: Connection, store: WorkerArtifactStore) -> ReindexReport:
         try:
             values = _row(meta)
             job_id = meta.get("job_id")
+            # An existing row is only refreshed when it is this worker's (same owner, same or no
+            # worker id): after a restore that reused ids, another owner's row is never taken over.
+            same = "worker_jobs.owner_id = EXCLUDED.owner_id"
             with conn.transaction():  # a savepoint: one bad row does not undo the others
                 if job_id is None:
-                    conn.execute(
+                    row = conn.execute(
                         f"INSERT INTO worker_jobs ({_UPSERT_COLUMNS}) VALUES ({placeholders}) "
-                        f"ON CONFLICT (worker_id) DO UPDATE SET {_UPDATE_SET}",
+                        f"ON CONFLICT (worker_id) DO UPDATE SET {_UPDATE_SET} WHERE {same} RETURNING id",
                         values,
-                    )
+                    ).fetchone()
                 else:
-                    conn.execute(
+                    row = conn.execute(
                         f"INSERT INTO worker_jobs (id, {_UPSERT_COLUMNS}) VALUES (%s, {placeholders}) "
-                        f"ON CONFLICT (id) DO UPDATE SET {_UPDATE_SET}",
+                        f"ON CONFLICT (id) DO UPDATE SET {_UPDATE_SET} WHERE {same} AND "
+                        "(worker_jobs.worker_id IS NULL OR worker_jobs.worker_id = EXCLUDED.worker_id) RETURNING id",
                         (int(job_id), *values),
-                    )
+                    ).fetchone()
+            if row is None:
+                report.skipped.append((worker_id, f"job {job_id} in the index belongs to another worker or owner"))
+                continue
             report.indexed += 1
         except errors.ForeignKeyViolation:
             report.skipped.append((worker_id, f"owner {meta.get('owner_id')} does not exist"))
