@@ -354,3 +354,12 @@ def test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path(a
         own = client.get("/api/jarvis/workers").json()["workers"]
         assert own and all(w["run_id"] == runs_of[reader]["run_id"] for w in own)
         assert [m["content"] for m in client.get("/api/jarvis/thread").json()["messages"]][0] == f"{reader} task"
+
+
+def test_zerg_ask_stops_at_once_on_an_api_error_from_the_stream(api_server, alice):
+    from zerg.client import ClientError, follow
+
+    base, _ = api_server
+    client = login(base, alice)
+    with pytest.raises(ClientError, match="HTTP 404 .*run 987654 not found"):
+        follow(client, "/api/jarvis/supervisor/events?run_id=987654", lambda kind, payload: None, max_reconnects=3)

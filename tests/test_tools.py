@@ -228,3 +228,67 @@ def test_container_exec_cannot_read_the_parents_secrets_or_the_data_dir(tmp_path
     if os.geteuid() == 0:  # as root the command runs as nobody: the 0700 data dir is closed to it
         assert "jwt-signing-secret" not in out.stdout
         assert "another owner's private result" not in out.stdout
+
+
+def test_http_request_connects_to_the_checked_address_not_a_second_dns_answer(web):
+    """DNS rebinding: the first answer is public, any later lookup would say 10.x. The request
+    must go to the address that was checked (here the allowed loopback test server)."""
+    answers = iter([["127.0.0.1"]] + [["10.0.0.1"]] * 10)
+    ctx = ctx_for(ZERG_HTTP_ALLOW_NETWORKS="127.0.0.0/8")
+    run = make_http_request(resolve=lambda host, port: next(answers))
+    port = web.rsplit(":", 1)[1]
+    out = run(HTTPRequestArgs(url=f"http://rebind.example:{port}/ok"), ctx)
+    assert out.ok and '{"ok": true}' in out.text
+
+
+def test_http_request_rechecks_every_redirect_hop(web):
+    ctx = ctx_for(ZERG_HTTP_ALLOW_NETWORKS="127.0.0.0/8")
+    port = web.rsplit(":", 1)[1]
+    resolver = {"public.example": ["127.0.0.1"], "internal.example": ["10.9.8.7"]}
+
+    def resolve(host, p):
+        return resolver.get(host, ["127.0.0.1"])
+
+    import http.server
+    import threading
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):  # noqa: N802
+            self.send_response(302)
+            self.send_header("Location", "http://internal.example/secret")
+            self.end_headers()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = make_http_request(resolve=resolve)(
+            HTTPRequestArgs(url=f"http://public.example:{server.server_address[1]}/start"), ctx)
+    finally:
+        server.shutdown()
+    assert not out.ok and "10.9.8.7" in out.text and "refused" in out.text
+
+
+def test_http_request_refuses_carrier_grade_nat_addresses():
+    run = make_http_request(resolve=lambda host, port: ["100.64.1.2"])
+    out = run(HTTPRequestArgs(url="http://cgnat.example/"), ctx_for())
+    assert not out.ok and "refused" in out.text
+
+
+def test_https_to_a_pinned_address_still_verifies_the_certificate_for_the_name(tmp_path):
+    from tests.support.tls import start_tls_server
+
+    server, trust = start_tls_server(tmp_path, "api.example")
+    port = server.server_address[1]
+    ctx = ctx_for(ZERG_HTTP_ALLOW_NETWORKS="127.0.0.0/8")
+    try:
+        ok = make_http_request(resolve=lambda h, p: ["127.0.0.1"], verify=trust)(
+            HTTPRequestArgs(url=f"https://api.example:{port}/"), ctx)
+        wrong = make_http_request(resolve=lambda h, p: ["127.0.0.1"], verify=trust)(
+            HTTPRequestArgs(url=f"https://other.example:{port}/"), ctx)
+    finally:
+        server.shutdown()
+    assert ok.ok and f"host=api.example:{port}" in ok.text
+    assert not wrong.ok and "failed" in wrong.text  # the certificate is for api.example only

@@ -44,7 +44,9 @@ def follow(client: Any, path: str, on_event: Callable[[str, dict[str, Any]], Non
             with connect_sse(client, "GET", path, headers=headers, timeout=None) as source:
                 if source.response.status_code == 204:
                     return
-                _check(source.response) if source.response.status_code >= 400 else None
+                if source.response.status_code >= 400:  # 401/404 are final: say so, do not retry
+                    source.response.read()
+                    _check(source.response)
                 for sse in source.iter_sse():
                     if sse.retry:
                         retry_s = sse.retry / 1000

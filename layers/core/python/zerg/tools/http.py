@@ -2,9 +2,12 @@
 
 Invariants:
 - http and https only; at most 5 redirects, each hop checked again.
-- Every address a host name resolves to is checked: private, loopback, link-local (cloud
-  metadata included), multicast, reserved and unspecified addresses are refused unless a
-  network in ``ZERG_HTTP_ALLOW_NETWORKS`` contains them.
+- Every address a host name resolves to is checked: anything not globally routable (private,
+  loopback, link-local with cloud metadata, CGNAT, reserved, unspecified) and multicast is
+  refused unless a network in ``ZERG_HTTP_ALLOW_NETWORKS`` contains it. The connection then goes
+  to the checked address itself (Host header and TLS server name keep the original name), so a
+  DNS answer that changes between check and connect (rebinding) cannot redirect it.
+- Credentials (Authorization, Cookie) are not forwarded to another origin on a redirect.
 - The response body is capped for the model; the artifact keeps up to the storage bound.
 """
 
@@ -14,8 +17,8 @@ import ipaddress
 import socket
 import time
 from collections.abc import Callable
-from typing import Literal
-from urllib.parse import urljoin, urlsplit
+from typing import Any, Literal
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,20 +41,20 @@ def system_resolver(host: str, port: int) -> list[str]:
     return sorted({info[4][0] for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)})
 
 
-def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> str | None:
-    """None if ``url`` may be fetched, else the reason it may not."""
+def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> tuple[str | None, str | None]:
+    """(None, address to connect to) if ``url`` may be fetched, else (the reason, None)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
-        return f"only http and https URLs are allowed, not {parts.scheme or 'no scheme'!r}"
+        return f"only http and https URLs are allowed, not {parts.scheme or 'no scheme'!r}", None
     if not parts.hostname:
-        return f"URL {url!r} has no host"
+        return f"URL {url!r} has no host", None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         addresses = resolve(parts.hostname, port)
     except OSError as exc:
-        return f"cannot resolve {parts.hostname}: {exc}"
+        return f"cannot resolve {parts.hostname}: {exc}", None
     if not addresses:
-        return f"{parts.hostname} resolves to no address"
+        return f"{parts.hostname} resolves to no address", None
     allowed = ctx.settings.http_allow_networks
     for text in addresses:
         addr = ipaddress.ip_address(text.split("%")[0])
@@ -60,39 +63,63 @@ def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> str | No
         if any(addr in net for net in allowed):
             continue
         if addr in _METADATA:
-            return f"{parts.hostname} resolves to {addr}, the cloud metadata address: refused"
-        if (addr.is_private or addr.is_loopback or addr.is_link_local or addr.is_multicast
-                or addr.is_reserved or addr.is_unspecified):
+            return f"{parts.hostname} resolves to {addr}, the cloud metadata address: refused", None
+        if not addr.is_global or addr.is_multicast:  # private, loopback, link-local, CGNAT, reserved
             return (f"{parts.hostname} resolves to {addr}, a private/loopback/link-local address: "
-                    "refused (allow it with ZERG_HTTP_ALLOW_NETWORKS)")
-    return None
+                    "refused (allow it with ZERG_HTTP_ALLOW_NETWORKS)"), None
+    return None, addresses[0]
 
 
-def make_http_request(resolve: Resolver = system_resolver) -> Callable[[HTTPRequestArgs, ToolContext], ToolOutcome]:
+def _pinned(url: str, address: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The URL with its host replaced by the checked address (no second DNS lookup that could
+    answer differently), plus the Host header and TLS server name that keep it the same request."""
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), {"Host": parts.netloc}, extensions
+
+
+_CREDENTIALS = {"authorization", "cookie", "proxy-authorization"}
+
+
+def make_http_request(
+    resolve: Resolver = system_resolver, verify: Any = True
+) -> Callable[[HTTPRequestArgs, ToolContext], ToolOutcome]:
+    """The tool function; ``resolve`` and ``verify`` (TLS trust) are injectable for tests."""
     def http_request(args: HTTPRequestArgs, ctx: ToolContext) -> ToolOutcome:
         import httpx
 
         url, method, body = args.url, args.method, args.body
-        timeout = ctx.bounded(30.0)
+        headers = dict(args.headers or {})
+        budget = ctx.bounded(30.0)
         start = time.monotonic()
-        with httpx.Client(follow_redirects=False, timeout=max(0.5, timeout)) as client:
+        deadline = start + budget
+        with httpx.Client(follow_redirects=False, timeout=max(0.5, budget), verify=verify) as client:
             for hop in range(MAX_REDIRECTS + 1):
-                reason = check_destination(url, ctx, resolve)
+                reason, address = check_destination(url, ctx, resolve)
                 if reason:
                     return error(reason)
+                target, host_header, extensions = _pinned(url, address)
                 try:
-                    with client.stream(method, url, headers=args.headers, content=body) as resp:
+                    with client.stream(method, target, headers={**headers, **host_header}, content=body,
+                                       extensions=extensions) as resp:
                         data = bytearray()
                         for chunk in resp.iter_bytes():
                             data += chunk
                             if len(data) >= ARTIFACT_OUTPUT_CAP:
                                 break
+                            if time.monotonic() > deadline:  # a slow drip cannot outlive the budget
+                                return error(f"{method} {url}: the response did not finish within {budget:.0f}s")
                 except httpx.HTTPError as exc:
                     return error(f"{method} {url} failed: {type(exc).__name__}: {exc}")
                 if resp.is_redirect and "location" in resp.headers:
                     if hop == MAX_REDIRECTS:
                         return error(f"more than {MAX_REDIRECTS} redirects; stopped at {url}")
-                    url = urljoin(url, resp.headers["location"])
+                    new_url = urljoin(url, resp.headers["location"])
+                    if urlsplit(new_url)[:2] != urlsplit(url)[:2]:  # another origin: no credentials
+                        headers = {k: v for k, v in headers.items() if k.lower() not in _CREDENTIALS}
+                    url = new_url
                     if resp.status_code in (301, 302, 303) and method != "HEAD":
                         method, body = "GET", None
                     continue

@@ -25,6 +25,7 @@ GREP_MAX_MATCHES = 50
 GREP_LINE_CHARS = 200
 GREP_MAX_WORKERS = 200
 FILE_MAX_BYTES = 64_000
+GREP_FILE_BYTES = 1_000_000  # per file: bounded memory and time per search
 FINISHED = ("success", "failed", "timeout", "cancelled")
 
 
@@ -137,15 +138,18 @@ def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
     store, needle = ctx.runtime.store, args.pattern.lower()
     matches: list[str] = []
     full = False
+    clipped = 0  # files larger than GREP_FILE_BYTES: only their first part is searched
     for row in rows[:GREP_MAX_WORKERS]:
         try:
-            files = [f.path for f in store.list_files(row["worker_id"])
+            files = [f for f in store.list_files(row["worker_id"])
                      if f.path == "result.txt" or f.path.startswith("tool_calls/")]
         except ArtifactNotFound:
             continue
-        for path in files:
+        for info in files:
+            path = info.path
+            clipped += info.size > GREP_FILE_BYTES
             try:
-                text = store.read_file(row["worker_id"], path)
+                text = store.head(row["worker_id"], path, GREP_FILE_BYTES).decode("utf-8", "replace")
             except ArtifactNotFound:
                 continue
             if needle not in text.lower():
@@ -166,6 +170,8 @@ def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
         notes.append(f"[stopped at {GREP_MAX_MATCHES} matches: narrow the pattern or since_hours]")
     if len(rows) > GREP_MAX_WORKERS:
         notes.append(f"[searched only the newest {GREP_MAX_WORKERS} finished workers]")
+    if clipped:
+        notes.append(f"[{clipped} file(s) over {GREP_FILE_BYTES:,} bytes: only their first {GREP_FILE_BYTES:,} bytes searched]")
     if not matches:
         return ToolOutcome(text=f"No match for {args.pattern!r} in the last {args.since_hours:g}h." + (" " + " ".join(notes) if notes else ""))
     return ToolOutcome(text="\n".join([f"{len(matches)} matches for {args.pattern!r}:", *matches, *notes]))
