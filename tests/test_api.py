@@ -183,7 +183,15 @@ def _token(owner):
 
 def test_cancel_stops_the_run_and_its_unfinished_jobs(api_server, llm, alice, pool):
     base, _ = api_server
-    llm.respond_with(run_script(["slow"], commands={"slow": "sleep 3"}))
+    worker_calls = []
+
+    def respond(req):
+        if any(t["function"]["name"] == "container_exec" for t in req.get("tools") or []):
+            worker_calls.append(req)
+        return script(req)
+
+    script = run_script(["slow"], commands={"slow": "sleep 3"})
+    llm.respond_with(respond)
     client = login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "slow thing"}).json()
     deadline = time.monotonic() + 20
@@ -195,6 +203,7 @@ def test_cancel_stops_the_run_and_its_unfinished_jobs(api_server, llm, alice, po
     events = read_stream(client, run["stream_url"])
     assert events[-1][1] == "error" and events[-1][2]["message"] == "cancelled by the user"
     time.sleep(3.5)  # the worker that was mid-command finishes: it must not resurrect the job
+    assert len(worker_calls) == 1  # and it stops instead of asking the model for more commands
     doc = client.get(f"/api/jarvis/runs/{run['run_id']}").json()
     assert doc["status"] == "cancelled" and [w["status"] for w in doc["workers"]] == ["cancelled"]
     with pool.connection() as conn:
@@ -363,3 +372,19 @@ def test_zerg_ask_stops_at_once_on_an_api_error_from_the_stream(api_server, alic
     client = login(base, alice)
     with pytest.raises(ClientError, match="HTTP 404 .*run 987654 not found"):
         follow(client, "/api/jarvis/supervisor/events?run_id=987654", lambda kind, payload: None, max_reconnects=3)
+
+
+def test_lambda_long_poll_never_outlives_the_function():
+    from zerg.api.routes_runs import long_poll_seconds
+
+    class Context:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def get_remaining_time_in_millis(self):
+            return self.ms
+
+    assert long_poll_seconds(25, None) == 25  # the local server: no Lambda context
+    assert long_poll_seconds(25, Context(3_000)) == 1.0  # 3 s left: answer with 2 s to spare
+    assert long_poll_seconds(25, Context(60_000)) == 25
+    assert long_poll_seconds(25, Context(1_000)) == 0.5

@@ -1,8 +1,9 @@
 """Configuration: one typed settings object, read from the environment.
 
 Invariants:
-- Every knob has a documented default (README "Configuration"); nothing is read from the
-  environment anywhere else in the code base.
+- Every knob has a documented default (README "Configuration"); nothing else reads the
+  environment, except the variable an SSH host's ``key_env`` names (the key itself, on purpose
+  kept out of the settings object).
 - A bad value fails fast with a message that names the variable, never a stack trace deep in a
   request. A ``ZERG_*`` variable that no setting knows is rejected too: a typo must not silently
   fall back to a default.

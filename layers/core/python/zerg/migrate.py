@@ -88,10 +88,10 @@ def _check(conn: Connection, migrations: list[Migration]) -> dict[int, str]:
 
 
 def status(conn: Connection) -> Status:
+    """Read-only: a database never migrated is at version 0 (nothing is created here)."""
     migrations = available()
-    with conn.transaction():
-        _ensure_table(conn)
-        applied = _check(conn, migrations)
+    exists = conn.cursor(row_factory=tuple_row).execute("SELECT to_regclass('schema_migrations')").fetchone()[0]
+    applied = _check(conn, migrations) if exists else {}
     return Status(
         current=max(applied, default=0),
         latest=migrations[-1].version if migrations else 0,

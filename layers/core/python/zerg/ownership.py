@@ -4,8 +4,11 @@ Invariants:
 - A worker belongs to the owner recorded on its ``worker_jobs`` row; nothing else decides.
 - Another owner's worker and a worker that does not exist give the *same* "not found" answer,
   so ids cannot be probed.
-- Every read path (supervisor tools, HTTP worker browser, evidence mount) reaches artifacts
-  through :func:`open_worker`, which hands out a handle bound to one worker id.
+- Every read that names a worker (a job id or worker id from a model or an HTTP client:
+  read_worker_result/file, get_worker_metadata, the HTTP worker browser) goes through
+  :func:`open_worker`, which hands out a handle bound to one worker id. Reads that select workers
+  by run or by search (evidence mount, grep_workers, list_workers, summaries, spawn outcomes) take
+  their worker ids from a ``worker_jobs`` query filtered by the owner.
 """
 
 from __future__ import annotations

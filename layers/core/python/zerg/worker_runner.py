@@ -88,13 +88,20 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
     try:
-        _agent_loop(rt, worker_id, job["task"], model, deadline, owner_id, loop)
+        _agent_loop(rt, job_id, worker_id, job["task"], model, deadline, owner_id, loop)
     except Exception as exc:  # the system decides: an exception is a failure, whatever was said
         loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
-def _agent_loop(rt: Runtime, worker_id: str, task: str, model: str, deadline: float, owner_id: int, loop: _Loop) -> None:
+def _cancelled(rt: Runtime, job_id: int) -> bool:
+    with rt.pool.connection() as conn:
+        row = conn.execute("SELECT status FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
+    return row is not None and row["status"] == "cancelled"
+
+
+def _agent_loop(rt: Runtime, job_id: int, worker_id: str, task: str, model: str, deadline: float,
+                owner_id: int, loop: _Loop) -> None:
     store, settings = rt.store, rt.settings
     tools = worker_tools()
     schemas = [t.schema() for t in tools.values()]
@@ -106,6 +113,9 @@ def _agent_loop(rt: Runtime, worker_id: str, task: str, model: str, deadline: fl
         store.append_thread(worker_id, message)
     ctx = ToolContext(settings=settings, deadline=deadline, owner_id=owner_id)
     for _ in range(settings.worker_max_iterations):
+        if _cancelled(rt, job_id):  # the user cancelled the run: no more commands on their servers
+            loop.status, loop.error = "failed", "cancelled by the user"
+            return
         left = deadline - time.monotonic()
         if left <= 0:
             loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s"

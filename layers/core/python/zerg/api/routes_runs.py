@@ -88,6 +88,14 @@ def stream_request(event: Any) -> tuple[int, int, int]:
     return owner_id, run_id, after
 
 
+def long_poll_seconds(configured: float, context: Any) -> float:
+    """The configured long-poll, cut to what the Lambda has left (minus 2 s to answer): a cold
+    start already spent part of the function's timeout."""
+    if context is None or not hasattr(context, "get_remaining_time_in_millis"):
+        return configured
+    return max(0.5, min(configured, context.get_remaining_time_in_millis() / 1000 - 2.0))
+
+
 @router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events")
 def run_events_stream():
     """Long-poll under Lambda: the body holds the events after Last-Event-ID (header or
@@ -96,7 +104,7 @@ def run_events_stream():
     owner_id, run_id, after = stream_request(router.current_event)
     if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
         return Response(status_code=204, content_type="text/event-stream", body="")
-    deadline = time.monotonic() + rt.settings.sse_poll_s
+    deadline = time.monotonic() + long_poll_seconds(rt.settings.sse_poll_s, router.lambda_context)
     body = "".join(sse.stream(rt.pool, owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s,
                               deadline=deadline, linger_s=1.0))
     return Response(status_code=200, content_type="text/event-stream", body=body + f"retry: {sse.RETRY_MS}\n\n",
