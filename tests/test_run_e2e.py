@@ -148,7 +148,6 @@ def test_supervisor_model_error_fails_the_run_with_an_error_event_and_no_thread_
 
 def test_identical_spawn_in_the_same_run_reuses_the_job(runtime_env, llm, engine, pool, owner):
     runtime_env()
-    state = {"round": 0}
 
     def respond(req):
         role = role_of(req)

@@ -241,9 +241,8 @@ def test_http_request_connects_to_the_checked_address_not_a_second_dns_answer(we
     assert out.ok and '{"ok": true}' in out.text
 
 
-def test_http_request_rechecks_every_redirect_hop(web):
+def test_http_request_rechecks_every_redirect_hop():
     ctx = ctx_for(ZERG_HTTP_ALLOW_NETWORKS="127.0.0.0/8")
-    port = web.rsplit(":", 1)[1]
     resolver = {"public.example": ["127.0.0.1"], "internal.example": ["10.9.8.7"]}
 
     def resolve(host, p):
