@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from psycopg import Connection, errors
 from psycopg.types.json import Jsonb
 
 from zerg.artifacts.store import WorkerArtifactStore, parse_iso
+
+
+JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 
 
 def create_job(
@@ -29,10 +33,14 @@ def create_job(
     return row["id"]
 
 
-def get_job(conn: Connection, job_id: int) -> dict[str, Any] | None:
-    """Internal lookup by id (state-machine paths that already carry the owner in the payload
-    must compare it: see :func:`zerg.ownership.resolve_worker` for every user-facing read)."""
-    return conn.execute("SELECT * FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
+def get_run_job(conn: Connection, job_id: int, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    """A job of ``run_id`` owned by ``owner_id`` (the state machine's ids-only payloads), or None.
+
+    Scoped in the query itself; user-facing reads by job or worker id use
+    :func:`zerg.ownership.resolve_worker`."""
+    return conn.execute(
+        "SELECT * FROM worker_jobs WHERE id = %s AND owner_id = %s AND run_id = %s", (job_id, owner_id, run_id)
+    ).fetchone()
 
 
 def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
@@ -102,7 +110,7 @@ def _row(meta: dict[str, Any]) -> tuple[Any, ...]:
         return parse_iso(meta[name]) if meta.get(name) else None
 
     status = meta.get("status")
-    if status not in ("running", "success", "failed", "timeout", "cancelled"):
+    if status not in JOB_STATUSES or status == "queued":  # a worker with metadata has started
         raise ValueError(f"unknown status {status!r}")
     return (
         int(meta["owner_id"]),

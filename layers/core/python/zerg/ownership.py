@@ -13,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import Connection
@@ -37,6 +37,7 @@ class WorkerRef:
     worker_id: str | None
     status: str
     task: str
+    row: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the whole index row
 
 
 def resolve_worker(
@@ -69,6 +70,7 @@ def resolve_worker(
         worker_id=row["worker_id"],
         status=row["status"],
         task=row["task"],
+        row=row,
     )
 
 

@@ -66,8 +66,8 @@ def summarize_job(rt: Any, job_id: int, owner_id: int, run_id: int) -> dict[str,
     Returns ``{job_id, worker_id, summary}`` (summary None when there is nothing to summarise).
     """
     with rt.pool.connection() as conn:
-        job = jobs.get_job(conn, job_id)
-    if job is None or job["owner_id"] != owner_id or job["run_id"] != run_id:
+        job = jobs.get_run_job(conn, job_id, owner_id, run_id)
+    if job is None:
         return {"job_id": job_id, "worker_id": None, "summary": None}
     worker_id = job["worker_id"]
     result = ""

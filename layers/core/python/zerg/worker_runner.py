@@ -64,16 +64,23 @@ class _Loop:
 
 def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
     with rt.pool.connection() as conn:
-        job = jobs.get_job(conn, job_id)
-    if job is None or job["owner_id"] != owner_id or job["run_id"] != run_id:
+        job = jobs.get_run_job(conn, job_id, owner_id, run_id)
+    if job is None:
         raise JobNotFound(f"job {job_id} not found for owner {owner_id} in run {run_id}")
     return job
 
 
+def _finished(job: dict[str, Any]) -> WorkerOutcome | None:
+    """The recorded outcome of a job that already ended (so re-invoking it changes nothing)."""
+    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
+        return WorkerOutcome(job["id"], job["worker_id"], job["status"], job["duration_ms"], job["error"])
+    return None
+
+
 def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
-    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
-        return WorkerOutcome(job_id, job["worker_id"], job["status"], job["duration_ms"], job["error"])
+    if done := _finished(job):
+        return done
     if job["worker_id"]:
         return mark_job_failed(rt, job_id, owner_id, run_id, "worker was interrupted before it finished (retried invocation); partial artifacts kept")
 
@@ -193,8 +200,8 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     worker gets a result.txt explaining the failure if it had none.
     """
     job = _load_job(rt, job_id, owner_id, run_id)
-    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
-        return WorkerOutcome(job_id, job["worker_id"], job["status"], job["duration_ms"], job["error"])
+    if done := _finished(job):
+        return done
     worker_id = job["worker_id"]
     duration_ms = None
     if worker_id is None:

@@ -11,10 +11,10 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from zerg.api.deps import int_param, json_response, owner_of, runtime
 from zerg.api.errors import ApiError, not_found
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
+from zerg.jobs import JOB_STATUSES
 from zerg.ownership import NotFound, NotStarted, open_worker
 
 router = Router()
-STATUSES = ("queued", "running", "success", "failed", "timeout", "cancelled")
 FILE_MAX_BYTES = 5_000_000
 
 
@@ -26,8 +26,8 @@ def list_workers():
     limit = int_param(q.get("limit"), "limit", default=50, hi=200)
     clauses, params = ["owner_id = %s"], [owner_id]
     if q.get("status"):
-        if q["status"] not in STATUSES:
-            raise ApiError(422, "validation_error", f"status: must be one of {', '.join(STATUSES)}")
+        if q["status"] not in JOB_STATUSES:
+            raise ApiError(422, "validation_error", f"status: must be one of {', '.join(JOB_STATUSES)}")
         clauses.append("status = %s")
         params.append(q["status"])
     if q.get("run_id"):

@@ -13,11 +13,11 @@ Invariants:
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
+from zerg.jobs import JobStatus
 from zerg.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker, resolve_worker
 from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
 
@@ -32,7 +32,7 @@ FINISHED = ("success", "failed", "timeout", "cancelled")
 class ListWorkersArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     limit: int = Field(default=20, ge=1, le=100, description="How many workers, newest first")
-    status: Literal["queued", "running", "success", "failed", "timeout", "cancelled"] | None = None
+    status: JobStatus | None = None
     since_hours: float | None = Field(default=None, gt=0, le=24 * 366, description="Only workers created in the last N hours")
 
 
@@ -183,7 +183,7 @@ def get_worker_metadata(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
             ref = resolve_worker(conn, ctx.owner_id, job_id=args.job_id)
         except NotFound as exc:
             return error(str(exc))
-        row = conn.execute("SELECT * FROM worker_jobs WHERE id = %s", (ref.job_id,)).fetchone()
+    row = ref.row
     lines = [
         f"job_id: {row['id']}", f"worker_id: {row['worker_id'] or '(not started)'}",
         f"status: {row['status']}", f"task: {row['task']}", f"model: {row['model'] or '-'}",
