@@ -13,11 +13,16 @@ class ApiError(Exception):
         self.status, self.error, self.message = status, error, message
 
 
+def error_body(error: str, message: str) -> str:
+    """The one shape of every error body."""
+    return json.dumps({"error": error, "message": message})
+
+
 def error_response(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
-        body=json.dumps({"error": error, "message": message}),
+        body=error_body(error, message),
         headers=headers or {},
     )
 

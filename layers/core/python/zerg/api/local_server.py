@@ -10,12 +10,13 @@ checks.
 from __future__ import annotations
 
 import base64
-import json
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from zerg.api.errors import error_body
 
 EVENTS_PATH = "/api/jarvis/supervisor/events"
 MAX_BODY = 1_000_000
@@ -63,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
             return self._send(413, {"content-type": "application/json"},
-                              json.dumps({"error": "payload_too_large", "message": f"body over {MAX_BODY} bytes"}).encode())
+                              error_body("payload_too_large", f"body over {MAX_BODY} bytes").encode())
         body = self.rfile.read(length) if length else b""
         event = to_apigw_event(self.command, self.path, dict(self.headers.items()), body, self.client_address[0])
         if self.command == "GET" and event["rawPath"] == EVENTS_PATH:
@@ -100,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             owner_id, run_id, after = stream_request(event)
         except ApiError as exc:
-            body = json.dumps({"error": exc.error, "message": exc.message}).encode()
+            body = error_body(exc.error, exc.message).encode()
             return self._send(exc.status, {"content-type": "application/json"}, body)
         if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
             return self._send(204, {}, b"")
