@@ -100,17 +100,14 @@ def _set_totals(conn: Connection, run_id: int) -> None:
     )
 
 
-_NOT_FINAL = "status NOT IN ('success', 'failed', 'timeout', 'cancelled')"
-
-
 def _close(conn: Connection, run_id: int, status: str, *, result: str | None = None, error: str | None = None) -> bool:
     """Move a run to a final status, once: the conditional UPDATE locks the row, so of two
     racing closers (finalize vs cancel) exactly one wins and the other sees a final run."""
     row = conn.execute(
-        f"""UPDATE runs SET status = %s, result = COALESCE(%s, result), error = %s, finished_at = now(),
+        """UPDATE runs SET status = %s, result = COALESCE(%s, result), error = %s, finished_at = now(),
                    duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
-            WHERE id = %s AND {_NOT_FINAL} RETURNING id""",
-        (status, result, error, run_id),
+            WHERE id = %s AND status <> ALL(%s) RETURNING id""",
+        (status, result, error, run_id, list(FINAL)),
     ).fetchone()
     return row is not None
 
