@@ -24,7 +24,7 @@ def main() -> None:
     from httpx_sse import connect_sse
 
     from zerg import config, events, runs, starter
-    from zerg.api.local_server import make_server
+    from zerg.local.server import make_server
     from zerg.owners import create_owner
     from zerg.runtime import get_runtime
 

@@ -33,7 +33,7 @@ def main() -> None:
             print(fmt(f"tail 2 KB of a {size_mb} MB file", stats) + f"   bytes read/call {per_call:.0f}")
 
     with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
-        from zerg import jobs
+        from zerg.workers import jobs
         from zerg.db import open_pool
         from zerg.owners import create_owner
 

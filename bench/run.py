@@ -21,7 +21,7 @@ def main() -> None:
     from tests.support.llm_server import ScriptedLLM
     from tests.support.scripts import run_script
     from zerg import config, runs
-    from zerg.local_engine import LocalEngine
+    from zerg.local.engine import LocalEngine
     from zerg.owners import create_owner
     from zerg.runtime import get_runtime
 

@@ -19,7 +19,7 @@ from bench._common import bench_database, fmt, measure
 def main() -> None:
     from tests.support.factories import make_finished_worker, make_run
     from zerg import config
-    from zerg.evidence import build_evidence_mount
+    from zerg.supervisor.evidence import build_evidence_mount
     from zerg.owners import create_owner
     from zerg.runtime import get_runtime
     from zerg.tools import ToolContext, invoke

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from zerg import config, db
+from zerg import config, db, observability, runtime
 from zerg.migrate import migrate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,11 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
     else:
         monkeypatch.delenv("DATABASE_URL", raising=False)
     config.get_settings.cache_clear()
+    runtime.reset_runtime()
+    observability.reset()
     yield
+    runtime.reset_runtime()  # stops a local engine the test's runtime started
+    observability.reset()
     config.get_settings.cache_clear()
 
 
@@ -148,7 +152,6 @@ def runtime_env(monkeypatch, tmp_path, database_url, llm):
 
     Returns a function that applies extra settings (env vars) and gives a fresh Runtime.
     """
-    from zerg import runtime
 
     def configure(**env: str) -> runtime.Runtime:
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
@@ -157,6 +160,7 @@ def runtime_env(monkeypatch, tmp_path, database_url, llm):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         config.get_settings.cache_clear()
+        runtime.reset_runtime()
         return runtime.get_runtime()
 
     return configure
@@ -165,7 +169,7 @@ def runtime_env(monkeypatch, tmp_path, database_url, llm):
 @pytest.fixture
 def engine():
     """The local engine: the real ASL under moto's interpreter, the real handlers."""
-    from zerg.local_engine import LocalEngine
+    from zerg.local.engine import LocalEngine
 
     eng = LocalEngine().start()
     yield eng
@@ -180,8 +184,7 @@ def api_server(runtime_env):
     """
     import threading
 
-    from zerg.api.local_server import make_server
-    from zerg.starter import LocalStarter
+    from zerg.local.server import make_server
 
     runtime_env()
     server = make_server("127.0.0.1", 0)
@@ -190,4 +193,3 @@ def api_server(runtime_env):
     yield f"http://127.0.0.1:{server.server_address[1]}", runtime_env
     server.shutdown()
     server.server_close()
-    LocalStarter.shutdown()

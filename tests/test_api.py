@@ -164,7 +164,7 @@ def test_lambda_mode_events_long_poll_parsed_by_an_sse_client_gives_the_same_eve
 
 
 def test_lambda_mode_long_poll_returns_within_its_bound_when_nothing_happens(runtime_env, alice, pool):
-    from zerg import runs
+    from zerg.runs import store as runs
 
     runtime_env(ZERG_SSE_POLL_S="0.5", ZERG_HEARTBEAT_S="0.2")
     with pool.connection() as conn:
@@ -279,7 +279,7 @@ def test_owners_add_prints_the_secret_once_and_stores_only_its_hash(database_url
 
 
 def test_zerg_ask_follows_the_stream_and_prints_the_answer(api_server, llm, alice):
-    from zerg.client import ask
+    from zerg.local.client import ask
 
     base, _ = api_server
     llm.respond_with(run_script(["Check disk"], answer=lambda r: "Disk is fine."))
@@ -303,16 +303,15 @@ def test_zerg_ask_reports_a_wrong_secret_and_an_unreachable_api_in_one_line(api_
 
 
 def test_a_failed_start_frees_the_idempotency_key_so_the_retry_starts_a_new_run(api_server, llm, alice, monkeypatch):
-    from zerg import starter
+    from zerg.runtime import get_runtime
 
     base, _ = api_server
     llm.respond_with(run_script(["x"]))
-    real = starter.get_starter
+    rt = get_runtime()
     calls = {"n": 0}
 
     class FailingOnce:
-        def __init__(self, settings):
-            self.inner = real(settings)
+        inner = rt.starter
 
         def start(self, *args):
             calls["n"] += 1
@@ -323,7 +322,10 @@ def test_a_failed_start_frees_the_idempotency_key_so_the_retry_starts_a_new_run(
         def stop(self, *args):
             return self.inner.stop(*args)
 
-    monkeypatch.setattr(starter, "get_starter", FailingOnce)
+        def close(self):
+            return self.inner.close()
+
+    monkeypatch.setattr(rt, "starter", FailingOnce())
     client = login(base, alice)
     first = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "retry-me"})
     assert first.status_code == 503 and first.json()["error"] == "unavailable"
@@ -334,7 +336,7 @@ def test_a_failed_start_frees_the_idempotency_key_so_the_retry_starts_a_new_run(
 
 
 def test_a_replay_starts_the_execution_the_first_attempt_never_started(api_server, llm, alice, pool):
-    from zerg import runs
+    from zerg.runs import store as runs
 
     base, _ = api_server
     llm.respond_with(run_script(["x"]))
@@ -366,7 +368,7 @@ def test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path(a
 
 
 def test_zerg_ask_stops_at_once_on_an_api_error_from_the_stream(api_server, alice):
-    from zerg.client import ClientError, follow
+    from zerg.local.client import ClientError, follow
 
     base, _ = api_server
     client = login(base, alice)
@@ -375,7 +377,7 @@ def test_zerg_ask_stops_at_once_on_an_api_error_from_the_stream(api_server, alic
 
 
 def test_lambda_long_poll_never_outlives_the_function():
-    from zerg.api.routes_runs import long_poll_seconds
+    from zerg.api.routes.runs import long_poll_seconds
 
     class Context:
         def __init__(self, ms):

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from tests.support.factories import make_run
-from zerg import events
+from zerg.runs import events
 
 
 def test_a_later_event_of_the_same_run_waits_for_the_earlier_transaction(pool, owner, database_url):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.support.factories import make_finished_worker, make_job, make_run
-from zerg.evidence import HEADER, build_evidence_mount
+from zerg.supervisor.evidence import HEADER, build_evidence_mount
 
 
 def _mount(pool, store, owner, run_id, budget=32_000):

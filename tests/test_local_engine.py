@@ -8,7 +8,7 @@ from importlib.metadata import version
 
 import pytest
 
-from zerg.local_engine import LocalEngine
+from zerg.local.engine import LocalEngine
 
 
 def test_moto_is_the_pinned_version():

@@ -10,7 +10,7 @@ from psycopg.rows import dict_row
 
 from zerg.migrate import MigrationError, available, migrate, status
 from zerg.owners import create_owner
-from zerg.threads import find_or_create_thread
+from zerg.runs.threads import find_or_create_thread
 
 
 def _connect(url: str) -> psycopg.Connection:

@@ -9,8 +9,8 @@ import pytest
 
 from tests.support.factories import run_events
 from tests.support.scripts import has_tool_results, role_of, run_script
-from zerg import runs
-from zerg.evidence import HEADER
+from zerg.runs import store as runs
+from zerg.supervisor.evidence import HEADER
 
 
 def start_and_wait(engine, pool, owner, task, timeout=60):
@@ -105,7 +105,7 @@ def test_a_second_run_reuses_the_thread_and_shows_the_previous_answer(runtime_en
 
 def test_a_worker_crash_fails_that_job_and_the_run_still_answers(runtime_env, llm, pool, owner):
     from functions.worker.handler import handler as real_worker
-    from zerg.local_engine import LocalEngine, default_handlers
+    from zerg.local.engine import LocalEngine, default_handlers
 
     rt = runtime_env()
 
@@ -265,14 +265,14 @@ def test_the_last_supervisor_step_must_answer(runtime_env, llm, engine, pool, ow
 @pytest.mark.parametrize("event", [{}, {"action": "plan", "run_id": 1, "owner_id": 1}, {"action": "nap", "run_id": 1, "owner_id": 1}])
 def test_supervisor_handler_refuses_invalid_events(event):
     from functions.supervisor.handler import handler
-    from zerg.lambda_events import InvalidEvent
+    from zerg.handler_input import InvalidEvent
 
     with pytest.raises(InvalidEvent, match="invalid supervisor event"):
         handler(event)
 
 
 def test_a_cancel_racing_finalize_wins_once_and_nothing_reaches_the_thread(runtime_env, pool, owner):
-    from zerg import supervisor
+    from zerg.supervisor import turn as supervisor
 
     rt = runtime_env()
     with pool.connection() as conn:
@@ -289,7 +289,7 @@ def test_a_cancel_racing_finalize_wins_once_and_nothing_reaches_the_thread(runti
 
 
 def test_a_lambda_timeout_marks_the_run_timeout(runtime_env, pool, owner):
-    from zerg import supervisor
+    from zerg.supervisor import turn as supervisor
 
     rt = runtime_env()
     with pool.connection() as conn:

@@ -55,9 +55,9 @@ def test_llm_error_falls_back_to_truncation_and_records_why(runtime_env, llm, po
 
 
 def test_llm_timeout_falls_back_to_truncation(runtime_env, llm, pool, owner, monkeypatch):
-    import zerg.summary
+    import zerg.workers.summary
 
-    monkeypatch.setattr(zerg.summary, "SUMMARY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(zerg.workers.summary, "SUMMARY_TIMEOUT_S", 0.3)
     rt = runtime_env()
     run_id, _ = make_run(pool, owner)
     job_id, wid = make_finished_worker(pool, rt.store, owner, run_id, "t", "short result")
@@ -70,7 +70,7 @@ def test_llm_timeout_falls_back_to_truncation(runtime_env, llm, pool, owner, mon
 
 
 def test_summary_failure_never_fails_the_caller(runtime_env, pool, owner, monkeypatch):
-    import zerg.summary
+    import zerg.workers.summary
 
     runtime_env()
     run_id, _ = make_run(pool, owner)
@@ -78,7 +78,7 @@ def test_summary_failure_never_fails_the_caller(runtime_env, pool, owner, monkey
     def broken(*a, **k):
         raise RuntimeError("database on fire")
 
-    monkeypatch.setattr(zerg.summary, "summarize_job", broken)
+    monkeypatch.setattr(zerg.workers.summary, "summarize_job", broken)
     out = summary_handler({"job_id": 1, "run_id": run_id, "owner_id": owner})
     assert out["summary"] is None
 

@@ -9,8 +9,8 @@ import pytest
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run, run_events
 from tests.support.ssh_server import _keypair, start_ssh_server
-from zerg.lambda_events import InvalidEvent
-from zerg.worker_runner import SYNTHESISED_MARK, JobNotFound
+from zerg.handler_input import InvalidEvent
+from zerg.workers.runner import SYNTHESISED_MARK, JobNotFound
 
 
 @pytest.fixture(scope="module")

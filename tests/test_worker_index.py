@@ -6,7 +6,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from zerg import jobs
+from zerg.workers import jobs
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.migrate import available
 

@@ -1,11 +1,15 @@
-"""Ingress Lambda: the Jarvis HTTP API (API Gateway HTTP API v2 events)."""
+"""Ingress Lambda: the entry for every external event. Today: the Jarvis HTTP API (API Gateway
+HTTP API v2 events)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from zerg import observability
 from zerg.api.app import build_app
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    return build_app().resolve(event, context)
+    request_id = ((event or {}).get("requestContext") or {}).get("requestId")
+    with observability.invocation("events", request_id):
+        return build_app().resolve(event, context)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.lambda_events import parse_event
-
-logger = Logger(service="zerg-supervisor")
+from zerg import observability
+from zerg.handler_input import InvalidEvent, parse_event
 
 
 class SupervisorEvent(BaseModel):
@@ -24,17 +22,15 @@ class SupervisorEvent(BaseModel):
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(SupervisorEvent, event, "supervisor")
     if ev.action != "fail" and ev.thread_id is None:
-        from zerg.lambda_events import InvalidEvent
-
         raise InvalidEvent(f"invalid supervisor event: thread_id: Field required for {ev.action}")
-    from zerg import supervisor
     from zerg.runtime import get_runtime
+    from zerg.supervisor import turn
 
     rt = get_runtime()
-    if ev.action == "plan":
-        return supervisor.plan(rt, ev.run_id, ev.owner_id, ev.thread_id)
-    if ev.action == "resume":
-        return supervisor.resume(rt, ev.run_id, ev.owner_id, ev.thread_id)
-    if ev.action == "finalize":
-        return supervisor.finalize(rt, ev.run_id, ev.owner_id, ev.thread_id)
-    return supervisor.fail(rt, ev.run_id, ev.owner_id, ev.error)
+    with observability.invocation("supervisor", ev.run_id) as log:
+        if ev.action == "fail":
+            out = turn.fail(rt, ev.run_id, ev.owner_id, ev.error)
+        else:
+            out = getattr(turn, ev.action)(rt, ev.run_id, ev.owner_id, ev.thread_id)
+        log.info(f"supervisor {ev.action} done", extra={"action": ev.action, "result": out})
+    return out

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from aws_lambda_powertools import Logger
 from pydantic import Field
 
-from zerg.lambda_events import JobEvent, describe_step_error, parse_event
-
-logger = Logger(service="zerg-worker")
+from zerg import observability
+from zerg.handler_input import JobEvent, describe_step_error, parse_event
 
 
 class WorkerEvent(JobEvent):
@@ -20,14 +18,14 @@ class WorkerEvent(JobEvent):
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(WorkerEvent, event, "worker")
     from zerg.runtime import get_runtime
-    from zerg.worker_runner import mark_job_failed, run_worker_job
+    from zerg.workers.runner import mark_job_failed, run_worker_job
 
     rt = get_runtime()
-    if ev.action == "mark_failed":
-        outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_step_error(ev.error, "worker crashed"))
-    else:
-        outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id)
-    # Ids go on each record, not append_keys: the local engine runs workers in threads.
-    logger.info("worker finished", extra={"job_id": ev.job_id, "run_id": ev.run_id, "owner_id": ev.owner_id,
-                                          "status": outcome.status, "worker_id": outcome.worker_id})
+    with observability.invocation("worker", ev.run_id) as log:
+        if ev.action == "mark_failed":
+            outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_step_error(ev.error, "worker crashed"))
+        else:
+            outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id)
+        log.info("worker finished", extra={"job_id": ev.job_id, "owner_id": ev.owner_id,
+                                           "status": outcome.status, "worker_id": outcome.worker_id})
     return outcome.as_payload()

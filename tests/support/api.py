@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from zerg.api.local_server import to_apigw_event
+from zerg.local.server import to_apigw_event
 
 
 def call(method: str, path: str, body=None, token: str | None = None, headers: dict | None = None, raw: bytes | None = None):

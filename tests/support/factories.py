@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from zerg import jobs
-from zerg.threads import find_or_create_thread
+from zerg.workers import jobs
+from zerg.runs.threads import find_or_create_thread
 
 
 def make_run(pool, owner_id: int, task: str = "a task") -> tuple[int, int]:

@@ -33,23 +33,20 @@ def cmd_db_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_db_status(args: argparse.Namespace) -> int:
-    from zerg.db import database_url
+    from zerg.db import database_url, server_info
     from zerg.migrate import status
 
     settings = get_settings()
     where = "DATABASE_URL" if settings.database_url else f"embedded ({settings.data_dir / 'pg'})"
     with _connection() as conn:
         st = status(conn)
-        server = conn.execute("SHOW server_version").fetchone()["server_version"]
-        vector = conn.execute(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-        ).fetchone()
+        server = server_info(conn)
     database_url(settings)  # resolves (and starts) the server; never printed: it may hold a password
-    print(f"database: {where}, PostgreSQL {server}")
+    print(f"database: {where}, PostgreSQL {server['server_version']}")
     print(f"schema version: {st.current} of {st.latest}")
     for m in st.pending:
         print(f"pending: {m.version:04d}_{m.name}")
-    print(f"pgvector: {vector['extversion'] if vector else 'not installed (run zerg db migrate)'}")
+    print(f"pgvector: {server['pgvector'] or 'not installed (run zerg db migrate)'}")
     return 0 if not st.pending else 1
 
 
@@ -65,7 +62,7 @@ def cmd_db_stop(args: argparse.Namespace) -> int:
 
 def cmd_workers_reindex(args: argparse.Namespace) -> int:
     from zerg.artifacts import get_store
-    from zerg.jobs import reindex
+    from zerg.workers.jobs import reindex
 
     store = get_store()
     with _connection() as conn:
@@ -76,15 +73,26 @@ def cmd_workers_reindex(args: argparse.Namespace) -> int:
     return 0 if not report.skipped else 1
 
 
-def _quiet_lambda_logs() -> None:
-    """The handlers' structured INFO logs are for CloudWatch, not a terminal (warnings still show)."""
-    import os
+def _owner(conn, name: str | None) -> int:
+    """The owner a command acts for: ``--owner NAME``, else the local owner (created on first use)."""
+    from zerg.owners import local_owner, owner_by_name
 
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    if name is None:
+        return local_owner(conn)
+    owner_id = owner_by_name(conn, name)
+    if owner_id is None:
+        raise CliError(f"no owner named {name!r} (zerg owners add NAME creates one)")
+    return owner_id
+
+
+def _add_owner_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--owner", metavar="NAME", help="act for this owner (default: the local owner)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from zerg.local_run import print_report, run_task
+    from zerg import observability
+    from zerg.local.run import print_report, run_task
+    from zerg.migrate import migrate
     from zerg.runtime import get_runtime
 
     task = " ".join(args.task).strip()
@@ -92,10 +100,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("give a task, e.g. zerg run \"check disk and memory on this machine\"")
     if len(task) > 8192:
         raise CliError(f"the task is {len(task)} characters; the limit is 8192")
-    _quiet_lambda_logs()
+    if not args.verbose:  # the handlers' log lines are for operators, not this terminal
+        observability.set_level("WARNING")
     rt = get_runtime()
-    report = run_task(rt, task)
-    print_report(rt, report)
+    with rt.pool.connection() as conn:
+        migrate(conn)
+        owner_id = _owner(conn, args.owner)
+    try:
+        report = run_task(rt, task, owner_id=owner_id)
+        print_report(rt, report, owner_id)
+    finally:
+        rt.close()
     return 0 if report.status == "success" else 1
 
 
@@ -115,11 +130,10 @@ def cmd_owners_add(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from zerg.api.local_server import make_server
+    from zerg.local.server import make_server
     from zerg.migrate import migrate
-    from zerg.starter import LocalStarter
+    from zerg.runtime import get_runtime
 
-    _quiet_lambda_logs()
     with _connection() as conn:
         migrate(conn)
     try:
@@ -134,14 +148,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
-        LocalStarter.shutdown()
+        get_runtime().close()
     return 0
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     import json as _json
 
-    from zerg.client import ClientError, ask
+    from zerg.local.client import ClientError, ask
 
     settings = get_settings()
     secret = args.secret or (settings.device_secret.get_secret_value() if settings.device_secret else None)
@@ -172,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = groups.add_parser("run", help="run a task end to end on the local runtime")
     run.add_argument("task", nargs="+", help="what to do, e.g. \"check disk and memory on this machine\"")
+    run.add_argument("--verbose", "-v", action="store_true", help="also print the log lines (ZERG_LOG_LEVEL) on stderr")
+    _add_owner_option(run)
     run.set_defaults(func=cmd_run)
 
     serve = groups.add_parser("serve", help="the HTTP API on a local server")

@@ -85,6 +85,10 @@ class Settings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="ZERG_LOG_LEVEL"
     )
+    lambda_function_name: str | None = Field(
+        default=None, alias="AWS_LAMBDA_FUNCTION_NAME",
+        description="Set by the Lambda runtime: logs and metrics go to stdout (CloudWatch).",
+    )
 
     # --- models ----------------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")

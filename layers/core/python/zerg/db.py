@@ -162,3 +162,10 @@ def close_pools() -> None:
         for pool in _pools.values():
             pool.close()
         _pools.clear()
+
+
+def server_info(conn: Any) -> dict[str, Any]:
+    """The server's version and the installed pgvector version (None when not installed)."""
+    version = conn.execute("SHOW server_version").fetchone()["server_version"]
+    vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return {"server_version": version, "pgvector": vector["extversion"] if vector else None}

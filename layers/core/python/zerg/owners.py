@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from psycopg import Connection
 
+LOCAL_OWNER = "local"  # the owner local commands act for unless told --owner
+
 
 @dataclass(frozen=True)
 class NewOwner:
@@ -40,3 +42,15 @@ def owner_by_secret(conn: Connection, secret: str) -> int | None:
         "SELECT id FROM owners WHERE device_secret_hash = %s", (hash_secret(secret),)
     ).fetchone()
     return row["id"] if row else None
+
+
+def owner_by_name(conn: Connection, name: str) -> int | None:
+    """The oldest owner with this name."""
+    row = conn.execute("SELECT id FROM owners WHERE name = %s ORDER BY id LIMIT 1", (name,)).fetchone()
+    return row["id"] if row else None
+
+
+def local_owner(conn: Connection) -> int:
+    """The owner that local commands act as (created on first use)."""
+    owner_id = owner_by_name(conn, LOCAL_OWNER)
+    return owner_id if owner_id is not None else create_owner(conn, LOCAL_OWNER).owner_id

@@ -1,11 +1,15 @@
-"""The process's wiring: settings, database pool, artifact store and model, built once.
+"""The process's wiring: settings, database pool, artifact store, model and run starter, built
+once per process.
 
 Handlers call :func:`get_runtime`; nothing here holds request state, so a Lambda container
-(or the local engine) can serve any owner's invocations one after another.
+(or the local engine) can serve any owner's invocations one after another. The runtime is built
+from the settings of the moment it is first asked for; :func:`reset_runtime` (tests, a host that
+changes its configuration) closes what it started and forgets it.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -17,6 +21,7 @@ if TYPE_CHECKING:
 
     from zerg.artifacts import WorkerArtifactStore
     from zerg.llm import ChatModel
+    from zerg.runs.starter import RunStarter
 
 
 @dataclass
@@ -37,7 +42,23 @@ class Runtime:
 
     @cached_property
     def llm(self) -> "ChatModel":
-        return make_llm(self.settings)
+        """The configured provider, metered: every tagged call lands in the usage ledger."""
+        from zerg.llm.ledger import MeteredChatModel
+
+        return MeteredChatModel(make_llm(self.settings), lambda: self.pool)
+
+    @cached_property
+    def starter(self) -> "RunStarter":
+        """Step Functions on AWS, the in-process local engine when hosted locally."""
+        from zerg.runs.starter import make_starter
+
+        return make_starter(self.settings)
+
+    def close(self) -> None:
+        """Stop what this runtime started (the local engine); the shared pools stay (see db)."""
+        starter = self.__dict__.pop("starter", None)
+        if starter is not None:
+            starter.close()
 
 
 def make_llm(settings: Settings) -> "ChatModel":
@@ -61,12 +82,23 @@ def make_llm(settings: Settings) -> "ChatModel":
 
 
 _runtime: Runtime | None = None
+_lock = threading.Lock()
 
 
 def get_runtime() -> Runtime:
-    """The process-wide runtime; rebuilt when the settings object changed (tests)."""
+    """The process-wide runtime, built on first use."""
     global _runtime
-    settings = get_settings()
-    if _runtime is None or _runtime.settings is not settings:
-        _runtime = Runtime(settings)
-    return _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = Runtime(get_settings())
+        return _runtime
+
+
+def reset_runtime() -> None:
+    """Close and forget the process-wide runtime; the next :func:`get_runtime` builds a new one
+    from the settings of that moment."""
+    global _runtime
+    with _lock:
+        runtime, _runtime = _runtime, None
+    if runtime is not None:
+        runtime.close()

@@ -26,10 +26,10 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
 
 @lru_cache(maxsize=1)
 def build_app() -> APIGatewayHttpResolver:
-    from zerg.api import routes_auth, routes_runs, routes_workers
+    from zerg.api.routes import auth, runs, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
-    for module in (routes_auth, routes_runs, routes_workers):
+    for module in (auth, runs, workers, thread):
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

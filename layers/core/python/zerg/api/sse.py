@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from zerg.events import TERMINAL_EVENTS, list_events
+from zerg.runs.events import TERMINAL_EVENTS, list_events, terminal_event_id
 
 RETRY_MS = 1000
 
@@ -31,11 +31,8 @@ def heartbeat() -> str:
 def terminal_delivered(pool: Any, owner_id: int, run_id: int, after_id: int) -> bool:
     """True when the client already received the run's final event (nothing more will come)."""
     with pool.connection() as conn:
-        row = conn.execute(
-            "SELECT max(id) AS id FROM run_events WHERE owner_id = %s AND run_id = %s AND event_type = ANY(%s)",
-            (owner_id, run_id, list(TERMINAL_EVENTS)),
-        ).fetchone()
-    return row["id"] is not None and after_id >= row["id"]
+        final_id = terminal_event_id(conn, owner_id, run_id)
+    return final_id is not None and after_id >= final_id
 
 
 def stream(

@@ -30,7 +30,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from zerg.artifacts.paths import (
@@ -40,9 +40,8 @@ from zerg.artifacts.paths import (
     new_worker_id,
     tool_file_name,
 )
-
-FINAL_STATUSES = frozenset({"success", "failed", "timeout"})
-
+from zerg.statuses import WORKER_OUTCOMES
+from zerg.timestamps import iso, parse_iso, utcnow
 
 class ArtifactError(RuntimeError):
     """A store operation that cannot be done; the message says why."""
@@ -60,18 +59,6 @@ class WorkerExists(ArtifactError):
 class FileInfo:
     path: str  # relative to the worker directory
     size: int
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def iso(ts: datetime) -> str:
-    return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_iso(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class WorkerArtifactStore(ABC):
@@ -218,12 +205,12 @@ class WorkerArtifactStore(ABC):
         extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Record the system-determined final status and timings; return the metadata."""
-        if status not in FINAL_STATUSES:
-            raise ArtifactError(f"status must be one of {sorted(FINAL_STATUSES)}, not {status!r}")
+        if status not in WORKER_OUTCOMES:
+            raise ArtifactError(f"status must be one of {sorted(WORKER_OUTCOMES)}, not {status!r}")
         finished = finished_at or utcnow()
 
         def apply(meta: dict[str, Any]) -> None:
-            if meta.get("status") in FINAL_STATUSES:
+            if meta.get("status") in WORKER_OUTCOMES:
                 raise ArtifactError(f"worker {worker_id} is already complete ({meta['status']})")
             started = parse_iso(meta["started_at"])
             meta.update(extra or {})

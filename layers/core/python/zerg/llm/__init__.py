@@ -1,5 +1,6 @@
-"""The LLM port: one interface, swappable providers (OpenAI-compatible HTTP, offline)."""
+"""The LLM port: one interface, swappable providers (OpenAI-compatible HTTP, offline), and the
+usage ledger every call is recorded in."""
 
-from zerg.llm.port import ChatModel, ChatResult, LLMError, ToolCall, Usage
+from zerg.llm.port import CallTag, ChatModel, ChatResult, LLMError, ToolCall, Usage
 
-__all__ = ["ChatModel", "ChatResult", "LLMError", "ToolCall", "Usage"]
+__all__ = ["CallTag", "ChatModel", "ChatResult", "LLMError", "ToolCall", "Usage"]

@@ -47,6 +47,7 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         timeout: float | None = None,
         tool_choice: str | None = None,
+        tag: Any = None,  # the ledger's concern, not the provider's
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
@@ -66,11 +67,13 @@ class OpenAIChatModel:
         ]
         tokens_in = resp.usage.prompt_tokens if resp.usage else 0
         tokens_out = resp.usage.completion_tokens if resp.usage else 0
+        details = getattr(resp.usage, "prompt_tokens_details", None) if resp.usage else None
+        cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
         return ChatResult(
             model=resp.model or model,
             content=msg.content or "",
             tool_calls=calls,
-            usage=Usage(tokens_in, tokens_out, cost_usd(model, tokens_in, tokens_out)),
+            usage=Usage(tokens_in, tokens_out, cost_usd(model, tokens_in, tokens_out), tokens_cached=cached),
         )
 
     def _create(self, kwargs: dict[str, Any], model: str, timeout: float | None) -> Any:

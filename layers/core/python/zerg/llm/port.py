@@ -8,7 +8,9 @@ caller (job, run), never inferred later.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+Component = Literal["supervisor", "worker", "summary", "memory", "intent"]
 
 
 class LLMError(RuntimeError):
@@ -22,15 +24,27 @@ class ToolCall:
     arguments: str  # raw JSON text, validated by the tool
 
 
+@dataclass(frozen=True)
+class CallTag:
+    """Who a model call is for: the usage ledger records every call under its tag."""
+
+    component: Component
+    owner_id: int
+    run_id: int | None = None
+    job_id: int | None = None
+
+
 @dataclass
 class Usage:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0  # None once any call had an unknown price
+    tokens_cached: int = 0  # of tokens_in, served from the provider's prompt cache
 
     def add(self, other: "Usage") -> None:
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
+        self.tokens_cached += other.tokens_cached
         if self.cost_usd is None or other.cost_usd is None:
             self.cost_usd = None
         else:
@@ -65,4 +79,5 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         timeout: float | None = None,
         tool_choice: str | None = None,  # "none": tools stay visible but the model must answer
+        tag: CallTag | None = None,  # whose call this is (the ledger records it; providers ignore it)
     ) -> ChatResult: ...

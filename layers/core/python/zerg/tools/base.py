@@ -15,11 +15,14 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from zerg.config import Settings
+
+if TYPE_CHECKING:
+    from zerg.runtime import Runtime
 
 # Bytes of raw output a tool keeps for the artifact (the model gets ZERG_TOOL_OUTPUT_CAP).
 ARTIFACT_OUTPUT_CAP = 50_000_000
@@ -35,7 +38,7 @@ class ToolContext:
     deadline: float | None = None  # time.monotonic() value the tool must finish by
     owner_id: int | None = None
     run_id: int | None = None
-    runtime: Any = None  # zerg.runtime.Runtime, for tools that read the database or artifacts
+    runtime: "Runtime | None" = None  # for tools that read the database or artifacts
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

@@ -17,16 +17,16 @@ from datetime import datetime, timedelta, timezone
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.jobs import JobStatus
-from zerg.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker, resolve_worker
+from zerg.statuses import JobStatus
 from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
+from zerg.workers import jobs
+from zerg.workers.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker, resolve_worker
 
 GREP_MAX_MATCHES = 50
 GREP_LINE_CHARS = 200
 GREP_MAX_WORKERS = 200
 FILE_MAX_BYTES = 64_000
 GREP_FILE_BYTES = 1_000_000  # per file: bounded memory and time per search
-FINISHED = ("success", "failed", "timeout", "cancelled")
 
 
 class ListWorkersArgs(BaseModel):
@@ -56,26 +56,15 @@ def _duration(ms: int | None) -> str:
 
 
 def list_workers(args: ListWorkersArgs, ctx: ToolContext) -> ToolOutcome:
-    clauses, params = ["owner_id = %s"], [ctx.owner_id]
-    if args.status:
-        clauses.append("status = %s")
-        params.append(args.status)
-    if args.since_hours:
-        clauses.append("created_at >= %s")
-        params.append(datetime.now(timezone.utc) - timedelta(hours=args.since_hours))
-    where = " AND ".join(clauses)
+    since = datetime.now(timezone.utc) - timedelta(hours=args.since_hours) if args.since_hours else None
     with ctx.runtime.pool.connection() as conn:
-        total = conn.execute(f"SELECT count(*) AS n FROM worker_jobs WHERE {where}", params).fetchone()["n"]
-        rows = conn.execute(
-            f"""SELECT id, status, duration_ms, summary, left(task, 150) AS task FROM worker_jobs
-                WHERE {where} ORDER BY created_at DESC, id DESC LIMIT %s""",
-            [*params, args.limit],
-        ).fetchall()
+        total = jobs.count_jobs(conn, ctx.owner_id, status=args.status, since=since)
+        rows = jobs.list_jobs(conn, ctx.owner_id, limit=args.limit, status=args.status, since=since, by_created=True)
     if not rows:
         return ToolOutcome(text="No workers match.")
     lines = [f"Workers (newest first, {len(rows)} of {total}):"]
     for r in rows:
-        lines.append(f"- #{r['id']} [{r['status']}] {_duration(r['duration_ms'])} | {r['summary'] or r['task']}")
+        lines.append(f"- #{r['job_id']} [{r['status']}] {_duration(r['duration_ms'])} | {r['summary'] or r['task'][:150]}")
     lines.append("Full output: read_worker_result(job_id).")
     return ToolOutcome(text="\n".join(lines))
 
@@ -129,12 +118,7 @@ def read_worker_file(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
 def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
     since = datetime.now(timezone.utc) - timedelta(hours=args.since_hours)
     with ctx.runtime.pool.connection() as conn:
-        rows = conn.execute(
-            """SELECT id, worker_id FROM worker_jobs
-               WHERE owner_id = %s AND worker_id IS NOT NULL AND status = ANY(%s) AND created_at >= %s
-               ORDER BY created_at DESC, id DESC LIMIT %s""",
-            (ctx.owner_id, list(FINISHED), since, GREP_MAX_WORKERS + 1),
-        ).fetchall()
+        rows = jobs.finished_workers(conn, ctx.owner_id, since=since, limit=GREP_MAX_WORKERS + 1)
     store, needle = ctx.runtime.store, args.pattern.lower()
     matches: list[str] = []
     full = False

@@ -1,4 +1,5 @@
-"""The ``worker_jobs`` index: one row per worker, owner-filtered, concurrency-safe.
+"""The ``worker_jobs`` index: one row per worker, owner-filtered, concurrency-safe. Every SQL
+statement on ``worker_jobs`` lives here.
 
 Invariants:
 - The index is derived from the artifacts: :func:`reindex` rebuilds it from every worker's
@@ -11,16 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
 from psycopg import Connection, errors
 from psycopg.types.json import Jsonb
 
-from zerg.artifacts.store import WorkerArtifactStore, parse_iso
-
-
-JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
-JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+from zerg.artifacts.store import WorkerArtifactStore
+from zerg.statuses import JOB_FINISHED, JOB_STATUSES, JOB_UNFINISHED
+from zerg.timestamps import parse_iso
 
 
 def create_job(
@@ -37,10 +36,114 @@ def get_run_job(conn: Connection, job_id: int, owner_id: int, run_id: int) -> di
     """A job of ``run_id`` owned by ``owner_id`` (the state machine's ids-only payloads), or None.
 
     Scoped in the query itself; user-facing reads by job or worker id use
-    :func:`zerg.ownership.resolve_worker`."""
+    :func:`zerg.workers.ownership.resolve_worker`."""
     return conn.execute(
         "SELECT * FROM worker_jobs WHERE id = %s AND owner_id = %s AND run_id = %s", (job_id, owner_id, run_id)
     ).fetchone()
+
+
+def get_owned_job(
+    conn: Connection, owner_id: int, *, job_id: int | None = None, worker_id: str | None = None
+) -> dict[str, Any] | None:
+    """The owner's job row by job id or by worker id (exactly one is given), or None."""
+    if job_id is not None:
+        return conn.execute("SELECT * FROM worker_jobs WHERE owner_id = %s AND id = %s", (owner_id, job_id)).fetchone()
+    return conn.execute(
+        "SELECT * FROM worker_jobs WHERE owner_id = %s AND worker_id = %s", (owner_id, worker_id)
+    ).fetchone()
+
+
+def job_status(conn: Connection, job_id: int) -> str | None:
+    row = conn.execute("SELECT status FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
+    return None if row is None else row["status"]
+
+
+def run_jobs(conn: Connection, owner_id: int, run_id: int, ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """The owner's jobs of one run (all, or those in ``ids``), in spawn order."""
+    if ids is None:
+        return conn.execute(
+            "SELECT * FROM worker_jobs WHERE owner_id = %s AND run_id = %s ORDER BY id", (owner_id, run_id)
+        ).fetchall()
+    return conn.execute(
+        "SELECT * FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND id = ANY(%s) ORDER BY id",
+        (owner_id, run_id, ids),
+    ).fetchall()
+
+
+def find_run_job_by_task(conn: Connection, owner_id: int, run_id: int, task: str) -> dict[str, Any] | None:
+    """The first job of the run with exactly this task (a re-spawn reuses it)."""
+    return conn.execute(
+        "SELECT id, status FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND task = %s ORDER BY id LIMIT 1",
+        (owner_id, run_id, task),
+    ).fetchone()
+
+
+def count_run_jobs(conn: Connection, run_id: int) -> int:
+    return conn.execute("SELECT count(*) AS n FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()["n"]
+
+
+def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool) -> None:
+    """Cancel the run's queued jobs (and running ones, when the user cancelled the run)."""
+    statuses = list(JOB_UNFINISHED) if include_running else ["queued"]
+    conn.execute(
+        """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
+           WHERE owner_id = %s AND run_id = %s AND status = ANY(%s)""",
+        (owner_id, run_id, statuses),
+    )
+
+
+def run_usage(conn: Connection, run_id: int) -> dict[str, Any]:
+    """Tokens and cost of a run's workers and summaries; ``unknown`` when a started job's price is."""
+    return conn.execute(
+        """SELECT COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out,
+                  COALESCE(SUM(cost_usd), 0) AS cost_usd,
+                  bool_or(cost_usd IS NULL AND status <> 'queued' AND tokens_in > 0) IS TRUE AS unknown
+           FROM worker_jobs WHERE run_id = %s""",
+        (run_id,),
+    ).fetchone()
+
+
+def _filters(owner_id: int, status: str | None, since: datetime | None, run_id: int | None,
+             before_id: int | None) -> tuple[str, list[Any]]:
+    clauses, params = ["owner_id = %s"], [owner_id]
+    for clause, value in (("status = %s", status), ("created_at >= %s", since), ("run_id = %s", run_id),
+                          ("id < %s", before_id)):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def list_jobs(
+    conn: Connection, owner_id: int, *, limit: int, status: str | None = None, since: datetime | None = None,
+    run_id: int | None = None, before_id: int | None = None, by_created: bool = False,
+) -> list[dict[str, Any]]:
+    """The owner's jobs, newest first (by id, or by creation time for the supervisor's listing).
+
+    Rows carry ``job_id`` and a ``task`` cut to 300 characters, never result text."""
+    where, params = _filters(owner_id, status, since, run_id, before_id)
+    order = "created_at DESC, id DESC" if by_created else "id DESC"
+    return conn.execute(
+        f"""SELECT id AS job_id, run_id, worker_id, left(task, 300) AS task, model, status, summary,
+                   created_at, started_at, finished_at, duration_ms, error
+            FROM worker_jobs WHERE {where} ORDER BY {order} LIMIT %s""",
+        [*params, limit],
+    ).fetchall()
+
+
+def count_jobs(conn: Connection, owner_id: int, *, status: str | None = None, since: datetime | None = None) -> int:
+    where, params = _filters(owner_id, status, since, None, None)
+    return conn.execute(f"SELECT count(*) AS n FROM worker_jobs WHERE {where}", params).fetchone()["n"]
+
+
+def finished_workers(conn: Connection, owner_id: int, *, since: datetime, limit: int) -> list[dict[str, Any]]:
+    """(id, worker_id) of the owner's finished workers created since ``since``, newest first."""
+    return conn.execute(
+        """SELECT id, worker_id FROM worker_jobs
+           WHERE owner_id = %s AND worker_id IS NOT NULL AND status = ANY(%s) AND created_at >= %s
+           ORDER BY created_at DESC, id DESC LIMIT %s""",
+        (owner_id, list(JOB_FINISHED), since, limit),
+    ).fetchall()
 
 
 def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
@@ -71,6 +174,11 @@ def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
             job_id,
         ),
     )
+
+
+def mark_failed_unstarted(conn: Connection, job_id: int, error: str) -> None:
+    """A job whose worker never started (it crashed before creating artifacts) fails here."""
+    conn.execute("UPDATE worker_jobs SET status = 'failed', error = %s, finished_at = now() WHERE id = %s", (error, job_id))
 
 
 def set_summary(

@@ -1,4 +1,5 @@
-"""Validation of Lambda events: every handler's input is a pydantic model, checked first.
+"""What the Lambda handlers receive from the state machine: every input is a pydantic model,
+checked first; and Step Functions' error objects, made readable.
 
 A bad event raises :class:`InvalidEvent` whose message names each offending field; Step
 Functions shows it as the error cause, and nothing has been touched yet.

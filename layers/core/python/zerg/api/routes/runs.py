@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerg import runs
 from zerg.api import sse
+from zerg.runs import store as runs
+from zerg.statuses import RUN_FINAL
 from zerg.api.deps import int_param, json_response, owner_of, runtime
 from zerg.api.errors import ApiError, not_found
+
+if TYPE_CHECKING:
+    from zerg.runtime import Runtime
 
 router = Router()
 
@@ -58,19 +62,16 @@ def start_supervisor_run(body: StartRunBody):
                           "stream_url": stream_url(started.run_id)}, status=202)
 
 
-def _start_execution(rt: Any, run: dict[str, Any]) -> None:
-    from zerg.starter import get_starter
-
+def _start_execution(rt: "Runtime", run: dict[str, Any]) -> None:
     try:
-        arn = get_starter(rt.settings).start(run["id"], run["owner_id"], run["thread_id"])
+        arn = rt.starter.start(run["id"], run["owner_id"], run["thread_id"])
     except Exception as exc:
         with rt.pool.connection() as conn:
             runs.fail_run(conn, run, "failed", f"could not start the run: {type(exc).__name__}")
-            # Free the key: the client was told to retry, and a retry must start a new run.
-            conn.execute("UPDATE runs SET idempotency_key = NULL WHERE id = %s", (run["id"],))
+            runs.release_idempotency_key(conn, run["id"])
         raise ApiError(503, "unavailable", "the run could not be started; try again") from None
     with rt.pool.connection() as conn:
-        conn.execute("UPDATE runs SET execution_arn = %s WHERE id = %s", (arn, run["id"]))
+        runs.set_execution_arn(conn, run["id"], arn)
 
 
 def stream_request(event: Any) -> tuple[int, int, int]:
@@ -133,11 +134,9 @@ def cancel_run(run_id: str):
         if before is None:
             raise not_found(f"run {rid}")
         run = runs.cancel_run(conn, owner_id, rid)
-    if before["status"] not in runs.FINAL and before["execution_arn"]:
-        from zerg.starter import get_starter
-
+    if before["status"] not in RUN_FINAL and before["execution_arn"]:
         try:
-            get_starter(rt.settings).stop(before["execution_arn"], "cancelled by the user")
+            rt.starter.stop(before["execution_arn"], "cancelled by the user")
         except Exception:  # the run is already marked cancelled; its steps will no-op
             pass
     return json_response({"run_id": rid, "status": run["status"]})

@@ -1,4 +1,4 @@
-"""The worker browser and the thread, for power users. Every read goes through the owner."""
+"""The worker browser, for power users. Every read goes through the owner."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from zerg.api.deps import int_param, json_response, owner_of, runtime
 from zerg.api.errors import ApiError, not_found
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.jobs import JOB_STATUSES
-from zerg.ownership import NotFound, NotStarted, open_worker
+from zerg.statuses import JOB_STATUSES
+from zerg.workers import jobs
+from zerg.workers.ownership import NotFound, NotStarted, open_worker
 
 router = Router()
 FILE_MAX_BYTES = 5_000_000
@@ -24,29 +25,16 @@ def list_workers():
     owner_id = owner_of(router.current_event)
     q = router.current_event.query_string_parameters or {}
     limit = int_param(q.get("limit"), "limit", default=50, hi=200)
-    clauses, params = ["owner_id = %s"], [owner_id]
-    if q.get("status"):
-        if q["status"] not in JOB_STATUSES:
-            raise ApiError(422, "validation_error", f"status: must be one of {', '.join(JOB_STATUSES)}")
-        clauses.append("status = %s")
-        params.append(q["status"])
-    if q.get("run_id"):
-        clauses.append("run_id = %s")
-        params.append(int_param(q["run_id"], "run_id"))
+    status = q.get("status") or None
+    if status is not None and status not in JOB_STATUSES:
+        raise ApiError(422, "validation_error", f"status: must be one of {', '.join(JOB_STATUSES)}")
+    run_id = int_param(q["run_id"], "run_id") if q.get("run_id") else None
+    since = None
     if q.get("since_hours"):
-        hours = int_param(q["since_hours"], "since_hours", hi=24 * 366)
-        clauses.append("created_at >= %s")
-        params.append(datetime.now(timezone.utc) - timedelta(hours=hours))
-    if q.get("before_id"):
-        clauses.append("id < %s")
-        params.append(int_param(q["before_id"], "before_id"))
+        since = datetime.now(timezone.utc) - timedelta(hours=int_param(q["since_hours"], "since_hours", hi=24 * 366))
+    before_id = int_param(q["before_id"], "before_id") if q.get("before_id") else None
     with rt.pool.connection() as conn:
-        rows = conn.execute(
-            f"""SELECT id AS job_id, run_id, worker_id, left(task, 300) AS task, model, status, summary,
-                       created_at, started_at, finished_at, duration_ms, error
-                FROM worker_jobs WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT %s""",
-            [*params, limit],
-        ).fetchall()
+        rows = jobs.list_jobs(conn, owner_id, limit=limit, status=status, since=since, run_id=run_id, before_id=before_id)
     return json_response({"workers": rows, "next_before_id": rows[-1]["job_id"] if len(rows) == limit else None})
 
 
@@ -98,26 +86,3 @@ def get_worker_file(job_id: str, path: str):
 @router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder")
 def get_worker_file_in_folder(job_id: str, folder: str, name: str):
     return _file(job_id, f"{folder}/{name}")
-
-
-@router.get("/api/jarvis/thread", summary="The owner's supervisor thread, newest page first")
-def get_thread():
-    rt = runtime()
-    owner_id = owner_of(router.current_event)
-    q = router.current_event.query_string_parameters or {}
-    limit = int_param(q.get("limit"), "limit", default=50, hi=200)
-    before = int_param(q.get("before_id"), "before_id", default=2**62)
-    with rt.pool.connection() as conn:
-        thread = conn.execute(
-            "SELECT id, created_at, updated_at FROM threads WHERE owner_id = %s AND kind = 'supervisor'", (owner_id,)
-        ).fetchone()
-        rows = [] if thread is None else conn.execute(
-            """SELECT id, role, content, metadata, run_id, created_at FROM thread_messages
-               WHERE owner_id = %s AND thread_id = %s AND id < %s ORDER BY id DESC LIMIT %s""",
-            (owner_id, thread["id"], before, limit),
-        ).fetchall()
-    return json_response({
-        "thread_id": thread["id"] if thread else None,
-        "messages": list(reversed(rows)),
-        "next_before_id": rows[-1]["id"] if len(rows) == limit else None,
-    })

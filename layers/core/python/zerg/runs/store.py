@@ -1,4 +1,5 @@
-"""Runs: one supervisor request/response cycle, from start to a final status.
+"""Runs: one supervisor request/response cycle, from start to a final status. Every SQL
+statement on ``runs`` lives here.
 
 Invariants:
 - A run belongs to one owner and that owner's single thread; every read here is owner-scoped.
@@ -19,11 +20,11 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from zerg import events
+from zerg import observability
 from zerg.llm import Usage
-from zerg.threads import find_or_create_thread
-
-FINAL = ("success", "failed", "timeout", "cancelled")
+from zerg.runs import events, threads
+from zerg.statuses import RUN_FINAL
+from zerg.workers import jobs
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def start_run(
     conn: Connection, owner_id: int, task: str, *, trigger: str = "api", idempotency_key: str | None = None
 ) -> RunStart:
     """Insert a running run on the owner's thread and emit ``supervisor_started``."""
-    thread_id = find_or_create_thread(conn, owner_id)
+    thread_id = threads.find_or_create_thread(conn, owner_id)
     row = conn.execute(
         """INSERT INTO runs (owner_id, thread_id, task, trigger, status, started_at, idempotency_key)
            VALUES (%s, %s, %s, %s, 'running', now(), %s)
@@ -52,6 +53,7 @@ def start_run(
         return RunStart(existing["id"], existing["thread_id"], created=False)
     events.emit(conn, row["id"], owner_id, "supervisor_started",
                 {"run_id": row["id"], "thread_id": thread_id, "task": task})
+    observability.metric("RunsStarted", 1, "Count", trigger=trigger)
     return RunStart(row["id"], thread_id, created=True)
 
 
@@ -74,29 +76,16 @@ def save_working(conn: Connection, run_id: int, messages: list[dict[str, Any]], 
     )
 
 
-def thread_history(conn: Connection, owner_id: int, thread_id: int, limit: int = 20) -> list[dict[str, Any]]:
-    """The thread's last ``limit`` messages, oldest first, as chat messages."""
-    rows = conn.execute(
-        """SELECT role, content FROM (
-               SELECT id, role, content FROM thread_messages WHERE owner_id = %s AND thread_id = %s
-               ORDER BY id DESC LIMIT %s) AS recent ORDER BY id""",
-        (owner_id, thread_id, limit),
-    ).fetchall()
-    return [{"role": r["role"], "content": r["content"]} for r in rows]
-
-
 def _set_totals(conn: Connection, run_id: int) -> None:
+    """The run's totals: its supervisor's usage plus its workers' and summaries'."""
+    j = jobs.run_usage(conn, run_id)
     conn.execute(
         """UPDATE runs SET
-               tokens_in = supervisor_tokens_in + j.tin,
-               tokens_out = supervisor_tokens_out + j.tout,
-               cost_usd = CASE WHEN j.unknown THEN NULL ELSE supervisor_cost_usd + j.cost END
-           FROM (SELECT COALESCE(SUM(tokens_in), 0) AS tin, COALESCE(SUM(tokens_out), 0) AS tout,
-                        COALESCE(SUM(cost_usd), 0) AS cost,
-                        bool_or(cost_usd IS NULL AND status <> 'queued' AND tokens_in > 0) IS TRUE AS unknown
-                 FROM worker_jobs WHERE run_id = %s) AS j
-           WHERE runs.id = %s""",
-        (run_id, run_id),
+               tokens_in = supervisor_tokens_in + %s,
+               tokens_out = supervisor_tokens_out + %s,
+               cost_usd = CASE WHEN %s THEN NULL ELSE supervisor_cost_usd + %s END
+           WHERE id = %s""",
+        (j["tokens_in"], j["tokens_out"], j["unknown"], j["cost_usd"], run_id),
     )
 
 
@@ -107,9 +96,13 @@ def _close(conn: Connection, run_id: int, status: str, *, result: str | None = N
         """UPDATE runs SET status = %s, result = COALESCE(%s, result), error = %s, finished_at = now(),
                    duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
             WHERE id = %s AND status <> ALL(%s) RETURNING id""",
-        (status, result, error, run_id, list(FINAL)),
+        (status, result, error, run_id, list(RUN_FINAL)),
     ).fetchone()
     return row is not None
+
+
+def _finished(status: str) -> None:
+    observability.metric("RunsFinished", 1, "Count", status=status)
 
 
 def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> bool:
@@ -119,20 +112,14 @@ def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> bool:
     with conn.transaction():
         if not _close(conn, run["id"], "success", result=answer):
             return False
-        job_ids = [r["id"] for r in conn.execute(
-            "SELECT id FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id", (run["id"], run["owner_id"])
-        ).fetchall()]
-        for role, content, meta in (
+        job_ids = [r["id"] for r in jobs.run_jobs(conn, run["owner_id"], run["id"])]
+        threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
             ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
             ("assistant", answer, {"run_id": run["id"], "job_ids": job_ids}),
-        ):
-            conn.execute(
-                "INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
-                (run["thread_id"], run["owner_id"], run["id"], role, content, Jsonb(meta)),
-            )
-        conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s", (run["thread_id"],))
+        ])
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "supervisor_complete", {"run_id": run["id"], "result": answer})
+    _finished("success")
     return True
 
 
@@ -142,17 +129,13 @@ def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -
     with conn.transaction():
         if not _close(conn, run["id"], status, error=message):
             return None
-        conn.execute(
-            "UPDATE worker_jobs SET status = 'cancelled', finished_at = now() WHERE run_id = %s AND owner_id = %s AND status = 'queued'",
-            (run["id"], run["owner_id"]),
-        )
-        workers = conn.execute(
-            "SELECT id AS job_id, status, summary FROM worker_jobs WHERE run_id = %s AND owner_id = %s ORDER BY id",
-            (run["id"], run["owner_id"]),
-        ).fetchall()
+        jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=False)
+        workers = [{"job_id": j["id"], "status": j["status"], "summary": j["summary"]}
+                   for j in jobs.run_jobs(conn, run["owner_id"], run["id"])]
         _set_totals(conn, run["id"])
         details = {"status": status, "workers": workers, "partial_result": run.get("result")}
         events.emit(conn, run["id"], run["owner_id"], "error", {"run_id": run["id"], "message": message, "details": details})
+    _finished(status)
     return details
 
 
@@ -161,11 +144,8 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
     run = get_run(conn, owner_id, run_id)
     if run is None:
         return None
-    workers = conn.execute(
-        """SELECT id AS job_id, worker_id, task, status, duration_ms, summary, error
-           FROM worker_jobs WHERE owner_id = %s AND run_id = %s ORDER BY id""",
-        (owner_id, run_id),
-    ).fetchall()
+    workers = [{"job_id": j["id"], **{k: j[k] for k in ("worker_id", "task", "status", "duration_ms", "summary", "error")}}
+               for j in jobs.run_jobs(conn, owner_id, run_id)]
     return {
         "run_id": run["id"],
         "thread_id": run["thread_id"],
@@ -195,11 +175,24 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] |
         return None
     with conn.transaction():
         if _close(conn, run_id, "cancelled", error="cancelled by the user"):
-            conn.execute(
-                """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
-                   WHERE owner_id = %s AND run_id = %s AND status IN ('queued', 'running')""",
-                (owner_id, run_id),
-            )
+            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=True)
             _set_totals(conn, run_id)
             events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
+            _finished("cancelled")
     return get_run(conn, owner_id, run_id)
+
+
+def set_execution_arn(conn: Connection, run_id: int, arn: str) -> None:
+    conn.execute("UPDATE runs SET execution_arn = %s WHERE id = %s", (arn, run_id))
+
+
+def release_idempotency_key(conn: Connection, run_id: int) -> None:
+    """Free a failed start's key: the client was told to retry, and a retry must start a new run."""
+    conn.execute("UPDATE runs SET idempotency_key = NULL WHERE id = %s", (run_id,))
+
+
+def run_totals(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    return conn.execute(
+        "SELECT duration_ms, tokens_in, tokens_out, cost_usd FROM runs WHERE owner_id = %s AND id = %s",
+        (owner_id, run_id),
+    ).fetchone()

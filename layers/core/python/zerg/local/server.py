@@ -94,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Live SSE: the same request checks as the API (auth, ownership), then follow."""
         from zerg.api import sse
         from zerg.api.errors import ApiError
-        from zerg.api.routes_runs import stream_request
+        from zerg.api.routes.runs import stream_request
         from zerg.runtime import get_runtime
 
         rt = get_runtime()

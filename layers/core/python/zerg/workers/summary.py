@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zerg import events, jobs
-from zerg.artifacts.store import iso
-from zerg.llm import ChatModel, Usage
+from zerg.llm import CallTag, ChatModel, Usage
+from zerg.runs import events
+from zerg.timestamps import iso
+from zerg.workers import jobs
+
+if TYPE_CHECKING:
+    from zerg.runtime import Runtime
 
 SUMMARY_VERSION = 1
 MAX_CHARS = 150
@@ -37,7 +41,7 @@ def _clip(text: str) -> str:
 
 
 def extract_summary(
-    llm: ChatModel | None, model: str, task: str, result: str
+    llm: ChatModel | None, model: str, task: str, result: str, tag: CallTag | None = None
 ) -> tuple[str, dict[str, Any], Usage]:
     """(summary, summary_meta, usage); never raises."""
     now = iso(datetime.now(timezone.utc))
@@ -49,6 +53,7 @@ def extract_summary(
             model=model,
             max_tokens=60,
             timeout=SUMMARY_TIMEOUT_S,
+            tag=tag,
         )
         summary = _clip(reply.content.strip().strip('"'))
         if not summary:
@@ -60,7 +65,7 @@ def extract_summary(
         return _clip(result) or _clip(task), meta, Usage()
 
 
-def summarize_job(rt: Any, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
+def summarize_job(rt: "Runtime", job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
     """Summarise a finished job, write metadata + index, emit ``worker_summary_ready``.
 
     Returns ``{job_id, worker_id, summary}`` (summary None when there is nothing to summarise).
@@ -82,7 +87,8 @@ def summarize_job(rt: Any, job_id: int, owner_id: int, run_id: int) -> dict[str,
         llm = rt.llm
     except Exception:  # no model configured: still a summary, by truncation
         llm = None
-    summary, meta, usage = extract_summary(llm, rt.settings.summary_model, job["task"], result)
+    summary, meta, usage = extract_summary(llm, rt.settings.summary_model, job["task"], result,
+                                           CallTag("summary", owner_id, run_id, job_id))
     if worker_id:
         rt.store.update_summary(worker_id, summary, meta)  # best-effort by its own contract
     with rt.pool.connection() as conn:

@@ -13,8 +13,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from zerg.events import TERMINAL_EVENTS
-from zerg.local_run import describe_event
+from zerg.local.progress import describe_event
+from zerg.runs.events import TERMINAL_EVENTS
 
 
 class ClientError(RuntimeError):

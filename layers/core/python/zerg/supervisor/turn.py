@@ -22,26 +22,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg import events, runs
-from zerg.evidence import build_evidence_mount
-from zerg.llm import Usage
+from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop, model_view
+from zerg.llm import CallTag, ToolCall
+from zerg.runs import events, threads
+from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.tools import ToolContext, invoke
+from zerg.statuses import RUN_FINAL
+from zerg.supervisor.evidence import build_evidence_mount
+from zerg.supervisor.prompts import SUPERVISOR_PROMPT
+from zerg.tools import ToolContext
 from zerg.tools.base import Tool, ToolOutcome, parse_args
-
-SUPERVISOR_PROMPT = """\
-You are the Zerg supervisor: the one brain of a personal assistant. You coordinate disposable
-workers that have real shells (ssh_exec on the user's servers, a local sandbox, HTTP).
-
-- For anything that needs commands, files, servers or investigation, call spawn_worker(task)
-  with one clear, self-contained task per worker; spawn several at once when they are independent.
-- Answer simple questions directly. Use list_workers / grep_workers / read_worker_result to reuse
-  past work instead of repeating it.
-- When workers finish you receive their outcomes, and an INTERNAL EVIDENCE block with the raw tail
-  of their tool outputs. Ground every claim in that evidence; say which worker (job id) it came from.
-  Trust a worker's status (success/failed/timeout), not its prose. If a worker failed, say so and
-  answer with what the others found.
-- Be concise: lead with the answer, then the key numbers."""
+from zerg.workers import jobs
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
 OUTCOME_RESULT_BYTES = 4_000
@@ -83,10 +74,10 @@ def _load(rt: Runtime, run_id: int, owner_id: int, thread_id: int | None = None)
 
 def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
-    if run["status"] in runs.FINAL:  # cancelled meanwhile: nothing more to do
+    if run["status"] in RUN_FINAL:  # cancelled meanwhile: nothing more to do
         return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
-        history = runs.thread_history(conn, owner_id, thread_id)
+        history = threads.recent_messages(conn, owner_id, thread_id)
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
     messages = [{"role": "system", "content": SUPERVISOR_PROMPT}, *history, {"role": "user", "content": run["task"]}]
     return _turn(rt, run, messages)
@@ -94,7 +85,7 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
 
 def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
-    if run["status"] in runs.FINAL:
+    if run["status"] in RUN_FINAL:
         return {"jobs": [], "done": True}
     messages = list(run["working_messages"])
     count = _fill_pending(rt, run, messages)
@@ -108,10 +99,7 @@ def _fill_pending(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any
     """Give every pending spawn_worker call its worker's outcome; return how many workers."""
     pending = {m[PENDING] for m in messages if m.get(PENDING)}
     with rt.pool.connection() as conn:
-        rows = conn.execute(
-            "SELECT * FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND id = ANY(%s)",
-            (run["owner_id"], run["id"], list(pending)),
-        ).fetchall()
+        rows = jobs.run_jobs(conn, run["owner_id"], run["id"], list(pending))
     outcomes = {r["id"]: _outcome_text(rt, r) for r in rows}
     for m in messages:
         if m.get(PENDING):
@@ -141,93 +129,96 @@ def _outcome_text(rt: Runtime, job: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _for_model(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in m.items() if not k.startswith("zerg_")} for m in messages]
-
-
 def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool) -> tuple[str | None, int | None, bool]:
     """(error text, job id, is new). Reuses an identical task's job within the run."""
     settings = rt.settings
     with rt.pool.connection() as conn:
-        existing = conn.execute(
-            "SELECT id, status FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND task = %s ORDER BY id LIMIT 1",
-            (run["owner_id"], run["id"], args.task),
-        ).fetchone()
+        existing = jobs.find_run_job_by_task(conn, run["owner_id"], run["id"], args.task)
         if existing:
             return None, existing["id"], False
         if not rounds_left:
             return (f"ERROR: spawn limit reached ({settings.supervisor_max_rounds} rounds per run): "
                     "answer with the evidence you have"), None, False
-        count = conn.execute("SELECT count(*) AS n FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchone()["n"]
-        if count >= settings.supervisor_max_workers:
+        if jobs.count_run_jobs(conn, run["id"]) >= settings.supervisor_max_workers:
             return (f"ERROR: worker limit reached ({settings.supervisor_max_workers} per run): "
                     "answer with the evidence you have"), None, False
-        from zerg.jobs import create_job
-
         model = args.model or settings.worker_model
-        job_id = create_job(conn, run["owner_id"], args.task, model=model, run_id=run["id"])
+        job_id = jobs.create_job(conn, run["owner_id"], args.task, model=model, run_id=run["id"])
         events.emit(conn, run["id"], run["owner_id"], "worker_spawned", {"job_id": job_id, "task": args.task, "model": model})
     return None, job_id, True
 
 
+class _SupervisorHooks(LoopHooks):
+    """A supervisor turn: the evidence mount joins every inference (never stored); spawn_worker
+    calls become jobs and end the turn; every other tool says so on the event stream."""
+
+    def __init__(self, rt: Runtime, run: dict[str, Any]) -> None:
+        self.rt, self.run = rt, run
+        self.rounds = run["spawn_rounds"]
+        self.new_jobs: list[int] = []
+
+    def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with self.rt.pool.connection() as conn:
+            mount = build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
+                                         self.rt.settings.evidence_budget_bytes)
+        return model_view(messages) + ([{"role": "system", "content": mount}] if mount else [])
+
+    def handle(self, call: ToolCall) -> dict[str, Any] | None:
+        if call.name != SPAWN_TOOL.name:
+            return None
+        args = parse_args(SPAWN_TOOL, call.arguments)
+        if isinstance(args, ToolOutcome):  # invalid arguments: told as text, like any tool
+            return {"role": "tool", "tool_call_id": call.id, "content": args.text}
+        err, job_id, is_new = _spawn(self.rt, self.run, args, self.rounds < self.rt.settings.supervisor_max_rounds)
+        if err:
+            return {"role": "tool", "tool_call_id": call.id, "content": err}
+        if is_new:
+            self.new_jobs.append(job_id)
+        return {"role": "tool", "tool_call_id": call.id, "content": None, PENDING: job_id}
+
+    def tool_started(self, call: ToolCall) -> None:
+        with self.rt.pool.connection() as conn:
+            events.emit(conn, self.run["id"], self.run["owner_id"], "supervisor_thinking", {"message": f"Using {call.name}..."})
+
+    def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
+        if self.new_jobs:  # the turn ends: the state machine fans out, resume fills the calls
+            self.rounds += 1
+            return Stop("spawned")
+        if any(m.get(PENDING) for m in messages):
+            # Only reuses of finished jobs: their outcomes are known, so answer the calls now
+            # and keep going (within max_steps) instead of ending a turn with nothing to run.
+            _fill_pending(self.rt, self.run, messages)
+        return None
+
+
 def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
     settings = rt.settings
-    tools = supervisor_tools()
-    schemas = [t.schema() for t in tools.values()]
-    ctx = ToolContext(settings=settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt)
-    usage = Usage()
-    rounds = run["spawn_rounds"]
-    new_jobs: list[int] = []
+    hooks = _SupervisorHooks(rt, run)
+    agent = AgentLoop(
+        llm=rt.llm, model=settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
+        ctx=ToolContext(settings=settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt),
+        tag=CallTag("supervisor", run["owner_id"], run["id"]),
+        max_steps=settings.supervisor_max_steps, answer_on_last_step=True,
+    )
+    spent = AgentUsage()
     answer: str | None = None
     try:
-        for step in range(settings.supervisor_max_steps):
-            last = step == settings.supervisor_max_steps - 1
-            with rt.pool.connection() as conn:
-                mount = build_evidence_mount(conn, rt.store, run["owner_id"], run["id"], settings.evidence_budget_bytes)
-            request = _for_model(messages) + ([{"role": "system", "content": mount}] if mount else [])
-            reply = rt.llm.complete(request, model=settings.supervisor_model, tools=schemas,
-                                    tool_choice="none" if last else None)
-            usage.add(reply.usage)
-            messages.append(reply.as_message())
-            if not reply.tool_calls:
-                answer = reply.content.strip() or "I could not produce an answer from the evidence."
-                return {"jobs": [], "done": True}
-            rounds_left = rounds < settings.supervisor_max_rounds
-            for call in reply.tool_calls:
-                if call.name == SPAWN_TOOL.name:
-                    args = parse_args(SPAWN_TOOL, call.arguments)
-                    if isinstance(args, ToolOutcome):  # invalid arguments: told as text, like any tool
-                        messages.append({"role": "tool", "tool_call_id": call.id, "content": args.text})
-                        continue
-                    err, job_id, is_new = _spawn(rt, run, args, rounds_left)
-                    if err:
-                        messages.append({"role": "tool", "tool_call_id": call.id, "content": err})
-                        continue
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": None, PENDING: job_id})
-                    if is_new:
-                        new_jobs.append(job_id)
-                    continue
-                with rt.pool.connection() as conn:
-                    events.emit(conn, run["id"], run["owner_id"], "supervisor_thinking", {"message": f"Using {call.name}..."})
-                outcome = invoke(tools, call.name, call.arguments, ctx)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-            if new_jobs:  # the turn ends: the state machine fans out, resume fills the calls
-                rounds += 1
-                return {"jobs": new_jobs, "done": False}
-            if any(m.get(PENDING) for m in messages):
-                # Only reuses of finished jobs: their outcomes are known, so answer the calls now
-                # and keep going (within max_steps) instead of ending a turn with nothing to run.
-                _fill_pending(rt, run, messages)
-        answer = "I stopped before reaching an answer (step limit)."
+        result = agent.run(messages, spent)
+        if result.stop:
+            return {"jobs": hooks.new_jobs, "done": False}
+        if result.exhausted:
+            answer = "I stopped before reaching an answer (step limit)."
+        else:
+            answer = result.answer or "I could not produce an answer from the evidence."
         return {"jobs": [], "done": True}
     finally:
         with rt.pool.connection() as conn:
-            runs.save_working(conn, run["id"], messages, usage, rounds=rounds, answer=answer)
+            runs.save_working(conn, run["id"], messages, spent.usage, rounds=hooks.rounds, answer=answer)
 
 
 def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
-    if run["status"] in runs.FINAL:
+    if run["status"] in RUN_FINAL:
         return {"run_id": run_id, "status": run["status"]}
     answer = run["result"] or "The run ended without an answer."
     with rt.pool.connection() as conn:
@@ -237,10 +228,10 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
 
 
 def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
-    from zerg.lambda_events import describe_step_error
+    from zerg.handler_input import describe_step_error
 
     run = _load(rt, run_id, owner_id)
-    if run["status"] in runs.FINAL:
+    if run["status"] in RUN_FINAL:
         return {"run_id": run_id, "status": run["status"]}
     # States.Timeout: a state's TimeoutSeconds; Sandbox.Timedout: a Lambda hit its own timeout.
     timed_out = isinstance(error, dict) and error.get("Error") in ("States.Timeout", "Sandbox.Timedout")

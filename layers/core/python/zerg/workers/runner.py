@@ -19,11 +19,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from zerg import events, jobs
-from zerg.artifacts.store import FINAL_STATUSES, utcnow
-from zerg.llm import LLMError, Usage
+from zerg import observability
+from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.runs import events
 from zerg.runtime import Runtime
-from zerg.tools import ToolContext, invoke, worker_tools
+from zerg.statuses import JOB_FINISHED, WORKER_OUTCOMES
+from zerg.timestamps import utcnow
+from zerg.tools import ToolContext, ToolOutcome, worker_tools
+from zerg.workers import jobs
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
@@ -57,7 +61,7 @@ class _Loop:
     status: str = "success"
     error: str | None = None
     final: str = ""
-    usage: Usage = field(default_factory=Usage)
+    spent: AgentUsage = field(default_factory=AgentUsage)
     calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
 
@@ -72,7 +76,7 @@ def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str,
 
 def _finished(job: dict[str, Any]) -> WorkerOutcome | None:
     """The recorded outcome of a job that already ended (so re-invoking it changes nothing)."""
-    if job["status"] in FINAL_STATUSES or job["status"] == "cancelled":
+    if job["status"] in JOB_FINISHED:
         return WorkerOutcome(job["id"], job["worker_id"], job["status"], job["duration_ms"], job["error"])
     return None
 
@@ -95,69 +99,69 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
     try:
-        _agent_loop(rt, job_id, worker_id, job["task"], model, deadline, owner_id, loop)
+        _agent_loop(rt, job, worker_id, model, deadline, loop)
+    except LLMError as exc:
+        if time.monotonic() >= deadline:
+            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
+        else:
+            loop.status, loop.error = "failed", str(exc)
     except Exception as exc:  # the system decides: an exception is a failure, whatever was said
         loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
-def _cancelled(rt: Runtime, job_id: int) -> bool:
-    with rt.pool.connection() as conn:
-        row = conn.execute("SELECT status FROM worker_jobs WHERE id = %s", (job_id,)).fetchone()
-    return row is not None and row["status"] == "cancelled"
+class _WorkerHooks(LoopHooks):
+    """A worker's loop: persist every message and tool output as it happens; stop when the user
+    cancelled, the deadline passed or a tool failed critically."""
+
+    def __init__(self, rt: Runtime, job_id: int, worker_id: str, deadline: float, loop: _Loop) -> None:
+        self.rt, self.job_id, self.worker_id, self.deadline, self.loop = rt, job_id, worker_id, deadline, loop
+
+    def _timed_out(self) -> Stop:
+        return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
+
+    def check(self) -> Stop | None:
+        with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
+            if jobs.job_status(conn, self.job_id) == "cancelled":
+                return Stop("cancelled by the user", status="failed")
+        return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
+
+    def timeout(self) -> float | None:
+        return min(self.deadline - time.monotonic(), self.rt.settings.llm_timeout_s)
+
+    def message(self, message: dict[str, Any]) -> None:
+        self.rt.store.append_thread(self.worker_id, message)
+
+    def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
+        path = self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
+        self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
+        self.loop.outputs.append((path, outcome.text))
+        return Stop(outcome.critical, status="failed") if outcome.critical else None
+
+    def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
+        return self._timed_out() if time.monotonic() >= self.deadline else None
 
 
-def _agent_loop(rt: Runtime, job_id: int, worker_id: str, task: str, model: str, deadline: float,
-                owner_id: int, loop: _Loop) -> None:
-    store, settings = rt.store, rt.settings
-    tools = worker_tools()
-    schemas = [t.schema() for t in tools.values()]
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": WORKER_SYSTEM_PROMPT},
-        {"role": "user", "content": task},
-    ]
-    for message in messages:
-        store.append_thread(worker_id, message)
-    ctx = ToolContext(settings=settings, deadline=deadline, owner_id=owner_id)
-    for _ in range(settings.worker_max_iterations):
-        if _cancelled(rt, job_id):  # the user cancelled the run: no more commands on their servers
-            loop.status, loop.error = "failed", "cancelled by the user"
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s"
-            return
-        try:
-            reply = rt.llm.complete(messages, model=model, tools=schemas, timeout=min(left, settings.llm_timeout_s))
-        except LLMError as exc:
-            if time.monotonic() >= deadline:
-                loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
-            else:
-                loop.status, loop.error = "failed", str(exc)
-            return
-        loop.usage.add(reply.usage)
-        message = reply.as_message()
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop) -> None:
+    settings = rt.settings
+    hooks = _WorkerHooks(rt, job["id"], worker_id, deadline, loop)
+    messages: list[dict[str, Any]] = []
+    for message in ({"role": "system", "content": WORKER_SYSTEM_PROMPT}, {"role": "user", "content": job["task"]}):
         messages.append(message)
-        store.append_thread(worker_id, message)
-        if not reply.tool_calls:
-            loop.final = reply.content.strip()
-            return
-        for call in reply.tool_calls:
-            outcome = invoke(tools, call.name, call.arguments, ctx)
-            path = store.save_tool_output(worker_id, call.name, outcome.saved)
-            loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
-            loop.outputs.append((path, outcome.text))
-            tool_message = {"role": "tool", "tool_call_id": call.id, "content": outcome.text}
-            messages.append(tool_message)
-            store.append_thread(worker_id, tool_message)
-            if outcome.critical:
-                loop.status, loop.error = "failed", outcome.critical
-                return
-        if time.monotonic() >= deadline:
-            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s"
-            return
-    loop.status = "failed"
-    loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
+        hooks.message(message)
+    agent = AgentLoop(
+        llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
+        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt),
+        tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
+    )
+    result = agent.run(messages, loop.spent)
+    if result.stop:
+        loop.status, loop.error = result.stop.status or "failed", result.stop.reason
+    elif result.exhausted:
+        loop.status = "failed"
+        loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
+    else:
+        loop.final = result.answer or ""
 
 
 def _synthesise(loop: _Loop) -> str:
@@ -174,14 +178,17 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
     store = rt.store
     result = loop.final if (loop.status == "success" and loop.final) else _synthesise(loop)
     store.save_result(worker_id, result)
+    usage = loop.spent.usage
     meta = store.complete_worker(
         worker_id,
         loop.status,
         error=loop.error,
         extra={
-            "tokens_in": loop.usage.tokens_in,
-            "tokens_out": loop.usage.tokens_out,
-            "cost_usd": loop.usage.cost_usd,
+            "tokens_in": usage.tokens_in,
+            "tokens_out": usage.tokens_out,
+            "cost_usd": usage.cost_usd,
+            "model_ms": round(loop.spent.model_ms),
+            "tool_ms": round(loop.spent.tool_ms),
             "tool_calls": loop.calls,
         },
     )
@@ -190,6 +197,7 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
         events.emit(conn, run_id, owner_id, "worker_complete", {
             "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
         })
+    observability.metric("WorkerDuration", meta["duration_ms"] or 0, "Milliseconds", status=loop.status)
     return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
 
 
@@ -206,10 +214,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     duration_ms = None
     if worker_id is None:
         with rt.pool.connection() as conn:
-            conn.execute(
-                "UPDATE worker_jobs SET status='failed', error=%s, finished_at=now() WHERE id=%s",
-                (error, job_id),
-            )
+            jobs.mark_failed_unstarted(conn, job_id, error)
             events.emit(conn, run_id, owner_id, "worker_complete", {
                 "job_id": job_id, "worker_id": None, "status": "failed", "duration_ms": None,
             })
@@ -218,7 +223,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
         store.save_result(worker_id, f"[Worker failed: {error}]")
     meta = store.read_metadata(worker_id)
-    if meta.get("status") not in FINAL_STATUSES:
+    if meta.get("status") not in WORKER_OUTCOMES:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:

@@ -22,12 +22,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from zerg.config import Settings
+from zerg.runs.starter import execution_input, execution_name
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
-ASL_PATH = Path(__file__).resolve().parents[4] / "statemachines" / "run.asl.json"
 REGION = "us-east-1"
 FUNCTION_KEYS = {"supervisor": "SupervisorFunctionArn", "worker": "WorkerFunctionArn", "summary": "SummaryFunctionArn"}
 log = logging.getLogger("zerg.local_engine")
@@ -66,9 +67,13 @@ class LocalEngine:
 
     _active: "LocalEngine | None" = None
 
-    def __init__(self, handlers: dict[str, Handler] | None = None, asl_path: Path = ASL_PATH) -> None:
+    def __init__(self, handlers: dict[str, Handler] | None = None, definition: str | None = None) -> None:
         self.handlers = handlers or default_handlers()
-        self.asl_path = asl_path
+        if definition is None:
+            from statemachines import definition as load
+
+            definition = load("run")
+        self.definition = definition
         self._mock: Any = None
         self._original_invoke: Any = None
         self._sfn: Any = None
@@ -98,7 +103,7 @@ class LocalEngine:
             iam = boto3.client("iam", region_name=REGION)
             role = iam.create_role(RoleName="zerg-local", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
             lam = boto3.client("lambda", region_name=REGION)
-            definition = self.asl_path.read_text()
+            definition = self.definition
             for name, key in FUNCTION_KEYS.items():
                 arn = lam.create_function(
                     FunctionName=name, Runtime="python3.12", Role=role, Handler="handler.handler",
@@ -106,7 +111,7 @@ class LocalEngine:
                 )["FunctionArn"]
                 definition = definition.replace("${%s}" % key, arn)  # moto ignores DefinitionSubstitutions
             if "${" in definition:
-                raise EngineError(f"unresolved substitution left in {self.asl_path.name}")
+                raise EngineError("unresolved substitution left in the state machine definition")
             self._sfn = boto3.client("stepfunctions", region_name=REGION)
             self.machine_arn = self._sfn.create_state_machine(
                 name="zerg-run", definition=definition, roleArn=role)["stateMachineArn"]
@@ -161,9 +166,9 @@ class LocalEngine:
     def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
         if self._sfn is None:
             raise EngineError("engine not started")
-        payload = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+        payload = execution_input(run_id, owner_id, thread_id, max_concurrency)
         return self._sfn.start_execution(
-            stateMachineArn=self.machine_arn, name=f"run-{run_id}", input=json.dumps(payload))["executionArn"]
+            stateMachineArn=self.machine_arn, name=execution_name(run_id), input=json.dumps(payload))["executionArn"]
 
     def describe(self, execution_arn: str) -> dict[str, Any]:
         return self._sfn.describe_execution(executionArn=execution_arn)
@@ -180,3 +185,37 @@ class LocalEngine:
             if deadline is not None and time.monotonic() > deadline:
                 raise EngineError(f"execution {execution_arn} still running after {timeout}s")
             time.sleep(poll)
+
+
+class LocalStarter:
+    """The run starter of a locally hosted runtime: one engine, started on first use and stopped
+    by :meth:`close` (``reset_runtime`` calls it)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._engine: LocalEngine | None = None
+        self._lock = threading.Lock()
+        self._started: dict[int, str] = {}  # run id -> execution arn: starting twice returns the first
+
+    def engine(self) -> LocalEngine:
+        with self._lock:
+            if self._engine is None:
+                self._engine = LocalEngine().start()
+            return self._engine
+
+    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+        engine = self.engine()
+        with self._lock:
+            if run_id not in self._started:
+                self._started[run_id] = engine.start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
+            return self._started[run_id]
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        self.engine().stop_execution(execution_arn, cause)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.stop()
+                self._engine = None
+            self._started.clear()

@@ -19,6 +19,7 @@ from typing import Any
 from psycopg import Connection
 
 from zerg.artifacts.store import FileInfo, WorkerArtifactStore
+from zerg.workers.jobs import get_owned_job
 
 
 class NotFound(LookupError):
@@ -53,14 +54,7 @@ def resolve_worker(
     if not isinstance(owner_id, int) or owner_id <= 0:
         raise NotFound("no owner, no data")
     handle = job_id if job_id is not None else worker_id
-    if job_id is not None:
-        row = conn.execute(
-            "SELECT * FROM worker_jobs WHERE owner_id = %s AND id = %s", (owner_id, job_id)
-        ).fetchone()
-    else:
-        row = conn.execute(
-            "SELECT * FROM worker_jobs WHERE owner_id = %s AND worker_id = %s", (owner_id, worker_id)
-        ).fetchone()
+    row = get_owned_job(conn, owner_id, job_id=job_id, worker_id=worker_id)
     if row is None:
         raise NotFound(f"worker {handle} not found")
     return WorkerRef(

@@ -49,6 +49,15 @@ def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload:
     return row["id"]
 
 
+def terminal_event_id(conn: Connection, owner_id: int, run_id: int) -> int | None:
+    """The id of the owner's run's final event (``supervisor_complete`` or ``error``), if any."""
+    row = conn.execute(
+        "SELECT max(id) AS id FROM run_events WHERE owner_id = %s AND run_id = %s AND event_type = ANY(%s)",
+        (owner_id, run_id, list(TERMINAL_EVENTS)),
+    ).fetchone()
+    return row["id"]
+
+
 def list_events(
     conn: Connection, owner_id: int, run_id: int, *, after_id: int = 0, limit: int = 1000
 ) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zerg.artifacts import WorkerArtifactStore
+from zerg.workers import jobs
 
 DEFAULT_BUDGET_BYTES = 32_000
 HEAD_BYTES = 1_000  # a file's first bytes (the command line, exit code) survive any cut
@@ -101,10 +102,7 @@ def build_evidence_mount(
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
 ) -> str | None:
     """The mount text for this run, or None when the run has no workers."""
-    rows = conn.execute(
-        "SELECT id, worker_id, status, task FROM worker_jobs WHERE owner_id = %s AND run_id = %s ORDER BY id",
-        (owner_id, run_id),
-    ).fetchall()
+    rows = jobs.run_jobs(conn, owner_id, run_id)
     if not rows:
         return None
     workers = [_Worker(r["id"], r["worker_id"], r["status"], r["task"]) for r in rows]

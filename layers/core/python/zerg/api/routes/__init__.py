@@ -1,0 +1,1 @@
+"""One Router per domain of the Jarvis API."""

@@ -1,0 +1,79 @@
+"""``zerg run "task"``: one task end to end on the embedded runtime, with live progress.
+
+Starts the run on the owner's thread (the local owner by default), executes the real state
+machine with the runtime's local engine, prints progress from ``run_events`` as it is written, then
+the answer, the run id and where the artifacts are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zerg.local.progress import describe_event
+from zerg.runs import events
+from zerg.runs import store as runs
+from zerg.runtime import Runtime
+from zerg.workers import jobs
+
+Printer = Callable[[str], None]
+
+
+@dataclass
+class RunReport:
+    run_id: int
+    status: str
+    result: str | None
+    error: str | None
+    artifact_dirs: list[str]
+
+
+def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, poll_s: float = 0.1) -> RunReport:
+    """Run ``task`` for ``owner_id`` on the runtime's local engine, printing progress as it happens."""
+    with rt.pool.connection() as conn:
+        started = runs.start_run(conn, owner_id, task, trigger="cli")
+    if rt.settings.offline:
+        out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
+    from zerg.local.engine import LocalStarter
+
+    starter = rt.starter
+    if not isinstance(starter, LocalStarter):
+        raise RuntimeError("zerg run executes on the local engine: unset ZERG_STATE_MACHINE_ARN")
+    last_id = 0
+    engine = starter.engine()
+    arn = starter.start(started.run_id, owner_id, started.thread_id)
+    finished = False
+    while True:
+        with rt.pool.connection() as conn:
+            batch = events.list_events(conn, owner_id, started.run_id, after_id=last_id)
+        for e in batch:
+            last_id = e["id"]
+            line = describe_event(e["event_type"], e["payload"])
+            if line:
+                out(line)
+        if finished and not batch:
+            break
+        finished = engine.describe(arn)["status"] != "RUNNING"
+        if not finished:
+            time.sleep(poll_s)
+    with rt.pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, started.run_id)
+        workers = [j for j in jobs.run_jobs(conn, owner_id, started.run_id) if j["worker_id"]]
+    dirs = [rt.store.location(w["worker_id"]) for w in workers]
+    return RunReport(run["id"], run["status"], run["result"], run["error"], dirs)
+
+
+def print_report(rt: Runtime, report: RunReport, owner_id: int, out: Printer = print) -> None:
+    with rt.pool.connection() as conn:
+        run = runs.run_totals(conn, owner_id, report.run_id)
+    out("")
+    out(report.result if report.status == "success" else f"Run {report.status}: {report.error}")
+    out("")
+    cost = "unknown" if run["cost_usd"] is None else f"${float(run['cost_usd']):.4f}"
+    took = "-" if run["duration_ms"] is None else f"{run['duration_ms'] / 1000:.1f}s"
+    out(f"run {report.run_id}: {report.status} in {took}, tokens {run['tokens_in']} in / {run['tokens_out']} out, cost {cost}")
+    if report.artifact_dirs:
+        out("artifacts:")
+        for d in report.artifact_dirs:
+            out(f"  {d}")

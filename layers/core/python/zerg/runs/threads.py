@@ -1,0 +1,72 @@
+"""The owner's single, long-lived supervisor thread ("one brain"): ``threads`` and
+``thread_messages``.
+
+Invariants:
+- Exactly one supervisor thread per owner, enforced by ``UNIQUE (owner_id, kind)``;
+  find-or-create is idempotent and safe under concurrent callers.
+- The thread holds the user's messages and Zerg's answers only (a run's working conversation
+  lives on the run); messages are appended, never edited.
+- Every read is scoped by owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+
+def find_or_create_thread(conn: Connection, owner_id: int) -> int:
+    """Return the owner's supervisor thread id, creating it if missing."""
+    row = conn.execute(
+        """INSERT INTO threads (owner_id, kind) VALUES (%s, 'supervisor')
+           ON CONFLICT (owner_id, kind) DO NOTHING RETURNING id""",
+        (owner_id,),
+    ).fetchone()
+    if row:
+        return row["id"]
+    row = conn.execute(
+        "SELECT id FROM threads WHERE owner_id = %s AND kind = 'supervisor'", (owner_id,)
+    ).fetchone()
+    return row["id"]
+
+
+def get_thread(conn: Connection, owner_id: int) -> dict[str, Any] | None:
+    """The owner's supervisor thread (id, created_at, updated_at), or None before the first run."""
+    return conn.execute(
+        "SELECT id, created_at, updated_at FROM threads WHERE owner_id = %s AND kind = 'supervisor'", (owner_id,)
+    ).fetchone()
+
+
+def append_messages(
+    conn: Connection, owner_id: int, thread_id: int, run_id: int | None,
+    messages: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    """Append ``(role, content, metadata)`` messages in order and touch the thread."""
+    for role, content, meta in messages:
+        conn.execute(
+            "INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
+            (thread_id, owner_id, run_id, role, content, Jsonb(meta)),
+        )
+    conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s AND owner_id = %s", (thread_id, owner_id))
+
+
+def recent_messages(conn: Connection, owner_id: int, thread_id: int, limit: int = 20) -> list[dict[str, Any]]:
+    """The thread's last ``limit`` messages, oldest first, as chat messages."""
+    rows = conn.execute(
+        """SELECT role, content FROM (
+               SELECT id, role, content FROM thread_messages WHERE owner_id = %s AND thread_id = %s
+               ORDER BY id DESC LIMIT %s) AS recent ORDER BY id""",
+        (owner_id, thread_id, limit),
+    ).fetchall()
+    return [{"role": r["role"], "content": r["content"]} for r in rows]
+
+
+def page_messages(conn: Connection, owner_id: int, thread_id: int, *, before_id: int, limit: int) -> list[dict[str, Any]]:
+    """A page of the thread, newest first: messages with id < ``before_id``."""
+    return conn.execute(
+        """SELECT id, role, content, metadata, run_id, created_at FROM thread_messages
+           WHERE owner_id = %s AND thread_id = %s AND id < %s ORDER BY id DESC LIMIT %s""",
+        (owner_id, thread_id, before_id, limit),
+    ).fetchall()

@@ -1,0 +1,24 @@
+"""Run and job statuses, defined once (the migrations' CHECK constraints list the same values;
+``tests/test_statuses.py`` holds the two in step).
+
+Invariants:
+- A status is set by the system (exit codes, exceptions, deadlines, the user's cancel), never
+  from what a model says.
+- A final status never changes again.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+RunStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+RUN_FINAL: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
+
+JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+# What a worker's own run can end with (its metadata.json): the system decided it.
+WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout")
+# A job that will not change any more: a worker outcome, or cancelled by the user.
+JOB_FINISHED: tuple[str, ...] = (*WORKER_OUTCOMES, "cancelled")
+JOB_UNFINISHED: tuple[str, ...] = ("queued", "running")

@@ -1,0 +1,1 @@
+"""The supervisor: its turns, its prompt and the evidence mount."""

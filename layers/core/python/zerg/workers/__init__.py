@@ -1,0 +1,1 @@
+"""Workers: the job index, ownership of artifacts, the runner and summaries."""
