@@ -51,6 +51,25 @@ def test_zerg_run_offline_completes_and_leaves_the_artifact_tree(database_url, t
         names = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
         assert {"metadata.json", "result.txt", "thread.jsonl", "tool_calls/001_container_exec.txt"} <= names
     assert "Traceback" not in out.stderr
+    assert out.stderr.strip() == ""  # quiet unless asked: no log lines on the terminal
+
+
+def test_zerg_run_acts_for_the_owner_named_and_refuses_an_unknown_one(database_url, tmp_path, pool):
+    from zerg.owners import create_owner
+
+    with pool.connection() as conn:
+        bob = create_owner(conn, f"bob-{tmp_path.name}").owner_id
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts")}
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", f"bob-{tmp_path.name}", "check disk"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_id = int(next(line for line in out.stdout.splitlines() if line.startswith("run ")).split()[1].rstrip(":"))
+    with pool.connection() as conn:
+        assert conn.execute("SELECT owner_id FROM runs WHERE id = %s", (run_id,)).fetchone()["owner_id"] == bob
+    unknown = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", "nobody-here", "check disk"],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert unknown.returncode == 2 and "no owner named 'nobody-here'" in unknown.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [(["run", " "], "give a task"), (["run", "x" * 9000], "the limit is 8192")])
