@@ -155,8 +155,10 @@ def build_host_layer(output_dir: Path, requirements: list[str] | None = None,
     """The layer for this interpreter under ``output_dir/python``: the cached dependencies
     (hard-linked when possible) plus a fresh copy of the shipped library. Returns that dir."""
     target = output_dir / "python"
+    # Bytecode someone wrote into the cache (an import straight from it) must not leak in.
     shutil.copytree(cached_host_dependencies(requirements, cache_root), target,
-                    copy_function=_link_or_copy)
+                    copy_function=_link_or_copy,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     copy_library(target)
     return target
 
