@@ -76,3 +76,13 @@ def test_layer_ships_only_runtime_dependencies_as_aarch64_wheels(tmp_path):
     platforms = [command[i + 1] for i, arg in enumerate(command) if arg == "--platform"]
     assert platforms and all(p.endswith("_aarch64") for p in platforms)
     assert command[command.index("--target") + 1] == str(tmp_path)
+
+
+def test_host_layer_target_is_this_interpreter_and_still_wheels_only(tmp_path):
+    from infra.components.layer_build import HOST, LAMBDA, layer_hash, pip_command
+
+    command = pip_command(tmp_path, ["boto3"], HOST)
+    assert "--only-binary=:all:" in command
+    assert "--platform" not in command and "--python-version" not in command
+    # The host layer never shares a hash (or a cache entry) with the deployed one.
+    assert layer_hash(["boto3"], HOST) != layer_hash(["boto3"], LAMBDA)
