@@ -111,3 +111,23 @@ def bench_database() -> Iterator[str]:
         db.close_pools()
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_benchmark(main: Callable[..., None], smoke: bool = False) -> None:
+    """Run one benchmark's ``main`` quietly in an environment restored afterwards (``smoke``:
+    its smallest configuration)."""
+    import inspect
+
+    if smoke and "smoke" not in inspect.signature(main).parameters:
+        raise TypeError(f"{main.__module__}.main() has no smoke mode")
+    with environ():
+        main(smoke=True) if smoke else main()
+
+
+def script(main: Callable[..., None]) -> None:
+    """``python -m bench.<name> [--smoke]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke", action="store_true", help="the smallest configuration (a quick check that it runs)")
+    run_benchmark(main, smoke=parser.parse_args().smoke)

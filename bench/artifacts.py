@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._common import bench_database, environ, fmt, measure
+from bench._common import bench_database, environ, fmt, measure, script
 from zerg.artifacts.local import LocalArtifactStore
 
 
@@ -58,4 +58,4 @@ def main(smoke: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -14,7 +14,7 @@ import contextlib
 import tempfile
 import time
 
-from bench._common import bench_database, environ
+from bench._common import bench_database, environ, script
 
 
 def main(smoke: bool = False) -> None:
@@ -57,4 +57,4 @@ def main(smoke: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

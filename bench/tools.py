@@ -15,7 +15,7 @@ import json
 import tempfile
 import time
 
-from bench._common import bench_database, environ, fmt, measure
+from bench._common import bench_database, environ, fmt, measure, script
 
 
 def main(smoke: bool = False) -> None:
@@ -81,4 +81,4 @@ def _mount(rt, owner, run_id, build):
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from bench._common import ROOT, bench_database, environ
+from bench._common import ROOT, bench_database, environ, script
 
 
 def import_time_ms(module: str, repeat: int = 5) -> float:
@@ -97,4 +97,4 @@ def main(smoke: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)
