@@ -64,11 +64,11 @@ def main(smoke: bool = False) -> None:
 
         rt.llm.complete = timed_complete
         agent.invoke = timed_invoke  # the agent loop's tool dispatch
-        with rt.pool.connection() as conn:
-            owner = create_owner(conn, "bench").owner_id
-        run_id, _ = make_run(rt.pool, owner)
         totals, models, tools = [], [], []
         try:
+            with rt.pool.connection() as conn:
+                owner = create_owner(conn, "bench").owner_id
+            run_id, _ = make_run(rt.pool, owner)
             for n in range(runs + warmup):
                 llm.script({"tool_calls": [("container_exec", {"command": "true"})]}, {"content": "done"})
                 job_id = make_job(rt.pool, owner, run_id, f"bench {n}")
