@@ -1,4 +1,13 @@
-"""Helpers shared by the benchmarks: timing statistics and a throw-away database."""
+"""Helpers shared by the benchmarks: timing statistics, a scoped environment and a throw-away
+database.
+
+Every benchmark runs in one process after the others (``python -m bench``, tests/test_bench.py),
+so nothing a benchmark configures may outlive it: environment variables go through
+:func:`environ` (set for the block, the whole environment restored after), and
+:func:`bench_database` hands out a fresh database and forgets the process runtime, the settings
+cache and the connection pools when it is dropped. Log lines go to stderr at WARNING: stdout is
+for figures only.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+QUIET = "WARNING"
 
 
 def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
@@ -33,15 +43,61 @@ def fmt(name: str, stats: dict[str, float]) -> str:
     return f"{name:<44} p50 {stats['p50_ms']:8.3f} ms   p99 {stats['p99_ms']:8.3f} ms   (n={stats['n']})"
 
 
+def forget_runtime() -> None:
+    """Drop what the process built from the settings of the moment: the runtime (and the local
+    engine it may have started), the settings cache; then re-read the log level."""
+    from zerg import config, observability, runtime
+
+    runtime.reset_runtime()
+    config.get_settings.cache_clear()
+    observability.reset()
+    config.get_settings.cache_clear()  # reset() read them: leave nothing cached
+
+
+@contextlib.contextmanager
+def environ(**values: str | None) -> Iterator[None]:
+    """Run the block with ``values`` set in the environment (``None`` unsets) and logs at WARNING
+    unless ``ZERG_LOG_LEVEL`` is given; afterwards the whole environment is as it was (whatever
+    the block changed) and the runtime is rebuilt from it on next use."""
+    saved = dict(os.environ)
+    try:
+        os.environ["ZERG_LOG_LEVEL"] = QUIET
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        forget_runtime()
+        yield
+    finally:
+        from zerg import runtime
+
+        runtime.reset_runtime()  # built from the block's settings: stop it before they go
+        os.environ.clear()
+        os.environ.update(saved)
+        forget_runtime()
+
+
+def admin_database_url() -> str:
+    """The server benchmarks create their databases on: DATABASE_URL, else an embedded one."""
+    from zerg import db
+
+    return os.environ.get("DATABASE_URL") or db.embedded_database_url(ROOT / ".zerg" / "bench")
+
+
 @contextlib.contextmanager
 def bench_database() -> Iterator[str]:
-    """A fresh, migrated database on DATABASE_URL's server or the embedded one (dropped after)."""
+    """A fresh, migrated database on DATABASE_URL's server or the embedded one (dropped after).
+
+    On the way out the process runtime, the settings cache and every pool are dropped first:
+    the next benchmark must not reach for a pool on a database that no longer exists.
+    """
     import psycopg
 
     from zerg import db
     from zerg.migrate import migrate
 
-    admin = os.environ.get("DATABASE_URL") or db.embedded_database_url(ROOT / ".zerg" / "bench")
+    admin = admin_database_url()
     name = f"zerg_bench_{secrets.token_hex(4)}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -51,6 +107,27 @@ def bench_database() -> Iterator[str]:
             migrate(conn)
         yield url
     finally:
+        forget_runtime()
         db.close_pools()
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_benchmark(main: Callable[..., None], smoke: bool = False) -> None:
+    """Run one benchmark's ``main`` quietly in an environment restored afterwards (``smoke``:
+    its smallest configuration)."""
+    import inspect
+
+    if smoke and "smoke" not in inspect.signature(main).parameters:
+        raise TypeError(f"{main.__module__}.main() has no smoke mode")
+    with environ():
+        main(smoke=True) if smoke else main()
+
+
+def script(main: Callable[..., None]) -> None:
+    """``python -m bench.<name> [--smoke]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke", action="store_true", help="the smallest configuration (a quick check that it runs)")
+    run_benchmark(main, smoke=parser.parse_args().smoke)

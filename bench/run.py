@@ -5,37 +5,40 @@ engine vs in our handlers, and per-worker overhead.
 With Map concurrency 1 the run is serial, so wall = engine + handlers exactly; concurrency 5 (the
 default) shows the wall time a user sees.
 
-Run: .venv/bin/python -m bench.run
+Run: .venv/bin/python -m bench.run   (smoke: main(smoke=True), one 1-worker run per concurrency)
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import tempfile
 import time
 
-from bench._common import bench_database
+from bench._common import bench_database, environ, script
 
 
-def main() -> None:
+def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
     from tests.support.scripts import run_script
-    from zerg import config, runs
     from zerg.local.engine import LocalEngine
     from zerg.owners import create_owner
+    from zerg.runs import store as runs
     from zerg.runtime import get_runtime
 
-    llm = ScriptedLLM()
-    with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
-        os.environ.update(DATABASE_URL=url, OPENAI_BASE_URL=llm.base_url, ZERG_ARTIFACT_DIR=tmp,
-                          ZERG_SUPERVISOR_MAX_WORKERS="20")
-        config.get_settings.cache_clear()
+    sizes = (1,) if smoke else (1, 1, 5, 20)  # the first 1-worker run warms up clients and caches
+    with (
+        contextlib.closing(ScriptedLLM()) as llm,
+        tempfile.TemporaryDirectory() as tmp,
+        bench_database() as url,
+        environ(DATABASE_URL=url, OPENAI_BASE_URL=llm.base_url, ZERG_ARTIFACT_DIR=tmp, ZERG_DATA_DIR=tmp,
+                ZERG_SUPERVISOR_MAX_WORKERS="20"),
+    ):
         rt = get_runtime()
         with rt.pool.connection() as conn:
             owner = create_owner(conn, "bench").owner_id
         print("workers  concurrency   wall ms   handlers ms   engine ms   engine ms/worker")
         with LocalEngine() as engine:
-            for n in (1, 1, 5, 20):  # the first 1-worker run warms up clients and caches
+            for n in sizes:
                 for concurrency in (1, 5):
                     llm.respond_with(run_script([f"task {i}" for i in range(n)], commands={f"task {i}": "true" for i in range(n)}))
                     with rt.pool.connection() as conn:
@@ -51,8 +54,7 @@ def main() -> None:
                         print(f"{n:7d}  {concurrency:11d}  {wall:8.0f}  {handlers:12.0f}  {engine_ms:10.0f}  {engine_ms / n:17.1f}")
                     else:
                         print(f"{n:7d}  {concurrency:11d}  {wall:8.0f}  {handlers:12.0f}  {'(parallel)':>10}")
-    llm.close()
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

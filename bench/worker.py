@@ -4,19 +4,18 @@ A zero-latency scripted model (loopback HTTP through the real openai client) ask
 ``container_exec("true")`` and then answers; the run is split into model calls, tool time and
 the rest (artifact writes, index and event rows).
 
-Run: .venv/bin/python -m bench.worker
+Run: .venv/bin/python -m bench.worker   (smoke: main(smoke=True), 3 runs, same code paths)
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench._common import ROOT, bench_database
+from bench._common import ROOT, bench_database, environ, script
 
 
 def import_time_ms(module: str, repeat: int = 5) -> float:
@@ -28,21 +27,26 @@ def import_time_ms(module: str, repeat: int = 5) -> float:
     return statistics.median(samples)
 
 
-def main(runs: int = 30) -> None:
+def main(smoke: bool = False) -> None:
     from tests.support.factories import make_job, make_run
     from tests.support.llm_server import ScriptedLLM
-    from zerg import config, worker_runner
+    from zerg import agent
     from zerg.owners import create_owner
     from zerg.runtime import get_runtime
+    from zerg.workers.runner import run_worker_job
 
+    runs, warmup, imports = (3, 1, 1) if smoke else (30, 3, 5)
     llm = ScriptedLLM()
-    with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
-        os.environ.update(DATABASE_URL=url, OPENAI_BASE_URL=llm.base_url, ZERG_ARTIFACT_DIR=tmp)
-        config.get_settings.cache_clear()
+    real_invoke = agent.invoke
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        bench_database() as url,
+        environ(DATABASE_URL=url, OPENAI_BASE_URL=llm.base_url, ZERG_ARTIFACT_DIR=tmp, ZERG_DATA_DIR=tmp),
+    ):
         rt = get_runtime()
         timers = {"model": 0.0, "tool": 0.0}
 
-        real_complete, real_invoke = rt.llm.complete, worker_runner.invoke
+        real_complete = rt.llm.complete
 
         def timed_complete(*a, **k):
             t = time.perf_counter()
@@ -59,22 +63,25 @@ def main(runs: int = 30) -> None:
                 timers["tool"] += time.perf_counter() - t
 
         rt.llm.complete = timed_complete
-        worker_runner.invoke = timed_invoke
-        with rt.pool.connection() as conn:
-            owner = create_owner(conn, "bench").owner_id
-        run_id, _ = make_run(rt.pool, owner)
+        agent.invoke = timed_invoke  # the agent loop's tool dispatch
         totals, models, tools = [], [], []
-        for n in range(runs + 3):
-            llm.script({"tool_calls": [("container_exec", {"command": "true"})]}, {"content": "done"})
-            job_id = make_job(rt.pool, owner, run_id, f"bench {n}")
-            timers.update(model=0.0, tool=0.0)
-            start = time.perf_counter()
-            worker_runner.run_worker_job(rt, job_id, owner, run_id)
-            if n >= 3:  # warm-up: first client connection, first pool checkout
-                totals.append(time.perf_counter() - start)
-                models.append(timers["model"])
-                tools.append(timers["tool"])
-        llm.close()
+        try:
+            with rt.pool.connection() as conn:
+                owner = create_owner(conn, "bench").owner_id
+            run_id, _ = make_run(rt.pool, owner)
+            for n in range(runs + warmup):
+                llm.script({"tool_calls": [("container_exec", {"command": "true"})]}, {"content": "done"})
+                job_id = make_job(rt.pool, owner, run_id, f"bench {n}")
+                timers.update(model=0.0, tool=0.0)
+                start = time.perf_counter()
+                run_worker_job(rt, job_id, owner, run_id)
+                if n >= warmup:  # warm-up: first client connection, first pool checkout
+                    totals.append(time.perf_counter() - start)
+                    models.append(timers["model"])
+                    tools.append(timers["tool"])
+        finally:
+            agent.invoke = real_invoke
+            llm.close()
 
     def ms(xs):
         return statistics.median(xs) * 1000
@@ -85,8 +92,9 @@ def main(runs: int = 30) -> None:
     print(f"  model calls (HTTP loopback) {model:8.2f} ms")
     print(f"  tool (container_exec true)  {tool:8.2f} ms")
     print(f"  persistence + bookkeeping   {total - model - tool:8.2f} ms")
-    print(f"import functions.worker.handler (fresh interpreter, median of 5): {import_time_ms('functions.worker.handler'):.1f} ms")
+    handler_ms = import_time_ms("functions.worker.handler", imports)
+    print(f"import functions.worker.handler (fresh interpreter, median of {imports}): {handler_ms:.1f} ms")
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

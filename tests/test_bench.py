@@ -1,0 +1,60 @@
+"""Every benchmark runs: each module's smallest configuration (``main(smoke=True)``), in-process
+the way ``python -m bench --smoke`` runs it, on the test database server. The figures are
+checked by their labels, never by their values; stdout must hold figures, not log lines."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import pytest
+
+from bench._common import run_benchmark
+
+# Module -> labels its smoke run must print.
+FIGURES = {
+    "artifacts": ["== local artifact store ==", "create_worker", "save_tool_output (10 KB)",
+                  "append_thread (1 message)", "read_file (10 KB)", "tail 2 KB of a 1 MB file",
+                  "bytes read/call", "index rebuild, 10 workers"],
+    "worker": ["== one worker run", "total", "model calls (HTTP loopback)", "tool (container_exec true)",
+               "persistence + bookkeeping", "import functions.worker.handler"],
+    "tools": ["setup: 20 workers stored", "== supervisor tools, 20 workers ==", "list_workers(limit=20)",
+              "list_workers(limit=100, status='success')", "grep_workers (rare literal",
+              "grep_workers (common literal", "== evidence mount", "build_evidence_mount", "bytes read/build"],
+    "run": ["workers  concurrency   wall ms   handlers ms   engine ms", "(parallel)"],
+    "cli": ['== zerg run "check disk"', "zerg run, wall", "interpreter start and exit", "CLI imports",
+            "engine imports", "engine start", "the run itself", "run duration as recorded"],
+}
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_benchmark_smoke_run_prints_its_figures(name, admin_url, monkeypatch, capsys):
+    monkeypatch.setenv("DATABASE_URL", admin_url)  # bench databases on the test server
+    run_benchmark(importlib.import_module(f"bench.{name}").main, smoke=True)
+    out = capsys.readouterr().out
+    missing = [label for label in FIGURES[name] if label not in out]
+    assert not missing, f"bench.{name} did not print {missing}:\n{out}"
+    assert '"level"' not in out, f"log lines on stdout:\n{out}"
+
+
+def test_python_m_bench_runs_the_rest_after_a_failure_and_exits_1(monkeypatch, capsys):
+    import bench.__main__ as entry
+
+    def broken(smoke: bool = False) -> None:
+        raise RuntimeError("boom")
+
+    def fine(smoke: bool = False) -> None:
+        print(f"figure smoke={smoke}")
+
+    for name, main in (("broken", broken), ("fine", fine)):
+        module = types.ModuleType(f"bench.{name}")
+        module.main = main
+        monkeypatch.setitem(sys.modules, f"bench.{name}", module)
+    monkeypatch.setattr(entry, "benchmarks", lambda: ["broken", "fine"])
+
+    assert entry.main(["--smoke"]) == 1
+    out, err = capsys.readouterr()
+    assert "figure smoke=True" in out
+    assert "RuntimeError: boom" in err and "failed: broken" in err
+    assert "boom" not in out
