@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._common import script
 from infra.components.layer_build import build_host_layer
 from tests.support.lambda_layer import FUNCTION_DIRS, IMPORT_TIMER, LAMBDA_ENV, import_ms, lambda_task
 
@@ -36,7 +37,8 @@ def _import_ms_with_pyc(task: Path, layer: Path) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def main(repeat: int = 5) -> None:
+def main(smoke: bool = False) -> None:
+    repeat = 1 if smoke else 5
     with tempfile.TemporaryDirectory(prefix="zerg-bench-layer-") as tmp:
         root = Path(tmp)
         start = time.perf_counter()
@@ -58,4 +60,4 @@ def main(repeat: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -25,6 +25,8 @@ FIGURES = {
     "run": ["workers  concurrency   wall ms   handlers ms   engine ms", "(parallel)"],
     "cli": ['== zerg run "check disk"', "zerg run, wall", "interpreter start and exit", "CLI imports",
             "engine imports", "engine start", "the run itself", "run duration as recorded"],
+    "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
+                "summary", "events", "from source", "with .pyc"],
 }
 
 
