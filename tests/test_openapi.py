@@ -170,3 +170,14 @@ def test_the_local_live_stream_checks_its_parameters_as_the_lambda_route_does(ap
         assert (live.status_code, live.json()) == (lambda_status, lambda_body) and lambda_status == 422, (url, live.text)
     assert httpx.get(f"{base}/api/jarvis/supervisor/events?run_id=abc").status_code == 401
     assert httpx.get(f"{base}/api/jarvis/supervisor/events?run_id=12345", headers=auth).json()["message"] == "run 12345 not found"
+
+
+def test_building_the_app_does_not_import_the_openapi_models():
+    """Cold start: Powertools' OpenAPI models (~0.3 s) load only when a document is asked for."""
+    import subprocess
+    import sys
+
+    code = ("import sys, functions.events.handler; from zerg.api.app import build_app; build_app(); "
+            "print('aws_lambda_powertools.event_handler.openapi.models' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

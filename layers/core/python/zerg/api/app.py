@@ -1,4 +1,4 @@
-"""The API application: routers, error mapping, OpenAPI and its Swagger UI. Built once per process.
+"""The API application: routers, error mapping, the OpenAPI routes (``docs``). Built once per process.
 
 Invariants:
 - Every answer that is not a success is ``{"error", "message"}`` JSON (``errors.error_body``).
@@ -15,38 +15,28 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 
-from zerg.api.deps import PUBLIC_PATHS, owner_of
 from zerg.api.errors import PARAMETER_SOURCES, ApiError, error_response, validation_message
-from zerg.auth import COOKIE
-
-TITLE = "Zerg Jarvis API"
-VERSION = "1.0.0"
-DOCS_PATH = "/api/docs"
-
-
-def _configure_openapi(app: APIGatewayHttpResolver) -> None:
-    schemes = {"bearerAuth": HTTPBearer(bearerFormat="JWT", description="The token POST /api/jarvis/auth returns"),
-               "cookieAuth": APIKey(in_=APIKeyIn.cookie, name=COOKIE, description="The session cookie it sets")}
-    app.configure_openapi(title=TITLE, version=VERSION, security_schemes=schemes,
-                          security=[{"bearerAuth": []}, {"cookieAuth": []}])
-    # Powertools' Swagger UI with its bundled assets inline: no CDN, so it works offline too.
-    app.enable_swagger(path=DOCS_PATH)
 
 
 @lru_cache(maxsize=1)
 def build_app() -> APIGatewayHttpResolver:
+    # Imported here, not at the top: the handler module's import is the cold start (bench/api.py).
+    from zerg.api import docs
+    from zerg.api.deps import PUBLIC_PATHS, owner_of
     from zerg.api.routes import auth, runs, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
     for module in (auth, runs, workers, thread):
         app.include_router(module.router)
-    _configure_openapi(app)
 
     @app.get("/api/openapi.json", include_in_schema=False)
     def openapi():
-        return Response(200, "application/json", app.get_openapi_json_schema())
+        return Response(200, "application/json", docs.openapi_json(app))
+
+    @app.get(docs.DOCS_PATH, include_in_schema=False)
+    def swagger_ui():
+        return docs.swagger_ui(app, app.current_event.query_string_parameters or {})
 
     @app.exception_handler(ApiError)
     def api_error(exc: ApiError) -> Response:
@@ -102,4 +92,6 @@ def resolve(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 
 def openapi_document() -> dict:
-    return json.loads(build_app().get_openapi_json_schema())
+    from zerg.api.docs import openapi_json
+
+    return json.loads(openapi_json(build_app()))
