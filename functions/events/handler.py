@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from zerg import observability
-from zerg.api.app import build_app
+from zerg.api.app import resolve
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
     with observability.invocation("events", request_id):
-        return build_app().resolve(event, context)
+        return resolve(event, context)

@@ -141,7 +141,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     host, port = server.server_address[:2]
-    print(f"Zerg API on http://{host}:{port}  (OpenAPI: /api/openapi.json; Ctrl-C stops)", flush=True)
+    print(f"Zerg API on http://{host}:{port}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

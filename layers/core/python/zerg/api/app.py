@@ -1,31 +1,29 @@
-"""The API application: routers, error mapping, OpenAPI. Built once per process."""
+"""The API application: routers, error mapping, the OpenAPI routes (``docs``). Built once per process.
+
+Invariants:
+- Every answer that is not a success is ``{"error", "message"}`` JSON (``errors.error_body``).
+- Credentials are checked before parameters: a request without a valid session gets 401 even when
+  its path, query or headers are also wrong (Powertools validates before the ``Owner`` dependency
+  runs, so the validation handler asks for the owner first). A malformed body is reported first.
+"""
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from zerg.api.errors import ApiError, error_response
-
-TITLE = "Zerg Jarvis API"
-
-
-def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
-    errors = exc.errors()
-    if any(e.get("type") == "json_invalid" for e in errors):
-        return 400, "bad_request", "request body is not valid JSON"
-    parts = []
-    for e in errors:
-        loc = [str(p) for p in e.get("loc", []) if p not in ("body",)]
-        parts.append(f"{'.'.join(loc) or 'body'}: {e.get('msg', 'invalid')}")
-    return 422, "validation_error", "; ".join(parts)
+from zerg.api.errors import PARAMETER_SOURCES, ApiError, error_response, validation_message
 
 
 @lru_cache(maxsize=1)
 def build_app() -> APIGatewayHttpResolver:
+    # Imported here, not at the top: the handler module's import is the cold start (bench/api.py).
+    from zerg.api import docs
+    from zerg.api.deps import PUBLIC_PATHS, owner_of
     from zerg.api.routes import auth, runs, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
@@ -34,7 +32,11 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.get("/api/openapi.json", include_in_schema=False)
     def openapi():
-        return Response(200, "application/json", app.get_openapi_json_schema(title=TITLE, version="1.0.0"))
+        return Response(200, "application/json", docs.openapi_json(app))
+
+    @app.get(docs.DOCS_PATH, include_in_schema=False)
+    def swagger_ui():
+        return docs.swagger_ui(app, app.current_event.query_string_parameters or {})
 
     @app.exception_handler(ApiError)
     def api_error(exc: ApiError) -> Response:
@@ -42,7 +44,14 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(RequestValidationError)
     def validation_error(exc: RequestValidationError) -> Response:
-        return error_response(*_validation_message(exc))
+        errors = exc.errors()
+        event = app.current_event
+        if event.path not in PUBLIC_PATHS and any(e.get("loc", ("",))[0] in PARAMETER_SOURCES for e in errors):
+            try:
+                owner_of(event)
+            except ApiError as denied:
+                return error_response(denied.status, denied.error, denied.message)
+        return error_response(*validation_message(errors))
 
     @app.not_found
     def not_found(exc: Exception) -> Response:
@@ -65,5 +74,24 @@ def build_app() -> APIGatewayHttpResolver:
     return app
 
 
+def without_blanks(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with blank query parameters (``?limit=``) and a blank ``Last-Event-ID`` dropped:
+    blank means "not given", as it did when the handlers read the query themselves. (Done here,
+    not by a pydantic validator on each parameter: a validator hides the bounds from OpenAPI.)"""
+    query = event.get("queryStringParameters") or {}
+    headers = event.get("headers") or {}
+    if "" not in query.values() and headers.get("last-event-id") != "":
+        return event
+    return {**event, "queryStringParameters": {k: v for k, v in query.items() if v != ""} or None,
+            "headers": {k: v for k, v in headers.items() if not (k == "last-event-id" and v == "")}}
+
+
+def resolve(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Answer one API Gateway HTTP API (v2) event."""
+    return build_app().resolve(without_blanks(event), context)
+
+
 def openapi_document() -> dict:
-    return json.loads(build_app().get_openapi_json_schema(title=TITLE, version="1.0.0"))
+    from zerg.api.docs import openapi_json
+
+    return json.loads(openapi_json(build_app()))

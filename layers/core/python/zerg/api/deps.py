@@ -1,17 +1,30 @@
-"""What every route needs: the runtime, the authenticated owner, JSON responses."""
+"""What every route needs: the runtime, the authenticated owner, typed parameters, JSON responses.
+
+Routes take ``Owner`` and ``Rt`` as Powertools dependencies, and their path, query and header
+parameters as typed ``Path``/``Query``/``Header`` annotations, so the OpenAPI document describes the
+API that runs.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import Depends, Response
+from aws_lambda_powertools.event_handler.request import Request
 
 from zerg.api.errors import ApiError
 from zerg.auth import COOKIE, AuthError, verify_token
 from zerg.runtime import Runtime, get_runtime
+
+# Every route needs the session (bearer token or cookie) except these: a route in PUBLIC_PATHS
+# declares ``security=PUBLIC`` so the OpenAPI document says so too.
+PUBLIC: list[dict[str, list[str]]] = [{}]
+PUBLIC_PATHS = frozenset({"/api/jarvis/auth"})
+# Ids are bigint: a larger number is the client's mistake (422), not the database's (500).
+MAX_ID = 2**62
 
 
 def runtime() -> Runtime:
@@ -40,6 +53,15 @@ def owner_of(event: Any) -> int:
         raise ApiError(401, "unauthorized", str(exc)) from None
 
 
+def owner(request: Request) -> int:
+    """Dependency: the authenticated owner of this request (401 otherwise)."""
+    return owner_of(request.resolved_event)
+
+
+Owner = Annotated[int, Depends(owner)]
+Rt = Annotated[Runtime, Depends(runtime)]
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat().replace("+00:00", "Z")
@@ -53,17 +75,3 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
         status_code=status, content_type="application/json",
         body=json.dumps(body, default=_default), headers=headers or {}, cookies=cookies or [],
     )
-
-
-def int_param(value: str | None, name: str, *, default: int | None = None, lo: int = 1, hi: int = 2**62) -> int:
-    if value is None or value == "":
-        if default is None:
-            raise ApiError(422, "validation_error", f"{name}: required")
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ApiError(422, "validation_error", f"{name}: must be an integer, got {value!r}") from None
-    if not lo <= number <= hi:
-        raise ApiError(422, "validation_error", f"{name}: must be between {lo} and {hi}")
-    return number

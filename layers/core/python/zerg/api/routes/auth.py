@@ -6,8 +6,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.shared.cookies import Cookie, SameSite
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.api.deps import json_response, runtime
+from zerg.api.deps import PUBLIC, Rt, json_response
 from zerg.api.errors import ApiError
+from zerg.api.models import AuthToken, responses
 from zerg.auth import COOKIE, TOKEN_TTL, issue_token
 from zerg.owners import owner_by_secret
 
@@ -19,9 +20,9 @@ class AuthBody(BaseModel):
     device_secret: str = Field(min_length=1, max_length=200)
 
 
-@router.post("/api/jarvis/auth", summary="Exchange a device secret for a session token")
-def authenticate(body: AuthBody):
-    rt = runtime()
+@router.post("/api/jarvis/auth", summary="Exchange a device secret for a session token", security=PUBLIC,
+             responses=responses(200, "A session token (also set as the HttpOnly session cookie)", AuthToken, 400, 401))
+def authenticate(body: AuthBody, rt: Rt):
     with rt.pool.connection() as conn:
         owner_id = owner_by_secret(conn, body.device_secret)
     if owner_id is None:

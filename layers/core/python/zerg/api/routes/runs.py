@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerg.api import sse
+from zerg.api.deps import MAX_ID, Owner, Rt, json_response, owner_of, runtime
+from zerg.api.errors import ApiError, not_found, validation_message
+from zerg.api.models import RunAccepted, RunCancelled, RunDocument, responses
 from zerg.runs import store as runs
+from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
-from zerg.api.deps import int_param, json_response, owner_of, runtime
-from zerg.api.errors import ApiError, not_found
-
-if TYPE_CHECKING:
-    from zerg.runtime import Runtime
 
 router = Router()
 
@@ -39,14 +39,18 @@ def stream_url(run_id: int) -> str:
     return f"/api/jarvis/supervisor/events?run_id={run_id}"
 
 
-@router.post("/api/jarvis/supervisor", summary="Start a supervisor run")
-def start_supervisor_run(body: StartRunBody):
-    rt = runtime()
-    owner_id = owner_of(router.current_event)
+RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="The run's id")]
+IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description=(
+    "1-200 characters; a replay with the same key answers with the same run and starts nothing new"))]
+
+
+@router.post("/api/jarvis/supervisor", summary="Start a supervisor run", status_code=202,
+             responses=responses(202, "Run accepted; follow stream_url", RunAccepted, 400, 401, 413, 503))
+def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: IdempotencyKey = None):
     size = len(body.task.encode())
     if size > rt.settings.task_max_bytes:
         raise ApiError(413, "payload_too_large", f"task is {size} bytes; the limit is {rt.settings.task_max_bytes}")
-    key = router.current_event.headers.get("idempotency-key")
+    # Checked here, not by Header(min_length=...): the 400 and its message are the API's contract.
     if key is not None and not 1 <= len(key) <= 200:
         raise ApiError(400, "bad_request", "Idempotency-Key must be 1-200 characters")
     with rt.pool.connection() as conn:
@@ -62,7 +66,7 @@ def start_supervisor_run(body: StartRunBody):
                           "stream_url": stream_url(started.run_id)}, status=202)
 
 
-def _start_execution(rt: "Runtime", run: dict[str, Any]) -> None:
+def _start_execution(rt: Runtime, run: dict[str, Any]) -> None:
     try:
         arn = rt.starter.start(run["id"], run["owner_id"], run["thread_id"])
     except Exception as exc:
@@ -74,19 +78,44 @@ def _start_execution(rt: "Runtime", run: dict[str, Any]) -> None:
         runs.set_execution_arn(conn, run["id"], arn)
 
 
-def stream_request(event: Any) -> tuple[int, int, int]:
-    """(owner, run, last event id) of an events request, checked: 401/404/422 as ApiError.
+RunIdQuery = Annotated[int, Query(ge=1, le=MAX_ID, description="The run to follow")]
+LastEventId = Annotated[int | None, Query(ge=0, description=(
+    "Resume after this event id (for clients that cannot send the Last-Event-ID header)"))]
+LastEventIdHeader = Annotated[int | None, Header(alias="last-event-id", ge=0, description=(
+    "Resume after this event id; wins over the last_event_id query parameter"))]
 
-    Shared by the Lambda long-poll below and the local server's live stream."""
-    owner_id = owner_of(event)
-    query = event.get("queryStringParameters") or {}
-    headers = event.get("headers") or {}
-    run_id = int_param(query.get("run_id"), "run_id")
-    after = int_param(headers.get("last-event-id") or query.get("last_event_id"), "Last-Event-ID", default=0, lo=0)
+
+class _StreamParams(BaseModel):
+    """The events route's parameters, for the local server's live stream (not routed by Powertools)."""
+
+    run_id: RunIdQuery
+    last_event_id: LastEventId = None
+
+
+def check_stream(owner_id: int, run_id: int) -> None:
+    """404 unless the run is the owner's."""
     with runtime().pool.connection() as conn:
         if runs.get_run(conn, owner_id, run_id) is None:
             raise not_found(f"run {run_id}")
-    return owner_id, run_id, after
+
+
+def stream_request(event: Any) -> tuple[int, int, int]:
+    """(owner, run, last event id) of a raw events request, checked as the route checks them:
+    401, then 422 (the same messages as Powertools' validation), then 404, as ApiError.
+
+    For the local server's live stream, which does not go through the Lambda route."""
+    owner_id = owner_of(event)
+    query = event.get("queryStringParameters") or {}
+    header = (event.get("headers") or {}).get("last-event-id")
+    source, name, after = ("header", "last-event-id", header) if header else ("query", "last_event_id", query.get("last_event_id"))
+    given = {"run_id": query.get("run_id"), "last_event_id": after}
+    try:  # blank means absent, as in ``app.without_blanks``
+        params = _StreamParams.model_validate({k: v for k, v in given.items() if v not in (None, "")})
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("query", "run_id") if e["loc"] == ("run_id",) else (source, name)} for e in exc.errors()]
+        raise ApiError(*validation_message(errors)) from None
+    check_stream(owner_id, params.run_id)
+    return owner_id, params.run_id, params.last_event_id or 0
 
 
 def long_poll_seconds(configured: float, context: Any) -> float:
@@ -97,12 +126,16 @@ def long_poll_seconds(configured: float, context: Any) -> float:
     return max(0.5, min(configured, context.get_remaining_time_in_millis() / 1000 - 2.0))
 
 
-@router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events")
-def run_events_stream():
+@router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events",
+            responses={**responses(200, "The events after Last-Event-ID, then retry:", None, 401, 404,
+                                   media_type="text/event-stream"),
+                       204: {"description": "The run's final event was already delivered: stop reconnecting"}})
+def run_events_stream(owner_id: Owner, rt: Rt, run_id: RunIdQuery, last_event_id: LastEventId = None,
+                      last_event_id_header: LastEventIdHeader = None):
     """Long-poll under Lambda: the body holds the events after Last-Event-ID (header or
     ``last_event_id`` query) and ends with ``retry:``; 204 once the final event was delivered."""
-    rt = runtime()
-    owner_id, run_id, after = stream_request(router.current_event)
+    check_stream(owner_id, run_id)
+    after = last_event_id_header if last_event_id_header is not None else last_event_id or 0
     if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
         return Response(status_code=204, content_type="text/event-stream", body="")
     deadline = time.monotonic() + long_poll_seconds(rt.settings.sse_poll_s, router.lambda_context)
@@ -112,31 +145,28 @@ def run_events_stream():
                     headers={"Cache-Control": "no-cache"})
 
 
-@router.get("/api/jarvis/runs/<run_id>", summary="A run's details")
-def get_run(run_id: str):
-    rt = runtime()
-    owner_id = owner_of(router.current_event)
-    rid = int_param(run_id, "run_id")
+@router.get("/api/jarvis/runs/<run_id>", summary="A run's details",
+            responses=responses(200, "The run, its workers and its usage", RunDocument, 401, 404))
+def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
     with rt.pool.connection() as conn:
-        doc = runs.run_document(conn, owner_id, rid)
+        doc = runs.run_document(conn, owner_id, run_id)
     if doc is None:
-        raise not_found(f"run {rid}")
+        raise not_found(f"run {run_id}")
     return json_response(doc)
 
 
-@router.post("/api/jarvis/runs/<run_id>/cancel", summary="Cancel a running run")
-def cancel_run(run_id: str):
-    rt = runtime()
-    owner_id = owner_of(router.current_event)
-    rid = int_param(run_id, "run_id")
+@router.post("/api/jarvis/runs/<run_id>/cancel", summary="Cancel a running run",
+             responses=responses(200, "The run's status after the cancel (a finished run is unchanged)",
+                                 RunCancelled, 401, 404))
+def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
     with rt.pool.connection() as conn:
-        before = runs.get_run(conn, owner_id, rid)
+        before = runs.get_run(conn, owner_id, run_id)
         if before is None:
-            raise not_found(f"run {rid}")
-        run = runs.cancel_run(conn, owner_id, rid)
+            raise not_found(f"run {run_id}")
+        run = runs.cancel_run(conn, owner_id, run_id)
     if before["status"] not in RUN_FINAL and before["execution_arn"]:
         try:
             rt.starter.stop(before["execution_arn"], "cancelled by the user")
         except Exception:  # the run is already marked cancelled; its steps will no-op
             pass
-    return json_response({"run_id": rid, "status": run["status"]})
+    return json_response({"run_id": run_id, "status": run["status"]})

@@ -3,54 +3,61 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Annotated
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from zerg.api.deps import int_param, json_response, owner_of, runtime
+from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
+from zerg.api.models import WorkerDetail, WorkerPage, responses
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.statuses import JOB_STATUSES
+from zerg.runtime import Runtime
+from zerg.statuses import JobStatus
 from zerg.workers import jobs
-from zerg.workers.ownership import NotFound, NotStarted, open_worker
+from zerg.workers.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker
 
 router = Router()
 FILE_MAX_BYTES = 5_000_000
 
+JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The worker job's id")]
+FILE_RESPONSES = responses(200, "The file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413,
+                           media_type="text/plain")
 
-@router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)")
-def list_workers():
-    rt = runtime()
-    owner_id = owner_of(router.current_event)
-    q = router.current_event.query_string_parameters or {}
-    limit = int_param(q.get("limit"), "limit", default=50, hi=200)
-    status = q.get("status") or None
-    if status is not None and status not in JOB_STATUSES:
-        raise ApiError(422, "validation_error", f"status: must be one of {', '.join(JOB_STATUSES)}")
-    run_id = int_param(q["run_id"], "run_id") if q.get("run_id") else None
-    since = None
-    if q.get("since_hours"):
-        since = datetime.now(timezone.utc) - timedelta(hours=int_param(q["since_hours"], "since_hours", hi=24 * 366))
-    before_id = int_param(q["before_id"], "before_id") if q.get("before_id") else None
+
+@router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)",
+            responses=responses(200, "One page of workers", WorkerPage, 401))
+def list_workers(
+    owner_id: Owner,
+    rt: Rt,
+    limit: Annotated[int, Query(ge=1, le=200, description="Workers per page")] = 50,
+    status: Annotated[JobStatus | None, Query(description="Only workers in this status")] = None,
+    run_id: Annotated[int | None, Query(ge=1, le=MAX_ID, description="Only this run's workers")] = None,
+    since_hours: Annotated[int | None,
+                           Query(ge=1, le=24 * 366, description="Only workers created in the last N hours")] = None,
+    before_id: Annotated[int | None,
+                         Query(ge=1, le=MAX_ID, description="Only workers older than this job id (paging)")] = None,
+):
+    since = None if since_hours is None else datetime.now(timezone.utc) - timedelta(hours=since_hours)
     with rt.pool.connection() as conn:
         rows = jobs.list_jobs(conn, owner_id, limit=limit, status=status, since=since, run_id=run_id, before_id=before_id)
     return json_response({"workers": rows, "next_before_id": rows[-1]["job_id"] if len(rows) == limit else None})
 
 
-def _handle(owner_id: int, job_id: str):
-    rt = runtime()
-    jid = int_param(job_id, "job_id")
+def _handle(rt: Runtime, owner_id: int, job_id: int) -> WorkerArtifacts:
     with rt.pool.connection() as conn:
         try:
-            return open_worker(conn, rt.store, owner_id, job_id=jid)
+            return open_worker(conn, rt.store, owner_id, job_id=job_id)
         except NotFound:
-            raise not_found(f"worker {jid}") from None
+            raise not_found(f"worker {job_id}") from None
 
 
-@router.get("/api/jarvis/workers/<job_id>", summary="A worker's metadata and file list")
-def get_worker(job_id: str):
-    handle = _handle(owner_of(router.current_event), job_id)
+@router.get("/api/jarvis/workers/<job_id>", summary="A worker's metadata and file list",
+            responses=responses(200, "The worker; metadata and files once it started", WorkerDetail, 401, 404))
+def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
+    handle = _handle(rt, owner_id, job_id)
     body = {"job_id": handle.ref.job_id, "run_id": handle.ref.run_id, "worker_id": handle.ref.worker_id,
             "status": handle.ref.status, "task": handle.ref.task, "metadata": None, "files": []}
     try:
@@ -61,8 +68,8 @@ def get_worker(job_id: str):
     return json_response(body)
 
 
-def _file(job_id: str, path: str) -> Response:
-    handle = _handle(owner_of(router.current_event), job_id)
+def _file(rt: Runtime, owner_id: int, job_id: int, path: str) -> Response:
+    handle = _handle(rt, owner_id, job_id)
     try:
         size = handle.size(unquote(path))
         if size > FILE_MAX_BYTES:
@@ -78,11 +85,15 @@ def _file(job_id: str, path: str) -> Response:
     return Response(status_code=200, content_type=kind, body=text)
 
 
-@router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file")
-def get_worker_file(job_id: str, path: str):
-    return _file(job_id, path)
+# A path parameter cannot hold '/': a file in a folder has its own route (or a %2F-encoded path).
+@router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file", responses=FILE_RESPONSES)
+def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The file, '/' encoded as %2F")],
+                    owner_id: Owner, rt: Rt):
+    return _file(rt, owner_id, job_id, path)
 
 
-@router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder")
-def get_worker_file_in_folder(job_id: str, folder: str, name: str):
-    return _file(job_id, f"{folder}/{name}")
+@router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder",
+            responses=FILE_RESPONSES)
+def get_worker_file_in_folder(job_id: JobId, folder: Annotated[str, Path()], name: Annotated[str, Path()],
+                              owner_id: Owner, rt: Rt):
+    return _file(rt, owner_id, job_id, f"{folder}/{name}")

@@ -1,0 +1,121 @@
+"""What the API answers, as the OpenAPI document describes it: response bodies and the error body.
+
+Handlers still build their bodies as dicts (``deps.json_response``); these models document the
+shapes, and ``responses()`` lists each operation's real statuses so the document matches the API.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from zerg.statuses import JobStatus, RunStatus
+
+
+class ErrorBody(BaseModel):
+    """The one shape of every error (``zerg.api.errors.error_body``)."""
+
+    error: str = Field(description="A stable code: unauthorized, not_found, validation_error, ...")
+    message: str = Field(description="What exactly was wrong, for a human")
+
+
+class AuthToken(BaseModel):
+    token: str
+    token_type: str = "bearer"
+    expires_at: datetime
+    owner_id: int
+
+
+class RunAccepted(BaseModel):
+    run_id: int
+    thread_id: int
+    status: RunStatus
+    stream_url: str = Field(description="The run's Server-Sent Events")
+
+
+class RunCancelled(BaseModel):
+    run_id: int
+    status: RunStatus
+
+
+class RunWorker(BaseModel):
+    job_id: int
+    worker_id: str | None
+    task: str
+    status: JobStatus
+    duration_ms: int | None
+    summary: str | None
+    error: str | None
+
+
+class RunDocument(BaseModel):
+    run_id: int
+    thread_id: int
+    status: RunStatus
+    trigger: str
+    task: str
+    started_at: datetime | None
+    completed_at: datetime | None
+    duration_ms: int | None
+    result: str | None = Field(description="Only once the run succeeded")
+    error: str | None
+    workers: list[RunWorker]
+    tokens_used: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+class WorkerFile(BaseModel):
+    path: str
+    size: int
+
+
+class WorkerDetail(BaseModel):
+    job_id: int
+    run_id: int
+    worker_id: str | None
+    status: JobStatus
+    task: str
+    metadata: dict[str, Any] | None
+    files: list[WorkerFile]
+
+
+class WorkerPage(BaseModel):
+    workers: list[dict[str, Any]] = Field(description="Newest first: summaries, never results")
+    next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
+
+
+class ThreadPage(BaseModel):
+    thread_id: int | None
+    messages: list[dict[str, Any]] = Field(description="Oldest first within the page")
+    next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
+
+
+ERRORS: dict[int, str] = {
+    400: "Malformed request (body not JSON, bad header, bad file path)",
+    401: "Missing, invalid or expired credentials",
+    404: "Not found, or not the caller's (the same answer either way)",
+    413: "Too large",
+    422: "A parameter or the body failed validation; the message names it",
+    503: "A dependency is unavailable; retry",
+}
+
+
+def responses(status: int, description: str, model: type[BaseModel] | None = None, *errors: int,
+              media_type: str = "application/json") -> dict[int, dict[str, Any]]:
+    """The operation's success response and its error statuses, each with ``ErrorBody``.
+
+    (With ``responses`` given, Powertools drops its automatic success entry, so it is listed here.)
+    Every route answers 422 (validation) and 500 (never a trace) besides ``errors``."""
+    success: dict[str, Any] = {"description": description}
+    if model is not None:
+        success["content"] = {media_type: {"model": model}}
+    documented: dict[int, dict[str, Any]] = {status: success}
+    for code in sorted({*errors, 422}):
+        documented[code] = {"description": ERRORS[code], "content": {"application/json": {"model": ErrorBody}}}
+    documented[500] = {"description": "Unexpected error; the request id is in the logs",
+                       "content": {"application/json": {"model": ErrorBody}}}
+    return documented

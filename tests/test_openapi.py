@@ -1,0 +1,183 @@
+"""The OpenAPI document describes the API that runs, and the typed parameters keep today's errors."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.api import call
+from zerg.api.app import openapi_document
+from zerg.owners import create_owner
+
+OPERATIONS = {  # (path, method): (success status, error statuses it documents)
+    ("/api/jarvis/auth", "post"): (200, {400, 401, 422}),
+    ("/api/jarvis/supervisor", "post"): (202, {400, 401, 413, 422, 503}),
+    ("/api/jarvis/supervisor/events", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/runs/{run_id}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/runs/{run_id}/cancel", "post"): (200, {401, 404, 422}),
+    ("/api/jarvis/workers", "get"): (200, {401, 422}),
+    ("/api/jarvis/workers/{job_id}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 422}),
+    ("/api/jarvis/thread", "get"): (200, {401, 422}),
+}
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return openapi_document()
+
+
+def _params(doc, path, method="get"):
+    return {(p["in"], p["name"]): p for p in doc["paths"][path][method].get("parameters", [])}
+
+
+def _bounds(schema):
+    inner = next((s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"), schema)
+    return inner.get("type"), inner.get("minimum"), inner.get("maximum")
+
+
+def test_the_served_document_is_the_generated_one(doc):
+    status, body, _ = call("GET", "/api/openapi.json")
+    assert status == 200 and body == doc
+    assert {(path, method) for path, ops in doc["paths"].items() for method in ops} == set(OPERATIONS)
+
+
+def test_workers_list_documents_every_query_parameter_with_its_bounds(doc):
+    params = _params(doc, "/api/jarvis/workers")
+    assert set(params) == {("query", n) for n in ("limit", "status", "since_hours", "before_id", "run_id")}
+    assert not any(p["required"] for p in params.values())
+    assert _bounds(params["query", "limit"]["schema"]) == ("integer", 1, 200)
+    assert params["query", "limit"]["schema"]["default"] == 50
+    assert _bounds(params["query", "since_hours"]["schema"]) == ("integer", 1, 24 * 366)
+    for name in ("before_id", "run_id"):
+        assert _bounds(params["query", name]["schema"])[:2] == ("integer", 1)
+    status = next(s for s in params["query", "status"]["schema"]["anyOf"] if s.get("type") == "string")
+    assert status["enum"] == ["queued", "running", "success", "failed", "timeout", "cancelled"]
+    thread = _params(doc, "/api/jarvis/thread")
+    assert _bounds(thread["query", "limit"]["schema"]) == ("integer", 1, 200)
+    events = _params(doc, "/api/jarvis/supervisor/events")
+    assert events["query", "run_id"]["required"] and _bounds(events["query", "run_id"]["schema"])[:2] == ("integer", 1)
+    assert ("header", "last-event-id") in events and ("query", "last_event_id") in events
+    assert ("header", "idempotency-key") in _params(doc, "/api/jarvis/supervisor", "post")
+
+
+def test_path_ids_are_integers(doc):
+    for path, name in (("/api/jarvis/runs/{run_id}", "run_id"), ("/api/jarvis/workers/{job_id}", "job_id"),
+                       ("/api/jarvis/workers/{job_id}/files/{path}", "job_id")):
+        param = _params(doc, path)["path", name]
+        assert param["required"] and _bounds(param["schema"])[:2] == ("integer", 1), path
+    assert _bounds(_params(doc, "/api/jarvis/runs/{run_id}/cancel", "post")["path", "run_id"]["schema"])[0] == "integer"
+
+
+def test_every_route_but_auth_needs_the_bearer_token_or_the_session_cookie(doc):
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    assert schemes["cookieAuth"] == {**schemes["cookieAuth"], "type": "apiKey", "in": "cookie", "name": "zerg_session"}
+    assert doc["security"] == [{"bearerAuth": []}, {"cookieAuth": []}]
+    for (path, method) in OPERATIONS:
+        override = doc["paths"][path][method].get("security")
+        assert override == ([{}] if path == "/api/jarvis/auth" else None), path
+
+
+def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
+    assert doc["components"]["schemas"]["ErrorBody"]["required"] == ["error", "message"]
+    for (path, method), (success, errors) in OPERATIONS.items():
+        responses = doc["paths"][path][method]["responses"]
+        assert {int(code) for code in responses} == {success, *errors, 500} | ({204} if path.endswith("/events") else set()), path
+        for code in (*errors, 500):
+            schema = responses[str(code)]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)
+    accepted = doc["paths"]["/api/jarvis/supervisor"]["post"]["responses"]["202"]
+    assert accepted["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/RunAccepted"}
+    assert set(doc["components"]["schemas"]["RunAccepted"]["properties"]) == {"run_id", "thread_id", "status", "stream_url"}
+
+
+def test_swagger_ui_is_served_from_the_package_without_a_cdn():
+    status, html, raw = call("GET", "/api/docs")
+    assert status == 200 and raw["headers"]["Content-Type"].startswith("text/html")
+    assert "SwaggerUIBundle" in html and "<script src=" not in html and "stylesheet' type='text/css' href=" not in html
+    assert "cdn" not in html.lower().split("<script>")[0]
+    status, spec, _ = call("GET", "/api/docs?format=json")
+    assert status == 200 and spec["info"]["title"] == "Zerg Jarvis API" and "bearerAuth" in spec["components"]["securitySchemes"]
+
+
+# --- the typed parameters at work (Lambda path, and the local server's live stream) ----------
+
+@pytest.fixture
+def token(runtime_env, pool):
+    runtime_env()
+    with pool.connection() as conn:
+        owner = create_owner(conn, "alice")
+    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
+    assert status == 200
+    return body["token"]
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/api/jarvis/workers?limit=500", "limit: Input should be less than or equal to 200, got '500'"),
+    ("/api/jarvis/workers?limit=0", "limit: Input should be greater than or equal to 1, got '0'"),
+    ("/api/jarvis/workers?limit=ten", "limit: Input should be a valid integer, unable to parse string as an integer, got 'ten'"),
+    ("/api/jarvis/workers?status=done", "status: Input should be 'queued', 'running', 'success', 'failed', 'timeout' or 'cancelled', got 'done'"),
+    ("/api/jarvis/workers?since_hours=9000", "since_hours: Input should be less than or equal to 8784, got '9000'"),
+    ("/api/jarvis/workers?before_id=x", "before_id: Input should be a valid integer, unable to parse string as an integer, got 'x'"),
+    ("/api/jarvis/thread?limit=201", "limit: Input should be less than or equal to 200, got '201'"),
+    ("/api/jarvis/runs/abc", "run_id: Input should be a valid integer, unable to parse string as an integer, got 'abc'"),
+    ("/api/jarvis/runs/0", "run_id: Input should be greater than or equal to 1, got '0'"),
+    ("/api/jarvis/runs/99999999999999999999", "run_id: Input should be less than or equal to 4611686018427387904, got '99999999999999999999'"),
+    ("/api/jarvis/workers/abc", "job_id: Input should be a valid integer, unable to parse string as an integer, got 'abc'"),
+    ("/api/jarvis/workers/1.5/files/result.txt", "job_id: Input should be a valid integer, unable to parse string as an integer, got '1.5'"),
+    ("/api/jarvis/supervisor/events", "run_id: Field required"),
+    ("/api/jarvis/supervisor/events?run_id=1&last_event_id=-1", "last_event_id: Input should be greater than or equal to 0, got '-1'"),
+])
+def test_a_bad_parameter_gets_422_naming_it_and_the_value(token, path, message):
+    status, body, _ = call("GET", path, token=token)
+    assert (status, body) == (422, {"error": "validation_error", "message": message})
+
+
+def test_blank_query_parameters_count_as_absent_as_before(token):
+    status, body, _ = call("GET", "/api/jarvis/workers?limit=&status=&since_hours=&before_id=&run_id=", token=token)
+    assert (status, body) == (200, {"workers": [], "next_before_id": None})
+    assert call("GET", "/api/jarvis/thread?limit=&before_id=", token=token)[0] == 200
+
+
+def test_credentials_are_checked_before_parameters_the_body_before_credentials(token):
+    for method, path in (("GET", "/api/jarvis/runs/abc"), ("GET", "/api/jarvis/workers?limit=999"),
+                         ("POST", "/api/jarvis/runs/x/cancel"), ("GET", "/api/jarvis/workers/x/files/a/b"),
+                         ("GET", "/api/jarvis/supervisor/events?run_id=abc")):
+        status, body, _ = call(method, path)
+        assert (status, body) == (401, {"error": "unauthorized", "message": body["message"]}), path
+        assert "missing credentials" in body["message"]
+        assert call(method, path, headers={"authorization": "Bearer not.a.token"})[1]["message"] == "invalid token"
+    # As before: a malformed body is reported whoever sends it.
+    assert call("POST", "/api/jarvis/supervisor", {})[:2] == (422, {"error": "validation_error", "message": "task: Field required"})
+    # The Idempotency-Key keeps its own 400.
+    status, body, _ = call("POST", "/api/jarvis/supervisor", {"task": "t"}, token=token, headers={"idempotency-key": "k" * 201})
+    assert (status, body["message"]) == (400, "Idempotency-Key must be 1-200 characters")
+
+
+def test_the_local_live_stream_checks_its_parameters_as_the_lambda_route_does(api_server, pool):
+    base, _ = api_server
+    with pool.connection() as conn:
+        owner = create_owner(conn, "carol")
+    token = httpx.post(f"{base}/api/jarvis/auth", json={"device_secret": owner.device_secret}).json()["token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    for query, headers in (("run_id=abc", {}), ("", {}), ("run_id=0", {}), ("run_id=1&last_event_id=x", {}),
+                           ("run_id=1", {"Last-Event-ID": "-3"})):
+        url = f"/api/jarvis/supervisor/events?{query}"
+        live = httpx.get(f"{base}{url}", headers={**auth, **headers})
+        lambda_status, lambda_body, _ = call("GET", url, token=token, headers={k.lower(): v for k, v in headers.items()})
+        assert (live.status_code, live.json()) == (lambda_status, lambda_body) and lambda_status == 422, (url, live.text)
+    assert httpx.get(f"{base}/api/jarvis/supervisor/events?run_id=abc").status_code == 401
+    assert httpx.get(f"{base}/api/jarvis/supervisor/events?run_id=12345", headers=auth).json()["message"] == "run 12345 not found"
+
+
+def test_building_the_app_does_not_import_the_openapi_models():
+    """Cold start: Powertools' OpenAPI models (~0.3 s) load only when a document is asked for."""
+    import subprocess
+    import sys
+
+    code = ("import sys, functions.events.handler; from zerg.api.app import build_app; build_app(); "
+            "print('aws_lambda_powertools.event_handler.openapi.models' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
