@@ -139,6 +139,10 @@ class ZergASGI:
         self._live: set[threading.Event] = set()
         self._closing = False
 
+    @property
+    def live_streams(self) -> int:
+        return len(self._live)
+
     def close(self) -> None:
         """Ends every live stream within one poll interval (server shutdown)."""
         self._closing = True
