@@ -185,3 +185,19 @@ def test_a_chunked_body_over_the_cap_is_refused(served):
     resp = httpx.post(f"{served.url}/api/jarvis/auth", content=body(), timeout=10)
     assert resp.status_code == 413 and resp.json()["error"] == "payload_too_large"
     assert resp.headers["connection"] == "close"
+
+
+def test_stopping_the_server_ends_live_streams_promptly(runtime_env, alice, pool):
+    from zerg.local.server import make_server
+
+    runtime_env()
+    server = make_server("127.0.0.1", 0).start()
+    with pool.connection() as conn:
+        run = runs.start_run(conn, alice.owner_id, "never ends")
+    client = login(server.url, alice)
+    with connect_sse(client, "GET", f"/api/jarvis/supervisor/events?run_id={run.run_id}") as source:
+        assert next(e for e in source.iter_sse() if e.id).event == "supervisor_started"
+        start = time.monotonic()
+        server.stop()
+        assert time.monotonic() - start < 3  # not the 5 s graceful timeout, not the 30 s heartbeat
+        assert server.app.live_streams == 0
