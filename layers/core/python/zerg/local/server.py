@@ -16,12 +16,15 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -205,21 +208,40 @@ class ZergASGI:
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"connection", b"close")]})
         try:
             await send({"type": "http.response.body", "body": f"retry: {sse.RETRY_MS}\n\n".encode(), "more_body": True})
+            queue: asyncio.Queue[str | None] = asyncio.Queue()
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_until_disconnect, receive, stop, tasks.cancel_scope)
-                while True:
-                    # Cancellation (client gone, server stopping) abandons the wait; ``stop`` ends the
-                    # generator's own loop within one poll, so the thread does not outlive the stream.
-                    chunk = await anyio.to_thread.run_sync(next, frames, None, abandon_on_cancel=True,
-                                                           limiter=self._stream_threads)
-                    if chunk is None:
-                        break
-                    await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                # One thread walks the generator and hands frames to the loop without waiting for
+                # each send: a burst of events goes out as one write, not one thread hop per frame.
+                # Cancellation (client gone, server stopping) abandons the thread; ``stop`` ends the
+                # generator within one poll, so the thread does not outlive the stream.
+                pump = partial(anyio.to_thread.run_sync, _pump, frames, asyncio.get_running_loop(), queue,
+                               abandon_on_cancel=True, limiter=self._stream_threads)
+                tasks.start_soon(pump)
+                done = False
+                while not done:
+                    batch = [await queue.get()]
+                    while not queue.empty():
+                        batch.append(queue.get_nowait())
+                    done = batch[-1] is None
+                    data = "".join(chunk for chunk in batch if chunk is not None).encode()
+                    if data:
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
                 tasks.cancel_scope.cancel()
             await send({"type": "http.response.body", "body": b""})
         finally:
             stop.set()
             self._live.discard(stop)
+
+
+def _pump(frames: Iterator[str], loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]") -> None:
+    """In a worker thread: every frame onto the loop's queue, then None."""
+    try:
+        for chunk in frames:
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+    except RuntimeError:  # the loop is gone (server stopped): nobody is reading
+        pass
 
 
 async def _until_disconnect(receive, stop: threading.Event, scope: anyio.CancelScope) -> None:
