@@ -201,3 +201,23 @@ def test_stopping_the_server_ends_live_streams_promptly(runtime_env, alice, pool
         server.stop()
         assert time.monotonic() - start < 3  # not the 5 s graceful timeout, not the 30 s heartbeat
         assert server.app.live_streams == 0
+
+
+def test_headers_over_the_cap_are_refused_without_a_hang(served):
+    start = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n"
+    big = b"X-Filler: " + b"a" * 40_000 + b"\r\n"
+    response = raw_exchange(served.port, start + big + b"\r\n")  # one read: a complete head
+    assert status_lines(response)[0].startswith("HTTP/1.1 431"), response[:300]
+
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:  # a head that drips in
+        sock.sendall(start + big[:20_000])
+        time.sleep(0.2)
+        try:
+            sock.sendall(big[20_000:])
+        except OSError:
+            pass  # already refused
+        try:
+            response = sock.recv(65536)
+        except ConnectionResetError:
+            response = b"(reset)"
+    assert response.startswith(b"HTTP/1.1 400") or response == b"(reset)", response[:300]

@@ -100,8 +100,9 @@ def _response_headers(result: dict[str, Any]) -> list[tuple[bytes, bytes]]:
 
 
 async def _send_whole(send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    if status not in (204, 304):  # those have no body, so no framing header either (RFC 9110)
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -153,10 +154,13 @@ class ZergASGI:
             stop.set()
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            return await self._lifespan(receive, send)
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # lifespan is off, websockets are not served
             return
+        # h11's size limit only bounds a head that arrives in pieces; one read of up to 64 KiB can
+        # carry a larger complete head, so the cap is enforced here too.
+        head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        if head + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) > MAX_HEADER_BYTES:
+            return await _send_error(send, 431, "headers_too_large", f"headers over {MAX_HEADER_BYTES} bytes", close=True)
         try:
             body = await _read_body(scope, receive)
         except _TooLarge:
@@ -168,35 +172,24 @@ class ZergASGI:
         target = raw_path + (f"?{query}" if query else "")
         client = scope.get("client") or ("127.0.0.1", 0)
         event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
-        if scope["method"] == "GET" and event["rawPath"] == EVENTS_PATH:
-            return await self._stream(event, receive, send)
+        live = scope["method"] == "GET" and event["rawPath"] == EVENTS_PATH
         try:
-            result = await anyio.to_thread.run_sync(_call_handler, event, limiter=self._handler_threads)
+            result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
+                                                    limiter=self._handler_threads)
         except Exception:  # the handler answers its own errors; this is a bug, logged, never a trace to the client
             logger.exception("the API handler raised")
             return await _send_error(send, 500, "internal_error", "internal error")
+        if live and "statusCode" not in result:
+            return await self._stream(result["stream"], receive, send)
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
-    async def _lifespan(self, receive, send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-    async def _stream(self, event: dict[str, Any], receive, send) -> None:
-        """Live SSE: the API's own request checks, then frames until the run ends or the client leaves."""
+    async def _stream(self, checked: tuple[int, int, int], receive, send) -> None:
+        """Live SSE for a checked request: frames until the run ends, the client leaves or the server stops."""
         from zerg.api import sse
         from zerg.runtime import get_runtime
 
-        checked = await anyio.to_thread.run_sync(_check_stream, event, limiter=self._handler_threads)
-        if len(checked) == 2:
-            status, body = checked
-            return await _send_whole(send, status, JSON if body else [], body)
         owner_id, run_id, after = checked
         rt = get_runtime()
         stop = threading.Event()
@@ -257,8 +250,9 @@ def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
     return handler(event, None)
 
 
-def _check_stream(event: dict[str, Any]) -> tuple[int, bytes] | tuple[int, int, int]:
-    """(status, JSON body) to answer now, or (owner, run, after) to stream."""
+def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
+    """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
+    the handler's result shape, or ``{"stream": (owner, run, after)}`` to follow live."""
     from zerg.api import sse
     from zerg.api.errors import ApiError
     from zerg.api.routes.runs import stream_request
@@ -267,10 +261,11 @@ def _check_stream(event: dict[str, Any]) -> tuple[int, bytes] | tuple[int, int, 
     try:
         owner_id, run_id, after = stream_request(event)
     except ApiError as exc:
-        return exc.status, error_body(exc.error, exc.message).encode()
+        return {"statusCode": exc.status, "headers": {"content-type": "application/json"},
+                "body": error_body(exc.error, exc.message)}
     if after and sse.terminal_delivered(get_runtime().pool, owner_id, run_id, after):
-        return 204, b""
-    return owner_id, run_id, after
+        return {"statusCode": 204, "headers": {}, "body": ""}
+    return {"stream": (owner_id, run_id, after)}
 
 
 class LocalServer:
@@ -340,7 +335,7 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *, tls_cert: str | No
         raise
     return LocalServer(
         ZergASGI(), sock, tls=tls,
-        http="h11", ws="none", lifespan="on", interface="asgi3",
+        http="h11", ws="none", lifespan="off", interface="asgi3",
         log_level="warning", access_log=False,
         server_header=False,  # no stack or version on the wire
         proxy_headers=False,  # nothing sits in front of it: X-Forwarded-For is not to be trusted
