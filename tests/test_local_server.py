@@ -142,6 +142,12 @@ def test_serve_refuses_a_missing_tls_key_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "--tls-key" in err and "missing.pem" in err and "Traceback" not in err
     assert main(["serve", "--port", "0", "--tls-cert", str(cert)]) == 2
     assert "both --tls-cert and --tls-key" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key")
+    assert main(["serve", "--port", "0", "--tls-cert", str(cert), "--tls-key", str(garbage)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--tls-key" in err
+    assert not (tmp_path / "zerg-data" / "pg").exists()  # refused before any database was started
 
 
 def test_an_oversized_body_gets_one_413_and_smuggles_nothing(served, alice):

@@ -130,24 +130,29 @@ def cmd_owners_add(args: argparse.Namespace) -> int:
 
 
 def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
-    """--tls-cert and --tls-key: both or neither, each a readable file (checked before binding)."""
+    """--tls-cert and --tls-key: both or neither, readable, and a matching pair (checked before
+    the database is touched)."""
+    import ssl
+
     cert, key = args.tls_cert, args.tls_key
     if bool(cert) != bool(key):
         raise CliError("give both --tls-cert and --tls-key (or neither)")
+    if cert is None:
+        return None, None
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
-        if path is None:
-            continue
         try:
             with open(path, "rb"):
                 pass
         except OSError as exc:
             raise CliError(f"{flag} {path}: {exc.strerror}") from None
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise CliError(f"cannot use --tls-cert/--tls-key (not a PEM certificate and its key?): {exc.reason or exc}") from None
     return cert, key
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import ssl
-
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
@@ -157,8 +162,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         migrate(conn)
     try:
         server = make_server(args.host, args.port, tls_cert=tls_cert, tls_key=tls_key)
-    except ssl.SSLError as exc:
-        raise CliError(f"cannot use --tls-cert/--tls-key: {exc.reason or exc}") from None
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json; Ctrl-C stops)", flush=True)
