@@ -1,4 +1,4 @@
-"""The API on the local server: start latency, SSE replay, fan-out to 50 live SSE clients, and
+"""The API on the local server (uvicorn): start latency, SSE replay, fan-out to 50 live SSE clients, and
 the API handler's import time.
 
 POST /supervisor is measured with a recording starter (the run itself is not executed, so the
@@ -23,31 +23,32 @@ def main() -> None:
     import httpx
     from httpx_sse import connect_sse
 
-    from zerg import config, events, runs, starter
+    from zerg import config
     from zerg.local.server import make_server
     from zerg.owners import create_owner
+    from zerg.runs import events
+    from zerg.runs import store as runs
     from zerg.runtime import get_runtime
 
     class RecordingStarter:
-        def __init__(self, settings):
-            pass
-
         def start(self, run_id, owner_id, thread_id):
             return f"arn:recorded:{run_id}"
 
         def stop(self, arn, cause):
             pass
 
-    starter.get_starter = RecordingStarter  # the bench measures the API, not the run
+        def close(self):
+            pass
+
     with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
         os.environ.update(DATABASE_URL=url, ZERG_DATA_DIR=tmp, ZERG_HEARTBEAT_S="30")
         config.get_settings.cache_clear()
         rt = get_runtime()
+        rt.starter = RecordingStarter()  # the bench measures the API, not the run
         with rt.pool.connection() as conn:
             owner = create_owner(conn, "bench")
-        server = make_server("127.0.0.1", 0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{server.server_address[1]}"
+        server = make_server("127.0.0.1", 0).start()
+        base = server.url
         client = httpx.Client(base_url=base, timeout=30)
         token = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret}).json()["token"]
         client.headers["Authorization"] = f"Bearer {token}"
@@ -107,7 +108,7 @@ def main() -> None:
         total = sum(received)
         print(f"{'50 live SSE clients, 200 events each':<44} {total:,} events delivered in {elapsed:.2f} s "
               f"= {total / elapsed:,.0f} events/s (every client got {statistics.mean(received):.0f})")
-        server.shutdown()
+        server.stop()
     print(f"import functions.events.handler (fresh interpreter, median of 5): {import_time_ms('functions.events.handler'):.1f} ms")
 
 

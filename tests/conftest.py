@@ -182,14 +182,9 @@ def api_server(runtime_env):
 
     ``configure(**env)`` re-applies settings (as runtime_env does) while the server runs.
     """
-    import threading
-
     from zerg.local.server import make_server
 
     runtime_env()
-    server = make_server("127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", runtime_env
-    server.shutdown()
-    server.server_close()
+    server = make_server("127.0.0.1", 0).start()
+    yield server.url, runtime_env
+    server.stop()

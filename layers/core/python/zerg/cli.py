@@ -129,25 +129,47 @@ def cmd_owners_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """--tls-cert and --tls-key: both or neither, readable, and a matching pair (checked before
+    the database is touched)."""
+    import ssl
+
+    cert, key = args.tls_cert, args.tls_key
+    if bool(cert) != bool(key):
+        raise CliError("give both --tls-cert and --tls-key (or neither)")
+    if cert is None:
+        return None, None
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise CliError(f"{flag} {path}: {exc.strerror}") from None
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise CliError(f"cannot use --tls-cert/--tls-key (not a PEM certificate and its key?): {exc.reason or exc}") from None
+    return cert, key
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
 
+    tls_cert, tls_key = _tls_files(args)
     with _connection() as conn:
         migrate(conn)
     try:
-        server = make_server(args.host, args.port)
+        server = make_server(args.host, args.port, tls_cert=tls_cert, tls_key=tls_key)
     except OSError as exc:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
-    host, port = server.server_address[:2]
-    print(f"Zerg API on http://{host}:{port}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
+        server.serve()  # returns after Ctrl-C / SIGTERM, once open requests are done
+    except KeyboardInterrupt:  # uvicorn re-raises the signal it handled; stopping is the normal exit
         pass
     finally:
-        server.server_close()
         get_runtime().close()
     return 0
 
@@ -190,9 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_owner_option(run)
     run.set_defaults(func=cmd_run)
 
-    serve = groups.add_parser("serve", help="the HTTP API on a local server")
+    serve = groups.add_parser("serve", help="the HTTP API on a local server (HTTPS with --tls-cert/--tls-key)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
+    serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key file")
     serve.set_defaults(func=cmd_serve)
 
     ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)")

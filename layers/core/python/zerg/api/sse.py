@@ -9,6 +9,7 @@ Heartbeats are not rows: they carry no id, so they never move ``Last-Event-ID``.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -45,12 +46,15 @@ def stream(
     deadline: float | None = None,
     linger_s: float | None = None,
     poll_s: float = 0.2,
+    stop: threading.Event | None = None,
 ) -> Iterator[str]:
     """Frames for the owner's run after ``after_id``; stops after the terminal event, at
-    ``deadline``, or ``linger_s`` after the first new event (long-poll batching)."""
+    ``deadline``, ``linger_s`` after the first new event (long-poll batching), or within one
+    poll once ``stop`` is set (a live stream whose client left)."""
+    stop = stop or threading.Event()
     last_beat = time.monotonic()
     first_event_at: float | None = None
-    while True:
+    while not stop.is_set():
         with pool.connection() as conn:
             batch = list_events(conn, owner_id, run_id, after_id=after_id)
         for e in batch:
@@ -69,4 +73,4 @@ def stream(
             yield heartbeat()
             last_beat = now
         wait = poll_s if deadline is None else max(0.0, min(poll_s, deadline - now))
-        time.sleep(wait)
+        stop.wait(wait)

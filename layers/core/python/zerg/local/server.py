@@ -1,25 +1,48 @@
-"""``zerg serve``: the API on a local HTTP server, through the same Lambda handler.
+"""``zerg serve``: the API on uvicorn, through the same Lambda handler.
 
-Each request becomes an API Gateway HTTP API v2 event for ``functions/events`` and its answer
-becomes the HTTP response, so local and AWS share one code path. The one difference is the event
-stream: Lambda cannot stream a Python response, so there it long-polls; here the server streams
-``run_events`` live from the same SSE generator, after the same authentication and ownership
-checks.
+Invariants:
+- Every request becomes an API Gateway HTTP API v2 event for ``functions/events`` and its answer
+  becomes the HTTP response: local and AWS share one code path. The adapter adds no routes, no
+  auth and no validation of its own beyond the body cap.
+- The one difference is the event stream: Lambda cannot stream a Python response, so there it
+  long-polls; here ``run_events`` stream live from the same SSE generator, after the same
+  authentication and ownership checks (``stream_request``).
+- The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread; a live
+  stream holds one thread, and that thread ends within one poll interval of the client leaving
+  or the server stopping.
+- A body over ``MAX_BODY`` is refused (413) from its declared length without being read, and the
+  connection is closed: its bytes are never parsed as a next request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import logging
+import socket
+import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import anyio
+import anyio.to_thread
+
 from zerg.api.errors import error_body
+
+logger = logging.getLogger(__name__)
 
 EVENTS_PATH = "/api/jarvis/supervisor/events"
 MAX_BODY = 1_000_000
+MAX_HEADER_BYTES = 32 * 1024  # the request line and headers together (JWT cookies fit easily)
+KEEP_ALIVE_S = 5
+MAX_CONNECTIONS = 256  # beyond it uvicorn answers 503; every live stream holds one thread
+HANDLER_THREADS = 32
+
+JSON = [(b"content-type", b"application/json")]
 
 
 def to_apigw_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str = "127.0.0.1") -> dict[str, Any]:
@@ -53,75 +76,272 @@ def to_apigw_event(method: str, target: str, headers: dict[str, str], body: byte
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "zerg"
+def _request_headers(scope: dict[str, Any]) -> dict[str, str]:
+    """Lower-cased names; a repeated header joined with "," (cookies with "; ", their own separator)."""
+    merged: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        if name in merged:
+            merged[name] += ("; " if name == "cookie" else ",") + value
+        else:
+            merged[name] = value
+    return merged
 
-    def log_message(self, fmt: str, *args: Any) -> None:
-        pass
 
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            return self._send(413, {"content-type": "application/json"},
-                              error_body("payload_too_large", f"body over {MAX_BODY} bytes").encode())
-        body = self.rfile.read(length) if length else b""
-        event = to_apigw_event(self.command, self.path, dict(self.headers.items()), body, self.client_address[0])
-        if self.command == "GET" and event["rawPath"] == EVENTS_PATH:
-            return self._stream(event)
-        from functions.events.handler import handler
+def _response_headers(result: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[str, str]] = []
+    for name, value in (result.get("headers") or {}).items():
+        out.append((name.lower(), str(value)))
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        out.extend((name.lower(), str(v)) for v in values)
+    out.extend(("set-cookie", c) for c in result.get("cookies") or [])
+    # The server frames the body itself.
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out if k not in ("content-length", "transfer-encoding")]
 
-        result = handler(event, None)
-        headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
+
+async def _send_whole(send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    if status not in (204, 304):  # those have no body, so no framing header either (RFC 9110)
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_error(send, status: int, error: str, message: str, *, close: bool = False) -> None:
+    headers = JSON + ([(b"connection", b"close")] if close else [])
+    await _send_whole(send, status, headers, error_body(error, message).encode())
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(scope: dict[str, Any], receive) -> bytes | None:
+    """The request body, or None when the client left; _TooLarge past MAX_BODY (declared or sent)."""
+    declared = dict(scope["headers"]).get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise _TooLarge
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:  # a chunked body declares nothing up front
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+class ZergASGI:
+    """The ASGI app: each HTTP request through ``functions.events.handler``; the events endpoint live."""
+
+    def __init__(self) -> None:
+        self._handler_threads = anyio.CapacityLimiter(HANDLER_THREADS)
+        self._stream_threads = anyio.CapacityLimiter(MAX_CONNECTIONS)
+        self._live: set[threading.Event] = set()
+        self._closing = False
+
+    @property
+    def live_streams(self) -> int:
+        return len(self._live)
+
+    def close(self) -> None:
+        """Ends every live stream within one poll interval (server shutdown)."""
+        self._closing = True
+        for stop in list(self._live):
+            stop.set()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":  # lifespan is off, websockets are not served
+            return
+        # h11's size limit only bounds a head that arrives in pieces; one read of up to 64 KiB can
+        # carry a larger complete head, so the cap is enforced here too.
+        head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        if head + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) > MAX_HEADER_BYTES:
+            return await _send_error(send, 431, "headers_too_large", f"headers over {MAX_HEADER_BYTES} bytes", close=True)
+        try:
+            body = await _read_body(scope, receive)
+        except _TooLarge:
+            return await _send_error(send, 413, "payload_too_large", f"body over {MAX_BODY} bytes", close=True)
+        if body is None:
+            return
+        raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        query = scope.get("query_string", b"").decode("latin-1")
+        target = raw_path + (f"?{query}" if query else "")
+        client = scope.get("client") or ("127.0.0.1", 0)
+        event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
+        live = scope["method"] == "GET" and event["rawPath"] == EVENTS_PATH
+        try:
+            result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
+                                                    limiter=self._handler_threads)
+        except Exception:  # the handler answers its own errors; this is a bug, logged, never a trace to the client
+            logger.exception("the API handler raised")
+            return await _send_error(send, 500, "internal_error", "internal error")
+        if live and "statusCode" not in result:
+            return await self._stream(result["stream"], receive, send)
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
-        self._send(result["statusCode"], headers, data, result.get("cookies") or [])
+        await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
-
-    def _send(self, status: int, headers: dict[str, str], data: bytes, cookies: list[str] = ()) -> None:
-        self.send_response(status)
-        for k, v in headers.items():
-            if k != "content-length":
-                self.send_header(k, v)
-        for c in cookies:
-            self.send_header("Set-Cookie", c)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _stream(self, event: dict[str, Any]) -> None:
-        """Live SSE: the same request checks as the API (auth, ownership), then follow."""
+    async def _stream(self, checked: tuple[int, int, int], receive, send) -> None:
+        """Live SSE for a checked request: frames until the run ends, the client leaves or the server stops."""
         from zerg.api import sse
-        from zerg.api.errors import ApiError
-        from zerg.api.routes.runs import stream_request
         from zerg.runtime import get_runtime
 
+        owner_id, run_id, after = checked
         rt = get_runtime()
+        stop = threading.Event()
+        frames = sse.stream(rt.pool, owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s, stop=stop)
+        self._live.add(stop)
+        if self._closing:
+            stop.set()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"connection", b"close")]})
         try:
-            owner_id, run_id, after = stream_request(event)
-        except ApiError as exc:
-            body = error_body(exc.error, exc.message).encode()
-            return self._send(exc.status, {"content-type": "application/json"}, body)
-        if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
-            return self._send(204, {}, b"")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        try:
-            self.wfile.write(f"retry: {sse.RETRY_MS}\n\n".encode())
-            self.wfile.flush()
-            for chunk in sse.stream(rt.pool, owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s):
-                self.wfile.write(chunk.encode())
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away; it reconnects with Last-Event-ID
+            await send({"type": "http.response.body", "body": f"retry: {sse.RETRY_MS}\n\n".encode(), "more_body": True})
+            queue: asyncio.Queue[str | None] = asyncio.Queue()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_until_disconnect, receive, stop, tasks.cancel_scope)
+                # One thread walks the generator and hands frames to the loop without waiting for
+                # each send: a burst of events goes out as one write, not one thread hop per frame.
+                # Cancellation (client gone, server stopping) abandons the thread; ``stop`` ends the
+                # generator within one poll, so the thread does not outlive the stream.
+                pump = partial(anyio.to_thread.run_sync, _pump, frames, asyncio.get_running_loop(), queue,
+                               abandon_on_cancel=True, limiter=self._stream_threads)
+                tasks.start_soon(pump)
+                done = False
+                while not done:
+                    batch = [await queue.get()]
+                    while not queue.empty():
+                        batch.append(queue.get_nowait())
+                    done = batch[-1] is None
+                    data = "".join(chunk for chunk in batch if chunk is not None).encode()
+                    if data:
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                tasks.cancel_scope.cancel()
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            stop.set()
+            self._live.discard(stop)
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8000) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), _Handler)
-    server.daemon_threads = True
-    return server
+def _pump(frames: Iterator[str], loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]") -> None:
+    """In a worker thread: every frame onto the loop's queue, then None."""
+    try:
+        for chunk in frames:
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+    except RuntimeError:  # the loop is gone (server stopped): nobody is reading
+        pass
+
+
+async def _until_disconnect(receive, stop: threading.Event, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    stop.set()
+    scope.cancel()
+
+
+def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
+    from functions.events.handler import handler
+
+    return handler(event, None)
+
+
+def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
+    """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
+    the handler's result shape, or ``{"stream": (owner, run, after)}`` to follow live."""
+    from zerg.api import sse
+    from zerg.api.errors import ApiError
+    from zerg.api.routes.runs import stream_request
+    from zerg.runtime import get_runtime
+
+    try:
+        owner_id, run_id, after = stream_request(event)
+    except ApiError as exc:
+        return {"statusCode": exc.status, "headers": {"content-type": "application/json"},
+                "body": error_body(exc.error, exc.message)}
+    if after and sse.terminal_delivered(get_runtime().pool, owner_id, run_id, after):
+        return {"statusCode": 204, "headers": {}, "body": ""}
+    return {"stream": (owner_id, run_id, after)}
+
+
+class LocalServer:
+    """uvicorn on a socket bound up front: the port is known (``port=0`` in tests) and a bind error
+    surfaces from :func:`make_server`, before anything runs."""
+
+    def __init__(self, app: ZergASGI, sock: socket.socket, *, tls: bool, **config: Any) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            async def shutdown(self, sockets=None) -> None:
+                app.close()  # live streams end first, so the graceful wait is short
+                await super().shutdown(sockets)
+
+        self.app, self._sock = app, sock
+        self.host, self.port = sock.getsockname()[:2]
+        self.url = f"{'https' if tls else 'http'}://{_url_host(self.host)}:{self.port}"
+        self.server = _Server(uvicorn.Config(app, **config))
+        self._thread: threading.Thread | None = None
+
+    def serve(self) -> None:
+        """Blocks until Ctrl-C / SIGTERM (uvicorn handles them in the main thread) or :meth:`stop`."""
+        self.server.run(sockets=[self._sock])
+
+    def start(self, timeout: float = 10.0) -> "LocalServer":
+        """Serve from a background thread (tests, benchmarks); returns once it accepts connections."""
+        self._thread = threading.Thread(target=self.serve, name="zerg-serve", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the local server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._sock.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8000, *, tls_cert: str | None = None,
+                tls_key: str | None = None) -> LocalServer:
+    """The API server, bound but not yet serving. OSError when the address is taken; ssl.SSLError /
+    OSError when the certificate or key cannot be loaded (checked here, not at the first request)."""
+    tls = bool(tls_cert or tls_key)
+    if tls and not (tls_cert and tls_key):
+        raise ValueError("TLS needs both a certificate and a key")
+    if tls:
+        import ssl
+
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(tls_cert, tls_key)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return LocalServer(
+        ZergASGI(), sock, tls=tls,
+        http="h11", ws="none", lifespan="off", interface="asgi3",
+        log_level="warning", access_log=False,
+        server_header=False,  # no stack or version on the wire
+        proxy_headers=False,  # nothing sits in front of it: X-Forwarded-For is not to be trusted
+        timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=5,
+        limit_concurrency=MAX_CONNECTIONS,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        ssl_certfile=tls_cert, ssl_keyfile=tls_key,
+    )
