@@ -15,11 +15,22 @@ def test_moto_is_the_pinned_version():
     assert version("moto") == "5.2.5", "the local engine integrates with moto internals: re-check local_engine.py"
 
 
-def test_lambda_simple_backend_invoke_has_the_signature_we_replace():
-    from moto.awslambda_simple.models import LambdaSimpleBackend
+def test_the_moto_seams_the_engine_patches_are_still_there():
+    import importlib.util
+    from pathlib import Path
 
-    params = list(inspect.signature(LambdaSimpleBackend.invoke).parameters)
-    assert params == ["self", "function_name", "qualifier", "body", "headers", "response_headers"]
+    from moto.stepfunctions.models import StepFunctionBackend
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.utils import json_path
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    assert list(inspect.signature(lambda_eval_utils.boto_client_for).parameters) == ["region", "service", "state_credentials"]
+    assert list(inspect.signature(ExecutionWorker._get_evaluation_entrypoint).parameters) == ["self"]
+    assert list(inspect.signature(StepFunctionBackend.create_state_machine).parameters)[:4] == ["self", "name", "definition", "roleArn"]
+    assert json_path.parse.__module__.startswith("jsonpath_ng") and result_path.parse.__module__.startswith("jsonpath_ng")
+    service = importlib.util.find_spec("moto.stepfunctions.parser.asl.component.state.exec.state_task.service")
+    assert any((Path(p) / "state_task_service_batch.py").is_file() for p in service.submodule_search_locations)
 
 
 def _handlers(calls):
@@ -78,3 +89,46 @@ def test_a_crash_while_recording_a_crash_still_does_not_fail_the_run():
         desc = engine.wait(engine.start_execution(10, 1, 3), timeout=30)
     assert desc["status"] == "SUCCEEDED"
     assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize"]
+
+
+def test_failed_and_aborted_executions_and_a_run_with_no_jobs():
+    import time
+
+    calls: list = []
+    handlers = _handlers(calls)
+    handlers["supervisor"] = lambda e, c: {"jobs": [], "done": True} if e["action"] == "plan" else {"ok": True}
+    with LocalEngine(handlers=handlers) as engine:
+        assert engine.wait(engine.start_execution(1, 1, 1), timeout=10)["status"] == "SUCCEEDED"
+
+        def failing(event, context):
+            raise ValueError("nope")
+
+        handlers["supervisor"] = lambda e, c: failing(e, c) if e["action"] == "plan" else {"ok": True}
+        desc = engine.wait(engine.start_execution(2, 1, 1), timeout=10)
+        assert desc["status"] == "FAILED" and desc["error"] == "RunFailed", desc
+
+        handlers["supervisor"] = lambda e, c: time.sleep(0.5) or {"jobs": [], "done": True}
+        arn = engine.start_execution(3, 1, 1)
+        time.sleep(0.05)
+        engine.stop_execution(arn, "cancelled by the user")
+        assert engine.wait(arn, timeout=10)["status"] == "ABORTED"
+
+
+def test_an_invalid_definition_is_refused_and_leaves_no_engine_behind():
+    from zerg.local.engine import EngineError
+
+    with pytest.raises(EngineError, match="invalid state machine definition"):
+        LocalEngine(handlers=_handlers([]), definition='{"StartAt": "X", "States": {"X": {"Type": "Nope"}}}').start()
+    assert LocalEngine._active is None
+
+
+def test_the_compiled_definition_is_cached_in_the_private_data_dir(tmp_path):
+    with LocalEngine(handlers=_handlers([]), cache_dir=tmp_path / "cache") as engine:
+        assert engine.wait(engine.start_execution(4, 1, 1), timeout=30)["status"] == "SUCCEEDED"
+    cached = list((tmp_path / "cache").glob("asl-*.pickle"))
+    assert len(cached) == 1
+    good = cached[0].read_bytes()
+    cached[0].write_bytes(b"not a pickle")  # a damaged cache is a miss, never an error, and is rewritten
+    with LocalEngine(handlers=_handlers([]), cache_dir=tmp_path / "cache") as engine:
+        assert engine.wait(engine.start_execution(5, 1, 1), timeout=30)["status"] == "SUCCEEDED"
+    assert cached[0].read_bytes() == good

@@ -103,6 +103,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.verbose:  # the handlers' log lines are for operators, not this terminal
         observability.set_level("WARNING")
     rt = get_runtime()
+    from zerg.local.engine import prewarm
+
+    prewarm(cache_dir=rt.settings.data_dir / "cache")  # moto's imports overlap the database work below
     with rt.pool.connection() as conn:
         migrate(conn)
         owner_id = _owner(conn, args.owner)

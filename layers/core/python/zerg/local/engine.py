@@ -2,26 +2,48 @@
 interpreter (the LocalStack-derived engine moto ships), with the project's real handlers
 registered as the Lambda functions.
 
-This is the only module that touches moto internals. The integration point is
-``moto.awslambda_simple.models.LambdaSimpleBackend.invoke(self, function_name, qualifier, body,
-headers, response_headers)``: with ``lambda.use_docker = False`` moto routes every Lambda
-invoke there, and we dispatch it to our Python handlers (an unhandled exception becomes the
-``x-amz-function-error: Unhandled`` response a real Lambda gives). moto is pinned in
-pyproject.toml; ``tests/test_local_engine.py`` fails loudly if an upgrade breaks this seam.
+This is the only module that touches moto internals. It drives a private instance of moto's
+Step Functions parser backend (``moto.stepfunctions.parser.models.StepFunctionsParserBackend``)
+directly: no ``mock_aws``, no boto3 clients, no IAM, no moto Lambda backend. The seams (all checked by
+``tests/test_local_engine.py``):
 
-Caveat: while the engine runs, moto's mock is active for the whole process, so boto3 calls made
-in this process go to moto. The local runtime uses the local artifact store and local notifier,
-so nothing real is reached through boto3 here.
+* ``lambda_eval_utils.boto_client_for(region=, service=, state_credentials=)``: the interpreter
+  builds a boto3 Lambda client through it for every ``lambda:invoke`` task and calls
+  ``client.invoke(FunctionName=..., Payload=bytes)``. We swap in a client that dispatches to our
+  Python handlers and answers like Lambda (an unhandled exception becomes
+  ``FunctionError: Unhandled`` with the Lambda error payload).
+* ``ExecutionWorker._get_evaluation_entrypoint(self) -> program``: moto ANTLR-parses the
+  definition at create_state_machine and again at every execution (~250 ms cold). We parse once
+  per (definition, moto version), cache the pickled program on disk (``compiled_program``), and
+  hand every execution a freshly unpickled copy, so executions never share components.
+* the module ``...state_task_service_batch``: the task-service factory imports every service
+  integration, and the Batch one imports ``moto.batch`` -> ``moto.ec2`` (about 1-2.5 s of
+  import: instance-type resources and three ``boto3.Session().get_available_regions`` calls).
+  If it is not yet imported we register a stub; a Batch task in the ASL would fail with a
+  clear error.
+
+moto is pinned in pyproject.toml. Caveat: there is no ``mock_aws`` any more, so a boto3 call
+made by a handler in this process would reach real AWS; the local runtime uses the local
+artifact store and local notifier, so handlers make none.
 """
 
 from __future__ import annotations
 
+import functools
+import gc
+import hashlib
+import io
 import json
 import logging
+import os
+import pickle
+import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from zerg.config import Settings
@@ -30,8 +52,13 @@ from zerg.runs.starter import execution_input, execution_name
 Handler = Callable[[dict[str, Any], Any], Any]
 
 REGION = "us-east-1"
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/zerg-local"
 FUNCTION_KEYS = {"supervisor": "SupervisorFunctionArn", "worker": "WorkerFunctionArn", "summary": "SummaryFunctionArn"}
-log = logging.getLogger("zerg.local_engine")
+log = logging.getLogger("zerg.local.engine")
+
+_SVC = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service."
+_BATCH_MODULE = _SVC + "state_task_service_batch"
 
 
 class EngineError(RuntimeError):
@@ -44,7 +71,7 @@ class LambdaContext:
     def __init__(self, name: str) -> None:
         self.function_name = f"zerg-{name}"
         self.function_version = "$LATEST"
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:zerg-{name}"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:zerg-{name}"
         self.memory_limit_in_mb = 1024
         self.aws_request_id = "local"
         self.log_group_name = f"/aws/lambda/zerg-{name}"
@@ -62,73 +89,215 @@ def default_handlers() -> dict[str, Handler]:
     return {"supervisor": supervisor, "worker": worker, "summary": summary}
 
 
+def _stub_batch_integration() -> None:
+    """Keep moto.batch/moto.ec2 out of the import (the ASL has no Batch task)."""
+    if _BATCH_MODULE in sys.modules:
+        return
+    stub = types.ModuleType(_BATCH_MODULE)
+
+    class StateTaskServiceBatch:  # the factory only instantiates it for "arn:aws:states:::batch:*"
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise EngineError("the local engine does not support Batch tasks")
+
+    stub.StateTaskServiceBatch = StateTaskServiceBatch  # type: ignore[attr-defined]
+    sys.modules[_BATCH_MODULE] = stub
+
+
+def _import_moto() -> None:
+    """Import the pieces of moto the engine uses (about 0.6-0.8 s, mostly moto.core + boto3)."""
+    if "moto.stepfunctions.parser.models" in sys.modules:
+        return
+    _stub_batch_integration()
+    enabled = gc.isenabled()
+    gc.disable()  # the import allocates ~1M objects: collections during it are wasted work
+    try:
+        import moto.stepfunctions.parser.backend.execution_worker  # noqa: F401
+        import moto.stepfunctions.parser.models  # noqa: F401
+    finally:
+        gc.freeze()  # and never scan them again (saves ~60-90 ms of later gen-2 collections)
+        if enabled:
+            gc.enable()
+
+
+def _memo(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    return functools.lru_cache(maxsize=512)(parse)
+
+
+def run_definition() -> str:
+    from statemachines import definition as load
+
+    return load("run")
+
+
+def substitute(definition: str) -> str:
+    for name, key in FUNCTION_KEYS.items():  # moto ignores DefinitionSubstitutions
+        definition = definition.replace("${%s}" % key, f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}")
+    if "${" in definition:
+        raise EngineError("unresolved substitution left in the state machine definition")
+    return definition
+
+
+_prewarm_thread: threading.Thread | None = None
+
+
+def prewarm(definition: str | None = None, cache_dir: Path | None = None) -> None:
+    """Import moto and load the compiled ASL in a background thread; ``start`` joins it.
+
+    Call it first thing in a command that will start an engine, so the ~0.7 s of imports
+    overlaps the I/O the command does meanwhile (database connect, migrations, start_run).
+    Importing needs the GIL, so this only wins what the main thread spends waiting on I/O.
+    """
+    global _prewarm_thread
+    if _prewarm_thread is not None or LocalEngine._active is not None:
+        return
+
+    def work() -> None:
+        try:
+            _import_moto()
+            compiled_program(substitute(definition or run_definition()), cache_dir)
+        except Exception:  # start() redoes the work and raises
+            log.debug("local engine prewarm failed", exc_info=True)
+
+    _prewarm_thread = threading.Thread(target=work, name="zerg-engine-prewarm", daemon=True)
+    _prewarm_thread.start()
+
+
+_programs: dict[str, bytes] = {}
+_CACHE_FORMAT = 1  # bump to invalidate cached programs
+
+
+def compiled_program(definition: str, cache_dir: Path | None = None) -> bytes:
+    """moto's evaluation program for ``definition``, pickled.
+
+    ANTLR parsing the ASL costs ~250 ms cold in a fresh process (lexer/parser DFA warm-up), and
+    moto would do it twice per process (create_state_machine validation + every execution). The
+    program moto's Preprocessor builds is plain picklable objects, so we parse once per
+    (definition, moto version), keep the pickle in ``cache_dir`` (the private 0700 data dir:
+    a pickle is code, so it lives only where the sandboxed commands cannot write) and unpickle a
+    fresh copy per execution. Without ``cache_dir`` the program is kept in memory only.
+    """
+    from importlib.metadata import version
+
+    key = hashlib.sha256(f"{_CACHE_FORMAT}\0{version('moto')}\0{sys.version_info[:2]}\0{definition}".encode()).hexdigest()[:32]
+    path = None if cache_dir is None else cache_dir / f"asl-{key}.pickle"
+    cached = _read_cached(path) if path is not None else None
+    blob = _programs.get(definition) or cached
+    if blob is None:
+        from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+        try:
+            program, _ = AmazonStateLanguageParser.parse(definition)
+        except Exception as exc:  # ASLParserException or a Preprocessor error: an invalid definition
+            raise EngineError(f"invalid state machine definition: {exc!r}") from exc
+        blob = pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
+    _programs[definition] = blob
+    if path is not None and cached is None:  # missing or damaged: (re)write it
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(blob)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("could not cache the compiled ASL at %s: %s", path, exc)
+    return blob
+
+
+def _read_cached(path: Path) -> bytes | None:
+    """The cached program, or None: a missing, truncated or stale file is a miss, not an error."""
+    try:
+        blob = path.read_bytes()
+        pickle.loads(blob)  # ~2 ms
+    except Exception:
+        return None
+    return blob
+
+
+class _LambdaClient:
+    """What moto's interpreter needs of a boto3 Lambda client: ``invoke``."""
+
+    def __init__(self, engine: "LocalEngine") -> None:
+        self._engine = engine
+
+    def invoke(self, FunctionName: str, Payload: Any = None, **_: Any) -> dict[str, Any]:
+        body, error = self._engine._dispatch(FunctionName, Payload)
+        response: dict[str, Any] = {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": io.BytesIO(body)}
+        if error:
+            response["FunctionError"] = error
+        return response
+
+
 class LocalEngine:
     """Start once per process; then ``start_execution`` / ``wait`` like Step Functions."""
 
     _active: "LocalEngine | None" = None
 
-    def __init__(self, handlers: dict[str, Handler] | None = None, definition: str | None = None) -> None:
+    def __init__(self, handlers: dict[str, Handler] | None = None, definition: str | None = None,
+                 cache_dir: Path | None = None) -> None:
         self.handlers = handlers or default_handlers()
-        if definition is None:
-            from statemachines import definition as load
-
-            definition = load("run")
-        self.definition = definition
-        self._mock: Any = None
-        self._original_invoke: Any = None
-        self._sfn: Any = None
+        self.definition = definition if definition is not None else run_definition()
+        self.cache_dir = cache_dir
+        self._backend: Any = None
+        self._patches: list[tuple[Any, str, Any]] = []
         self.machine_arn: str | None = None
         self.handler_seconds = 0.0  # time spent inside our handlers (for benchmarks)
         self._lock = threading.Lock()
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "LocalEngine":
-        import boto3
-        from moto import mock_aws
-        from moto.awslambda_simple.models import LambdaSimpleBackend
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        self._patches.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
 
+    def start(self) -> "LocalEngine":
         if LocalEngine._active is not None:
             raise EngineError("a LocalEngine is already running in this process")
-        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}})
-        self._mock.start()
-        self._original_invoke = LambdaSimpleBackend.invoke
-        engine = self
+        thread = _prewarm_thread
+        if thread is not None:
+            thread.join()  # whatever it did not finish (or failed at) is redone below, raising here
+        _import_moto()
+        from moto.stepfunctions.models import StepFunctionBackend
+        from moto.stepfunctions.parser.asl.component.common.path import result_path
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+        from moto.stepfunctions.parser.asl.utils import json_path
+        from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-        def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> bytes:
-            return engine._dispatch(function_name, body, response_headers)
-
-        LambdaSimpleBackend.invoke = invoke
         LocalEngine._active = self
         try:
-            iam = boto3.client("iam", region_name=REGION)
-            role = iam.create_role(RoleName="zerg-local", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-            lam = boto3.client("lambda", region_name=REGION)
-            definition = self.definition
-            for name, key in FUNCTION_KEYS.items():
-                arn = lam.create_function(
-                    FunctionName=name, Runtime="python3.12", Role=role, Handler="handler.handler",
-                    Code={"ZipFile": b"in-process"},
-                )["FunctionArn"]
-                definition = definition.replace("${%s}" % key, arn)  # moto ignores DefinitionSubstitutions
-            if "${" in definition:
-                raise EngineError("unresolved substitution left in the state machine definition")
-            self._sfn = boto3.client("stepfunctions", region_name=REGION)
-            self.machine_arn = self._sfn.create_state_machine(
-                name="zerg-run", definition=definition, roleArn=role)["stateMachineArn"]
+            definition = substitute(self.definition)
+            blob = compiled_program(definition, self.cache_dir)
+
+            client = _LambdaClient(self)
+            # moto re-parses every JSONPath on every evaluation, and jsonpath_ng builds a PLY
+            # parser per parse (~1.7 ms each, ~10 per job). Parsed paths are immutable: memoize.
+            self._patch(json_path, "parse", _memo(json_path.parse))
+            self._patch(result_path, "parse", _memo(result_path.parse))
+            self._patch(lambda_eval_utils, "boto_client_for", lambda *a, **k: client)
+            self._patch(ExecutionWorker, "_get_evaluation_entrypoint", lambda worker: pickle.loads(blob))
+            # A private backend (not the BackendDict, whose first use loads botocore's endpoint
+            # data to list regions). StepFunctionBackend.create_state_machine: the definition was
+            # validated by compiled_program; the parser backend's override would ANTLR-parse it again.
+            self._backend = StepFunctionsParserBackend(REGION, ACCOUNT)
+            self.machine_arn = StepFunctionBackend.create_state_machine(
+                self._backend, name="zerg-run", definition=definition, roleArn=ROLE_ARN).arn
         except Exception:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        from moto.awslambda_simple.models import LambdaSimpleBackend
-
-        if self._original_invoke is not None:
-            LambdaSimpleBackend.invoke = self._original_invoke
-            self._original_invoke = None
-        if self._mock is not None:
-            self._mock.stop()
-            self._mock = None
+        while self._patches:
+            owner, name, original = self._patches.pop()
+            setattr(owner, name, original)
+        if self._backend is not None:
+            if self.machine_arn is not None:
+                for execution in self._backend.describe_state_machine(self.machine_arn).executions:
+                    if execution.status == "RUNNING":
+                        try:  # its thread may not have built its environment yet
+                            execution.stop(stop_date=_now(), error="States.Aborted", cause="engine stopped")
+                        except Exception:
+                            log.debug("could not stop %s", execution.execution_arn, exc_info=True)
+            self._backend = None
+            self.machine_arn = None
         if LocalEngine._active is self:
             LocalEngine._active = None
 
@@ -139,44 +308,57 @@ class LocalEngine:
         self.stop()
 
     # --- Lambda dispatch -------------------------------------------------------------------
-    def _dispatch(self, function_name: str, body: Any, response_headers: dict[str, str]) -> bytes:
+    def _dispatch(self, function_name: str, body: Any) -> tuple[bytes, str | None]:
         name = function_name.rsplit(":", 1)[-1]
         handler = self.handlers.get(name)
         if handler is None:
-            response_headers["x-amz-function-error"] = "Unhandled"
-            return json.dumps({"errorType": "ResourceNotFound", "errorMessage": f"no handler {name}"}).encode()
+            return json.dumps({"errorType": "ResourceNotFound", "errorMessage": f"no handler {name}"}).encode(), "Unhandled"
         start = time.perf_counter()
         try:
             event = json.loads(body) if body else {}
             result = handler(event, LambdaContext(name))
-            return json.dumps(result, default=str).encode()
+            return json.dumps(result, default=str).encode(), None
         except Exception as exc:  # what the Lambda runtime reports for an unhandled error
             log.warning("%s handler raised %s: %s", name, type(exc).__name__, exc)
-            response_headers["x-amz-function-error"] = "Unhandled"
             return json.dumps({
                 "errorType": type(exc).__name__,
                 "errorMessage": str(exc),
                 "stackTrace": traceback.format_exception(exc)[-3:],
-            }).encode()
+            }).encode(), "Unhandled"
         finally:
             with self._lock:
                 self.handler_seconds += time.perf_counter() - start
 
     # --- executions ------------------------------------------------------------------------
     def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
-        if self._sfn is None:
+        if self._backend is None:
             raise EngineError("engine not started")
         payload = execution_input(run_id, owner_id, thread_id, max_concurrency)
-        return self._sfn.start_execution(
-            stateMachineArn=self.machine_arn, name=execution_name(run_id), input=json.dumps(payload))["executionArn"]
+        return self._backend.start_execution(
+            self.machine_arn, name=execution_name(run_id), execution_input=json.dumps(payload)).execution_arn
 
     def describe(self, execution_arn: str) -> dict[str, Any]:
-        return self._sfn.describe_execution(executionArn=execution_arn)
+        """The fields of DescribeExecution that callers read (status as a plain str)."""
+        execution = self._backend.describe_execution(execution_arn)
+        status = str(getattr(execution.status, "value", execution.status))
+        desc: dict[str, Any] = {
+            "executionArn": execution_arn, "stateMachineArn": self.machine_arn, "name": execution.name,
+            "status": status, "startDate": execution.start_date, "input": execution.execution_input,
+        }
+        if status != "RUNNING":
+            desc["stopDate"] = execution.stop_date
+        if status == "SUCCEEDED" and execution.output is not None:
+            desc["output"] = execution.output if isinstance(execution.output, str) else json.dumps(execution.output)
+        if execution.error is not None:
+            desc["error"] = execution.error
+        if execution.cause is not None:
+            desc["cause"] = execution.cause
+        return desc
 
     def stop_execution(self, execution_arn: str, cause: str = "cancelled") -> None:
-        self._sfn.stop_execution(executionArn=execution_arn, cause=cause)
+        self._backend.describe_execution(execution_arn).stop(stop_date=_now(), error=None, cause=cause)
 
-    def wait(self, execution_arn: str, timeout: float | None = None, poll: float = 0.05) -> dict[str, Any]:
+    def wait(self, execution_arn: str, timeout: float | None = None, poll: float = 0.01) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             desc = self.describe(execution_arn)
@@ -185,6 +367,12 @@ class LocalEngine:
             if deadline is not None and time.monotonic() > deadline:
                 raise EngineError(f"execution {execution_arn} still running after {timeout}s")
             time.sleep(poll)
+
+
+def _now() -> Any:
+    import datetime
+
+    return datetime.datetime.now(tz=datetime.timezone.utc)
 
 
 class LocalStarter:
@@ -200,7 +388,7 @@ class LocalStarter:
     def engine(self) -> LocalEngine:
         with self._lock:
             if self._engine is None:
-                self._engine = LocalEngine().start()
+                self._engine = LocalEngine(cache_dir=self.settings.data_dir / "cache").start()
             return self._engine
 
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
