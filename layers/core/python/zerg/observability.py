@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 import threading
 from collections.abc import Iterator
@@ -88,6 +89,9 @@ def metric(name: str, value: float, unit: str, **dimensions: str) -> None:
 
 def metrics(dimensions: dict[str, str], *values: tuple[str, float, str]) -> None:
     """Several metrics that share dimensions, as one EMF line: ``(name, value, unit)`` each."""
+    log = logger()
+    if not _on_lambda and not log.isEnabledFor(logging.DEBUG):
+        return  # locally the line would be a DEBUG log line nobody sees: do not build it
     try:
         from aws_lambda_powertools.metrics import EphemeralMetrics
 
@@ -98,9 +102,8 @@ def metrics(dimensions: dict[str, str], *values: tuple[str, float, str]) -> None
             emf.add_metric(name=name, unit=unit, value=float(value))
         line = json.dumps(emf.serialize_metric_set(), separators=(",", ":"))
     except Exception as exc:  # a bad metric is the metric's problem, never the run's
-        logger().warning("metric dropped", extra={"metric": [v[0] for v in values], "reason": str(exc)})
+        log.warning("metric dropped", extra={"metric": [v[0] for v in values], "reason": str(exc)})
         return
-    log = logger()
     if _on_lambda:
         print(line, flush=True)
     else:

@@ -70,17 +70,18 @@ def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
 
 def _file(rt: Runtime, owner_id: int, job_id: int, path: str) -> Response:
     handle = _handle(rt, owner_id, job_id)
+    rel = unquote(path)
     try:
-        size = handle.size(unquote(path))
+        size = handle.size(rel)
         if size > FILE_MAX_BYTES:
             raise ApiError(413, "payload_too_large", f"{path} is {size} bytes; files over {FILE_MAX_BYTES} are not served whole")
-        text = handle.read_file(unquote(path))
+        text = handle.read_file(rel)
     except ArtifactPathError as exc:
         raise ApiError(400, "bad_path", str(exc)) from None
     except NotStarted as exc:
         raise ApiError(404, "not_found", str(exc)) from None
     except ArtifactNotFound:
-        raise not_found(f"file {unquote(path)!r} of worker {job_id}") from None
+        raise not_found(f"file {rel!r} of worker {job_id}") from None
     kind = "application/json" if path.endswith(".json") else "application/x-ndjson" if path.endswith(".jsonl") else "text/plain; charset=utf-8"
     return Response(status_code=200, content_type=kind, body=text)
 
