@@ -76,3 +76,16 @@ def test_zerg_run_acts_for_the_owner_named_and_refuses_an_unknown_one(database_u
 def test_zerg_run_refuses_an_empty_or_huge_task(args, message):
     out = subprocess.run([sys.executable, "-m", "zerg.cli", *args], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_zerg_run_with_a_state_machine_arn_says_why_it_cannot_run_and_starts_nothing(database_url, tmp_path, pool):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"),
+            "ZERG_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:zerg-run"}
+    with pool.connection() as conn:
+        before = conn.execute("SELECT count(*) AS n FROM runs").fetchone()["n"]
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "check disk"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2 and "unset ZERG_STATE_MACHINE_ARN" in out.stderr and "Traceback" not in out.stderr
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM runs").fetchone()["n"] == before

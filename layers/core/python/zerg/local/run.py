@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from zerg.config import ConfigError
 from zerg.local.progress import describe_event
 from zerg.runs import events
 from zerg.runs import store as runs
@@ -31,15 +32,15 @@ class RunReport:
 
 def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, poll_s: float = 0.1) -> RunReport:
     """Run ``task`` for ``owner_id`` on the runtime's local engine, printing progress as it happens."""
+    from zerg.local.engine import LocalStarter
+
+    starter = rt.starter
+    if not isinstance(starter, LocalStarter):  # refused before a run row exists
+        raise ConfigError("zerg run executes on the local engine: unset ZERG_STATE_MACHINE_ARN")
     with rt.pool.connection() as conn:
         started = runs.start_run(conn, owner_id, task, trigger="cli")
     if rt.settings.offline:
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
-    from zerg.local.engine import LocalStarter
-
-    starter = rt.starter
-    if not isinstance(starter, LocalStarter):
-        raise RuntimeError("zerg run executes on the local engine: unset ZERG_STATE_MACHINE_ARN")
     last_id = 0
     engine = starter.engine()
     arn = starter.start(started.run_id, owner_id, started.thread_id)
