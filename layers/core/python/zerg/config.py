@@ -127,6 +127,10 @@ class Settings(BaseModel):
         default=(), alias="ZERG_HTTP_ALLOW_NETWORKS"
     )
     http_body_cap: int = Field(default=20_000, ge=256, le=5_000_000, alias="ZERG_HTTP_BODY_CAP")
+    sandbox_network: bool = Field(
+        default=False, alias="ZERG_SANDBOX_NETWORK",
+        description="on: container_exec commands get the host's network; off: only their own lo.",
+    )
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod
