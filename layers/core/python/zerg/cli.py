@@ -104,6 +104,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         observability.set_level("WARNING")
     rt = get_runtime()
     from zerg.local.engine import prewarm
+    from zerg.sandbox import announce
+
+    announce(rt.settings)  # a crash's sandboxes go; no isolation here is said once, loudly
 
     prewarm(cache_dir=rt.settings.data_dir / "cache")  # moto's imports overlap the database work below
     with rt.pool.connection() as conn:
@@ -160,7 +163,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
 
+    from zerg.sandbox import announce
+
     tls_cert, tls_key = _tls_files(args)
+    announce(get_settings())  # a crash's sandboxes go; no isolation here is said once, loudly
     with _connection() as conn:
         migrate(conn)
     try:
@@ -204,6 +210,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0 if doc["status"] == "success" else 1
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from zerg.doctor import run_doctor
+
+    return run_doctor(get_settings())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zerg", description="Zerg: the assistant's backend brain.")
     groups = parser.add_subparsers(dest="group", required=True)
@@ -228,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask_p.add_argument("--secret", help="device secret (default ZERG_DEVICE_SECRET)")
     ask_p.add_argument("--json", action="store_true", help="print the final run document as JSON")
     ask_p.set_defaults(func=cmd_ask)
+
+    groups.add_parser(
+        "doctor", help="check this host: sandbox level, SSH allowlist, database, model provider"
+    ).set_defaults(func=cmd_doctor)
 
     owners = groups.add_parser("owners", help="owners and device secrets").add_subparsers(dest="cmd", required=True)
     add = owners.add_parser("add", help="create an owner and print its device secret once")

@@ -75,3 +75,8 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
                     sweep.removed.append(f"{sandboxes.name}/{name}")
         elif markers:
             sweep.killed = reaper.kill_marked(markers)
+        if sweep.killed:  # a command escaped its own call's teardown: worth a line
+            from zerg import observability
+
+            observability.logger().warning("sandbox sweep at the end of the invocation", extra={
+                "killed": sweep.killed, "calls": sweep.calls, "removed": len(sweep.removed)})
