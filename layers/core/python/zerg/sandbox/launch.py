@@ -80,7 +80,9 @@ def _nsinit_program(base: Path) -> Path:
     if not target.exists():
         import py_compile
 
-        tmp = base / f".{target.name}.{os.getpid()}"
+        import threading
+
+        tmp = base / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
         py_compile.compile(str(Path(__file__).with_name("nsinit.py")), cfile=str(tmp), doraise=True)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
@@ -184,6 +186,7 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         return SandboxResult(None if timed_out else proc.returncode, _read(out_path, output_cap),
                              _read(err_path, output_cap), timed_out, duration_ms, mechanism)
     finally:
-        invocation.record(call.marker)
+        if mechanism == BEST_EFFORT:  # only there can a process escape its call's teardown
+            invocation.record(call.marker)
         call.release()
 
