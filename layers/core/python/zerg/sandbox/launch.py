@@ -183,12 +183,13 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         argv, env, cwd = _command(mechanism, call, network, command, output_cap, binary)
         out_path, err_path = call.capture / "stdout", call.capture / "stderr"
         user = call.uid
+        argv, as_user = reaper.as_user(argv, user)
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 start_new_session=True,  # the launcher's own group: nothing of ours is in it
-                user=user, group=user, extra_groups=[] if user is not None else None,
+                **as_user,
             )
             timed_out = True
             try:

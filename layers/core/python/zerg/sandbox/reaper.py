@@ -26,6 +26,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
@@ -218,14 +219,31 @@ def _kill_rounds(select: Callable[[int], bool], rounds: int = 20) -> int:
     return len(killed)
 
 
+@lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
+
+
+def as_user(argv: list[str], uid: int | None) -> tuple[list[str], dict[str, object]]:
+    """(argv, Popen keywords) that run ``argv`` as ``uid``: through util-linux ``setpriv`` where
+    there is one, because Popen(user=...) cannot use vfork, and forking a worker-sized process
+    costs ~3 ms a call (measured against setpriv's extra exec)."""
+    if uid is None:
+        return argv, {}
+    if _setpriv():
+        return [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv], {}
+    return argv, {"user": uid, "group": uid, "extra_groups": []}
+
+
 def kill_uid(uid: int) -> None:
     """Kill every process whose uid is ``uid`` (a call's own uid: nothing else has it), by a
     ``kill -9 -1`` run as that uid: the kernel signals every process of the uid in one pass, with
     forks held off, so a forking loop cannot outrun it, and no /proc scan is needed."""
     import subprocess
 
-    subprocess.run(["/bin/sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], env={}, user=uid, group=uid, extra_groups=[],
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    argv, user = as_user(["/bin/sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], uid)
+    subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False, **user)
 
 
 def kill_marked(markers: Iterable[str]) -> int:
