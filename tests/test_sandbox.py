@@ -135,12 +135,12 @@ def test_each_call_runs_as_its_own_unprivileged_host_uid(mechanism):
     uids = {}
 
     def call(name):
-        uids[name] = sh(f"sleep 1.{tok[:3]}; id -u", mechanism)
+        uids[name] = sh(f"sleep 3.{tok[:3]}; id -u", mechanism)
 
     threads = [threading.Thread(target=call, args=(n,)) for n in ("a", "b")]
     for t in threads:
         t.start()
-    host = wait_for(lambda: sleepers(f"1.{tok[:3]}") if len(sleepers(f"1.{tok[:3]}")) == 2 else None, "both commands")
+    host = wait_for(lambda: sleepers(f"3.{tok[:3]}") if len(sleepers(f"3.{tok[:3]}")) == 2 else None, "both commands")
     host_uids = {os.stat(f"/proc/{pid}").st_uid for pid in host}
     for t in threads:
         t.join()
@@ -210,6 +210,7 @@ def test_nothing_of_the_data_directory_or_the_host_is_visible(mechanism, tmp_pat
     top = out.stdout.split("---")[0].split()
     assert set(top) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"}, top
     assert "jwt-signing-secret" not in out.stdout and "jwt-secret" not in out.stdout
+    assert "/tmp:\n.\n..\nend" in out.stdout  # a private, empty /tmp: no database socket dir, no other sandbox
     for path in (data, "/root", "/work", "/run", "/var"):
         assert f"{path}': No such file or directory" in out.stderr, (path, out.stderr)
 
