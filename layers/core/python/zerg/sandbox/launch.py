@@ -116,7 +116,7 @@ def _unshare_argv(binary: str, call: reaper.CallDir, network: bool, command: str
 
 
 def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,
-             output_cap: int, binary: str | None) -> tuple[list[str], dict[str, str], str | None]:
+             output_cap: int, binary: str | None) -> tuple[list[str], dict[str, str], str]:
     """(argv, environment, working directory) of the launcher."""
     wrapped = ["/bin/sh", "-c", _WRAPPER.format(blocks=max(1, output_cap // 512)), "sh", command]
     if mechanism == BEST_EFFORT:
@@ -126,9 +126,9 @@ def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,
     env = {"PATH": SAFE_PATH, "HOME": HOME_INSIDE, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
     if binary is None:
         raise reaper.SandboxError(f"no {mechanism} binary")
-    if mechanism == BWRAP:
-        return _bwrap_argv(binary, call, network, wrapped), env, None
-    return _unshare_argv(binary, call, network, command, output_cap), env, None
+    if mechanism == BWRAP:  # the launchers start in the call's home: never a directory of ours
+        return _bwrap_argv(binary, call, network, wrapped), env, str(call.home)
+    return _unshare_argv(binary, call, network, command, output_cap), env, str(call.home)
 
 
 def _read(path: Path, cap: int) -> str:
