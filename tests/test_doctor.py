@@ -11,6 +11,7 @@ from zerg.sandbox import detect
 
 
 def doctor(capsys) -> tuple[int, str]:
+    get_settings.cache_clear()  # the test's environment, not one read earlier
     code = main(["doctor"])
     return code, capsys.readouterr().out
 
