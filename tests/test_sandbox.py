@@ -249,17 +249,19 @@ def test_leftover_sandboxes_from_a_crash_are_removed_at_start(capsys):
     root = reaper.sandboxes_root()
     root.mkdir(mode=0o711 if os.geteuid() == 0 else 0o700, exist_ok=True)
     crashed, live = root / f"{dead.pid}-{secrets.token_hex(4)}", root / f"{os.getpid()}-{secrets.token_hex(4)}"
-    for path in (crashed, live):
+    legacy = root.parent / f"zerg-sandbox-{secrets.token_hex(4)}"  # what zerg before the sandbox left
+    for path in (crashed, live, legacy):
         (path / "home" / "locked").mkdir(parents=True)
         (path / "home" / "locked" / "file").write_text("left behind")
         (path / "home" / "locked").chmod(0)
+    os.utime(legacy, (time.time() - 7200, time.time() - 7200))  # a crash's, two hours ago
     try:
         detect.announce(settings())
-        assert not crashed.exists()
+        assert not crashed.exists() and not legacy.exists()
         assert live.exists()  # a live process's call is never touched
     finally:
-        reaper.remove_tree(live)
-        reaper.remove_tree(crashed)
+        for path in (live, crashed, legacy):
+            reaper.remove_tree(path)
 
 
 def test_a_host_without_a_mechanism_says_so_once_and_still_runs_commands(monkeypatch, tmp_path, capsys):

@@ -152,10 +152,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
+LEGACY_PREFIXES = ("zerg-sandbox-", "zerg-capture-")  # the per-call dirs of zerg before this module
+
+
+def _reap_legacy(tmp: Path, older_than_s: float = 3600) -> list[Path]:
+    """The flat /tmp/zerg-sandbox-* dirs that versions before this module left when they crashed.
+    Their names carry no pid, so only those untouched for an hour go (a call lasts ≤ 10 minutes):
+    an older zerg still running on the host keeps its live ones."""
+    import time
+
+    removed = []
+    cutoff = time.time() - older_than_s
+    try:
+        entries = [e for e in os.scandir(tmp) if e.name.startswith(LEGACY_PREFIXES)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if st.st_mtime > cutoff or (os.geteuid() != 0 and st.st_uid != os.geteuid()):
+                continue
+        except OSError:
+            continue
+        remove_tree(Path(entry.path))
+        removed.append(Path(entry.path))
+    return removed
+
+
 def reap_leftovers(base: Path | None = None) -> list[Path]:
     """Remove the call directories of dead processes (a crash's leftovers); return them."""
     base = base or sandboxes_root()
-    removed = []
+    removed = _reap_legacy(base.parent)
     try:
         entries = list(os.scandir(base))
     except OSError:
