@@ -96,18 +96,20 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
 
 @pytest.fixture
 def owner(pool) -> int:
+    from tests.support.factories import unique_name
     from zerg.owners import create_owner
 
     with pool.connection() as conn:
-        return create_owner(conn, "test owner").owner_id
+        return create_owner(conn, unique_name("test owner")).owner_id
 
 
 @pytest.fixture
 def other_owner(pool) -> int:
+    from tests.support.factories import unique_name
     from zerg.owners import create_owner
 
     with pool.connection() as conn:
-        return create_owner(conn, "someone else").owner_id
+        return create_owner(conn, unique_name("someone else")).owner_id
 
 
 @pytest.fixture
