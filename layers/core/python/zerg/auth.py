@@ -130,6 +130,15 @@ def verify_token(settings: Settings, token: str | None, pool: "ConnectionPool") 
     return Caller(owner_id, session_id, _check_session(pool, owner_id, session_id))
 
 
+def still_valid(pool: "ConnectionPool", caller: Caller) -> bool:
+    """Whether the caller's session is still live (a live stream asks again while it runs)."""
+    try:
+        _check_session(pool, caller.owner_id, caller.session_id)
+    except AuthError:
+        return False
+    return True
+
+
 def _check_session(pool: "ConnectionPool", owner_id: int, session_id: UUID) -> int:
     """The session's device id if the session is live; :class:`AuthError` otherwise."""
     from zerg.identity import devices, sessions
@@ -138,10 +147,10 @@ def _check_session(pool: "ConnectionPool", owner_id: int, session_id: UUID) -> i
         state = sessions.session_state(conn, session_id)
         if state is None or state["owner_id"] != owner_id:
             raise AuthError("unknown session: authenticate again")
+        if state["device_revoked"]:  # said first: a new session with the same secret would not help
+            raise AuthError("this device's secret was rotated or revoked: authenticate with a current device secret")
         if state["revoked"]:
             raise AuthError("session revoked: authenticate again")
-        if state["device_revoked"]:
-            raise AuthError("this device's secret was rotated or revoked: authenticate with a current device secret")
         if state["expired"]:
             raise AuthError("token expired: authenticate again")
         if state["stale"]:  # a hint for the owner's session list: at most one write a minute
