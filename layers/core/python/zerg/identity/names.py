@@ -14,6 +14,8 @@ import unicodedata
 
 OWNER_NAME_MAX = 200
 DEVICE_NAME_MAX = 64
+_KINDS = {"Cc": "a control character", "Cf": "a format character", "Cs": "a surrogate",
+          "Co": "a private-use character", "Cn": "an unassigned code point"}
 
 
 class InvalidName(ValueError):
@@ -33,8 +35,8 @@ def clean_name(value: str, what: str, limit: int) -> str:
         raise InvalidName(f"{what} is {len(name)} characters; the limit is {limit}")
     bad = next((c for c in name if not c.isprintable()), None)
     if bad is not None:
-        raise InvalidName(f"{what} must be printable: it contains U+{ord(bad):04X} "
-                          f"({unicodedata.name(bad, unicodedata.category(bad))})")
+        kind = unicodedata.name(bad, "") or _KINDS.get(unicodedata.category(bad), "unprintable")
+        raise InvalidName(f"{what} must be printable: it contains U+{ord(bad):04X} ({kind})")
     return name
 
 
