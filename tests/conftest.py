@@ -81,6 +81,7 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
         if name.startswith("ZERG_") or name.startswith("OPENAI_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("ZERG_DATA_DIR", str(tmp_path / "zerg-data"))
+    monkeypatch.setenv("ZERG_CONFIG_DIR", str(tmp_path / "zerg-config"))  # never the user's stored sessions
     if "database_url" in request.fixturenames:
         monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("database_url"))
     else:
