@@ -189,3 +189,12 @@ def test_a_concurrent_reader_never_sees_a_half_written_token_file(tmp_path):
     stop.set()
     reader.join()
     assert bad == []
+
+
+def test_logout_from_an_unreachable_server_still_deletes_the_token_and_says_the_session_lives_on(tmp_path):
+    down = "http://127.0.0.1:9"
+    path = credentials.save_session(config_dir(), credentials.StoredSession(down, "t", "2030-01-01T00:00:00Z", 1, "s-1"))
+    out = zerg("logout", "--url", down)
+    assert out.returncode == 1 and not path.exists()
+    assert "could not reach http://127.0.0.1:9" in out.stderr and "the session stays valid until 2030-01-01T00:00:00Z" in out.stderr
+    assert "DELETE /api/jarvis/sessions/s-1" in out.stderr and "Traceback" not in out.stderr

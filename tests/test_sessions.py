@@ -297,6 +297,18 @@ def test_revoking_a_session_or_a_device_takes_effect_on_the_next_request(alice, 
     assert again["revoked_at"] == body["revoked_at"] and again["sessions_revoked"] == 0  # idempotent
 
 
+def test_the_openapi_document_types_the_ids_and_no_listing_model_has_a_secret_field():
+    doc = openapi_document()
+    (sid,) = doc["paths"]["/api/jarvis/sessions/{session_id}"]["delete"]["parameters"]
+    assert sid["schema"]["format"] == "uuid" and sid["required"]
+    (did,) = doc["paths"]["/api/jarvis/devices/{device_id}"]["delete"]["parameters"]
+    assert did["schema"]["type"] == "integer" and did["schema"]["minimum"] == 1
+    schemas = doc["components"]["schemas"]
+    for model in ("SessionList", "DeviceInfo", "SessionInfo", "SessionRevoked", "DeviceRevoked"):
+        assert not [f for f in schemas[model]["properties"] if any(w in f for w in ("secret", "hash", "token"))], model
+    assert set(schemas["AuthToken"]["properties"]) >= {"token", "session_id", "device_id", "expires_at"}
+
+
 # --- owner names --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "message"), [
