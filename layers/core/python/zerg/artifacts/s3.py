@@ -25,6 +25,7 @@ class S3ArtifactStore(WorkerArtifactStore):
         self.bucket = bucket
         self.prefix = prefix
         self.client = client
+        self._versioning: bool | None = None
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore(s3://{self.bucket}/{self.prefix})"
@@ -126,12 +127,15 @@ class S3ArtifactStore(WorkerArtifactStore):
         wanted = {self._k(k) for k in keys}
         if not wanted:
             return
-        targets = []
-        paginator = self.client.get_paginator("list_object_versions")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=os.path.commonprefix(sorted(wanted))):
-            for version in (*page.get("Versions", []), *page.get("DeleteMarkers", [])):
-                if version["Key"] in wanted:
-                    targets.append({"Key": version["Key"], "VersionId": version["VersionId"]})
+        if not self._versioned():
+            targets = [{"Key": k} for k in sorted(wanted)]
+        else:
+            targets = []
+            paginator = self.client.get_paginator("list_object_versions")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=os.path.commonprefix(sorted(wanted))):
+                for version in (*page.get("Versions", []), *page.get("DeleteMarkers", [])):
+                    if version["Key"] in wanted:
+                        targets.append({"Key": version["Key"], "VersionId": version["VersionId"]})
         for start in range(0, len(targets), 1000):  # DeleteObjects takes at most 1000 keys
             resp = self.client.delete_objects(
                 Bucket=self.bucket, Delete={"Objects": targets[start:start + 1000], "Quiet": True})
@@ -139,3 +143,13 @@ class S3ArtifactStore(WorkerArtifactStore):
                 first = resp["Errors"][0]
                 raise ArtifactError(f"could not delete {len(resp['Errors'])} object(s), e.g. {first.get('Key')}: "
                                     f"{first.get('Code')} {first.get('Message')}")
+
+    def _versioned(self) -> bool:
+        """Whether the bucket keeps versions (asked once; unknown counts as yes, the thorough way)."""
+        if self._versioning is None:
+            try:
+                status = self.client.get_bucket_versioning(Bucket=self.bucket).get("Status")
+            except self.client.exceptions.ClientError:
+                status = "unknown"
+            self._versioning = status is not None  # "Enabled" or "Suspended": versions may exist
+        return self._versioning
