@@ -122,11 +122,8 @@ class _WorkerHooks(LoopHooks):
 
     def check(self) -> Stop | None:
         with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
-            status = jobs.job_status(conn, self.job_id)
-        if status == "cancelled":
-            return Stop("cancelled by the user", status="failed")
-        if status is None:  # its owner was deleted (zerg owners delete): nothing left to work for
-            return Stop("the job no longer exists", status="failed")
+            if jobs.job_status(conn, self.job_id) == "cancelled":
+                return Stop("cancelled by the user", status="failed")
         return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
