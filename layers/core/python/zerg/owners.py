@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg import Connection
 
@@ -54,3 +56,20 @@ def local_owner(conn: Connection) -> int:
     """The owner that local commands act as (created on first use)."""
     owner_id = owner_by_name(conn, LOCAL_OWNER)
     return owner_id if owner_id is not None else create_owner(conn, LOCAL_OWNER).owner_id
+
+
+def export_owners(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's own row for ``zerg owners export``: never the device secret's hash."""
+    yield from conn.execute("SELECT id, name, created_at FROM owners WHERE id = %s", (owner_id,))
+
+
+def lock_owner(conn: Connection, owner_id: int) -> dict[str, Any] | None:
+    """Lock the owner's row for this transaction (id, name), or None if it is gone. A new run
+    or job of this owner waits for the lock (its foreign key check), so a check made after this
+    one stays true until the transaction ends."""
+    return conn.execute("SELECT id, name FROM owners WHERE id = %s FOR UPDATE", (owner_id,)).fetchone()
+
+
+def delete_owner(conn: Connection, owner_id: int) -> bool:
+    """Delete the owner row; every table that hangs off it goes with it (ON DELETE CASCADE)."""
+    return conn.execute("DELETE FROM owners WHERE id = %s RETURNING id", (owner_id,)).fetchone() is not None
