@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from zerg.config import ConfigError, get_settings
 
@@ -171,6 +172,60 @@ def cmd_owners_pair(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_owners_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from zerg.artifacts import get_store
+    from zerg.db import get_pool
+    from zerg.migrate import migrate
+    from zerg.privacy.export import ExportError, default_filename, export_owner
+
+    with _connection() as conn:
+        migrate(conn)
+        owner_id = _owner(conn, args.name)
+    try:
+        report = export_owner(get_pool(), get_store(), owner_id, Path(args.output or default_filename(args.name)))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    print("\n".join(report.lines()))
+    return 0
+
+
+def cmd_owners_delete(args: argparse.Namespace) -> int:
+    from zerg.artifacts import get_store
+    from zerg.db import get_pool
+    from zerg.migrate import migrate
+    from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
+
+    with _connection() as conn:
+        migrate(conn)
+        owner_id = _owner(conn, args.name)
+    pool, store, settings = get_pool(), get_store(), get_settings()
+    plan = plan_delete(pool, store, owner_id)
+    print(plan.summary())
+    if (busy := plan.busy()) and not args.force:
+        raise CliError(busy)
+    if not args.yes:
+        try:
+            typed = input(f"This deletes all of it, for good. Type the owner's name ({plan.name}) to confirm: ")
+        except EOFError:
+            typed = ""
+        if typed.strip() != plan.name:
+            print("not deleted: the name did not match (or pass --yes)")
+            return 1
+    stop = None
+    if settings.state_machine_arn:  # locally, a cancelled run's next step ends it
+        from zerg.runs.starter import StepFunctionsStarter
+
+        stop = partial(StepFunctionsStarter(settings).stop, cause="owner deleted")
+    try:
+        report = delete_owner(pool, store, owner_id, force=args.force, stop_execution=stop)
+    except DeleteRefused as exc:
+        raise CliError(str(exc)) from None
+    print("\n".join(report.lines()))
+    return 0
+
+
 def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """--tls-cert and --tls-key: both or neither, readable, and a matching pair (checked before
     the database is touched)."""
@@ -332,6 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("name")
     pair.add_argument("--minutes", type=int, default=10, help="how long the code lives (1-60, default 10)")
     pair.set_defaults(func=cmd_owners_pair)
+    export = owners.add_parser("export", help="write all of an owner's data (rows and artifacts) to one zip archive")
+    export.add_argument("name")
+    export.add_argument("--output", "-o", metavar="FILE", help="archive path (default zerg-export-NAME-TIME.zip here)")
+    export.set_defaults(func=cmd_owners_export)
+    delete = owners.add_parser("delete", help="delete an owner and all of its data, artifacts included")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="do not ask for the owner's name to confirm")
+    delete.add_argument("--force", action="store_true", help="cancel the owner's unfinished runs first")
+    delete.set_defaults(func=cmd_owners_delete)
 
     db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
     db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)

@@ -11,7 +11,9 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg import Connection, errors
 
@@ -59,3 +61,20 @@ def local_owner(conn: Connection) -> int:
         return create_owner(conn, LOCAL_OWNER).owner_id
     except names.NameTaken:  # another command created it a moment ago
         return owner_by_name(conn, LOCAL_OWNER)
+
+
+def export_owners(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's own row for ``zerg owners export`` (its devices' secrets are hashes kept in ``devices``)."""
+    yield from conn.execute("SELECT id, name, created_at FROM owners WHERE id = %s", (owner_id,))
+
+
+def lock_owner(conn: Connection, owner_id: int) -> dict[str, Any] | None:
+    """Lock the owner's row for this transaction (id, name), or None if it is gone. A new run
+    or job of this owner waits for the lock (its foreign key check), so a check made after this
+    one stays true until the transaction ends."""
+    return conn.execute("SELECT id, name FROM owners WHERE id = %s FOR UPDATE", (owner_id,)).fetchone()
+
+
+def delete_owner(conn: Connection, owner_id: int) -> bool:
+    """Delete the owner row; every table that hangs off it goes with it (ON DELETE CASCADE)."""
+    return conn.execute("DELETE FROM owners WHERE id = %s RETURNING id", (owner_id,)).fetchone() is not None

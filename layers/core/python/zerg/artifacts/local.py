@@ -6,6 +6,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID, ArtifactPathError
 from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
@@ -116,3 +117,27 @@ class LocalArtifactStore(WorkerArtifactStore):
 
     def _is_worker(self, worker_id: str) -> bool:
         return (self.root / "workers" / worker_id / "metadata.json").is_file()
+
+    def _open(self, key: str) -> BinaryIO:
+        try:
+            return open(self._path(key), "rb")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+
+    def _delete(self, keys: list[str]) -> None:
+        emptied: set[Path] = set()
+        for key in keys:
+            parent = self._path(key.rsplit("/", 1)[0])  # the directory must be inside the worker's
+            path = parent / key.rsplit("/", 1)[1]  # not resolved: a symlink is removed, never followed
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            while parent != self.root / "workers" and parent not in emptied:
+                emptied.add(parent)
+                parent = parent.parent
+        for directory in sorted(emptied, key=lambda d: len(d.parts), reverse=True):
+            try:
+                directory.rmdir()  # only once empty: the worker directory goes with its last file
+            except OSError:
+                pass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,14 @@ def list_devices(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
            FROM devices WHERE owner_id = %s ORDER BY id""",
         (owner_id,),
     ).fetchall()
+
+
+def export_devices(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's devices for ``zerg owners export``: never the secret's hash."""
+    yield from conn.execute(
+        "SELECT id, owner_id, name, created_at, last_seen_at, revoked_at FROM devices WHERE owner_id = %s ORDER BY id",
+        (owner_id,),
+    )
 
 
 def touch(conn: Connection, device_id: int) -> None:
