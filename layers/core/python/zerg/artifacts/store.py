@@ -17,6 +17,8 @@ Invariants:
   ``complete_worker``; it never comes from an LLM.
 - Callers' paths pass through :func:`clean_relpath`; ownership is decided elsewhere, once
   (:mod:`zerg.ownership`): a store trusts the worker id it is given.
+- A symbolic link in a worker directory is never followed by any read or write; ``list_files``
+  shows it as ``kind="symlink"`` without a size (only the local backend can hold one).
 - Tails read only the last N bytes (file seek / S3 ranged GET); ``bytes_read`` counts every byte
   read back, so callers can prove their reads are bounded.
 
@@ -31,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from zerg.artifacts.paths import (
     ArtifactPathError,
@@ -55,10 +57,18 @@ class WorkerExists(ArtifactError):
     pass
 
 
+FileKind = Literal["file", "symlink", "other"]
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str  # relative to the worker directory
-    size: int
+    size: int | None  # None unless kind == "file": a link's target is never looked at
+    kind: FileKind = "file"  # "symlink" / "other" (FIFO, device): listed, never read or followed
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
 
 
 class WorkerArtifactStore(ABC):
