@@ -108,10 +108,10 @@ class LocalArtifactStore(WorkerArtifactStore):
                 if exc.errno == errno.EEXIST:
                     raise
                 raise self._refusal(exc, key, parent, name) from None
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
+            kind = os.fstat(fd).st_mode
+            if not stat.S_ISREG(kind):
                 os.close(fd)
-                raise _not_regular(key, name, mode)
+                raise _not_regular(key, name, kind)
             os.set_blocking(fd, True)
             return fd
         finally:
