@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,22 @@ def _default_config_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "zerg"
+
+
+_HOST_LABELS = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _host_pattern(text: str) -> str:
+    """One ``ZERG_HTTP_ALLOW_HOSTS`` entry, normalised: a host name, ``*.`` + a domain, or an IP address."""
+    pattern = text.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(pattern.strip("[]")))
+    except ValueError:
+        pass
+    if not _HOST_LABELS.match(pattern) or pattern.count(".") < (2 if pattern.startswith("*.") else 0):
+        raise ValueError(f"{text.strip()!r} is not a host pattern: give a name (api.github.com), "
+                         "'*.' and a domain (*.example.org) or an IP address")
+    return pattern
 
 
 class SSHHost(BaseModel):
@@ -137,6 +154,10 @@ class Settings(BaseModel):
         default=(), alias="ZERG_HTTP_ALLOW_NETWORKS"
     )
     http_body_cap: int = Field(default=20_000, ge=256, le=5_000_000, alias="ZERG_HTTP_BODY_CAP")
+    http_allow_hosts: tuple[str, ...] = Field(
+        default=(), alias="ZERG_HTTP_ALLOW_HOSTS",
+        description="Host patterns http_request may reach (api.github.com, *.example.org); empty = any public host.",
+    )
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod
@@ -154,6 +175,13 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return tuple(ipaddress.ip_network(p.strip()) for p in value.split(",") if p.strip())
         return value
+
+    @field_validator("http_allow_hosts", mode="before")
+    @classmethod
+    def _host_patterns(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [p for p in value.split(",") if p.strip()]
+        return tuple(_host_pattern(p) for p in value)
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ shapes, and ``responses()`` lists each operation's real statuses so the document
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, Field
@@ -118,7 +118,8 @@ class RunDocument(BaseModel):
 
 class WorkerFile(BaseModel):
     path: str
-    size: int
+    size: int | None = Field(description="Bytes; null for a link or special file (never followed or read)")
+    kind: Literal["file", "symlink", "other"] = Field(description="Only regular files can be read")
 
 
 class WorkerDetail(BaseModel):

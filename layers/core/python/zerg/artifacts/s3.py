@@ -115,7 +115,7 @@ class S3ArtifactStore(WorkerArtifactStore):
             raise
         return True
 
-    def _open(self, key: str) -> BinaryIO:
+    def _stream(self, key: str) -> BinaryIO:
         try:
             return self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"]
         except self.client.exceptions.NoSuchKey:

@@ -17,6 +17,8 @@ Invariants:
   ``complete_worker``; it never comes from an LLM.
 - Callers' paths pass through :func:`clean_relpath`; ownership is decided elsewhere, once
   (:mod:`zerg.ownership`): a store trusts the worker id it is given.
+- A symbolic link in a worker directory is never followed by any read or write; ``list_files``
+  shows it as ``kind="symlink"`` without a size (only the local backend can hold one).
 - Tails read only the last N bytes (file seek / S3 ranged GET); ``bytes_read`` counts every byte
   read back, so callers can prove their reads are bounded.
 - Deleting a worker removes ``metadata.json`` last: until it goes, the worker is still found (by
@@ -34,7 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from zerg.artifacts.paths import (
     ArtifactPathError,
@@ -58,10 +60,18 @@ class WorkerExists(ArtifactError):
     pass
 
 
+FileKind = Literal["file", "symlink", "other"]
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str  # relative to the worker directory
-    size: int
+    size: int | None  # None unless kind == "file": a link's target is never looked at
+    kind: FileKind = "file"  # "symlink" / "other" (FIFO, device): listed, never read or followed
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
 
 
 @dataclass
@@ -121,7 +131,7 @@ class WorkerArtifactStore(ABC):
     def _is_worker(self, worker_id: str) -> bool: ...
 
     @abstractmethod
-    def _open(self, key: str) -> BinaryIO:
+    def _stream(self, key: str) -> BinaryIO:
         """A binary stream of the whole object (``read(n)``, ``close()``); ArtifactNotFound if missing."""
 
     @abstractmethod
@@ -312,7 +322,7 @@ class WorkerArtifactStore(ABC):
 
     def read_chunks(self, worker_id: str, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         """A whole artifact file, streamed in chunks (never held in memory at once)."""
-        stream = self._open(self._key(worker_id, clean_relpath(path)))
+        stream = self._stream(self._key(worker_id, clean_relpath(path)))
         try:
             while chunk := stream.read(chunk_size):
                 yield self._count(chunk)
@@ -341,7 +351,7 @@ class WorkerArtifactStore(ABC):
         late = self._list(base)
         self._delete([base + f.path for f in late])
         gone = listed + late
-        return DeletedFiles(len(gone), sum(f.size for f in gone))
+        return DeletedFiles(len(gone), sum(f.size or 0 for f in gone))
 
     def iter_metadata(self) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
         """Every worker's metadata (or the error reading it), for rebuilding the index."""

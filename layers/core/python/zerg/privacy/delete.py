@@ -100,7 +100,7 @@ def plan_delete(pool: "ConnectionPool", store: WorkerArtifactStore, owner_id: in
         unfinished_runs = [r["id"] for r in runs.unfinished_runs(conn, owner_id)]
         unfinished_jobs = jobs.unfinished_jobs(conn, owner_id)
     files = [f for w in workers.worker_ids for f in _files(store, w)]
-    return DeletePlan(owner_id, name, rows, len(workers.worker_ids), len(files), sum(f.size for f in files),
+    return DeletePlan(owner_id, name, rows, len(workers.worker_ids), len(files), sum(f.size or 0 for f in files),
                       unfinished_runs, unfinished_jobs)
 
 

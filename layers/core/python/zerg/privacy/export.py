@@ -227,6 +227,9 @@ def _write_worker(zf: zipfile.ZipFile, store: WorkerArtifactStore, worker_id: st
     files = []
     for info in listing:
         path = f"workers/{worker_id}/{info.path}"
+        if not info.is_file:  # a link or FIFO planted in the directory: never followed
+            report.skipped.append((path, f"a {info.kind}, not a file: not exported"))
+            continue
         chunks = store.read_chunks(worker_id, info.path)
         try:
             first = next(chunks, b"")  # opens the file: a file gone or refused is skipped, not half-written
