@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.factories import make_finished_worker, make_run
+from tests.support.factories import make_finished_worker, make_run, unique_name
 from zerg.llm import CallTag, ChatResult, Usage
 from zerg.llm.ledger import record_call
-from zerg.owners import create_owner, hash_secret, local_owner
+from zerg.identity.devices import hash_secret
+from zerg.owners import create_owner, local_owner
 from zerg.privacy import scope
 from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
 from zerg.privacy.export import ExportError, export_owner, secret_column
@@ -88,7 +89,7 @@ def test_export_holds_every_tables_rows_of_the_owner_and_none_of_another(pool, s
         assert {row["id"] for row in tables[name]} == ids, name
         assert manifest["tables"][name]["rows"] == len(ids) == report.rows[name]
         assert all(row.get("owner_id", owner) == owner for row in tables[name])
-    assert manifest["owner"] == {"id": owner, "name": "test owner"}
+    assert manifest["owner"]["id"] == owner and manifest["owner"]["name"].startswith("test owner")
     assert manifest["format"] == "zerg-owner-export" and manifest["format_version"] == 1
     assert all(not p.startswith(f"workers/{theirs['worker_id']}") for p in artifacts)
     with zipfile.ZipFile(tmp_path / "me.zip") as zf:
@@ -137,13 +138,13 @@ def test_a_large_artifact_is_streamed_into_the_archive_not_held_in_memory(pool, 
 
 
 def test_the_archive_holds_no_secret_material(pool, store, tmp_path):
-    from zerg.auth import issue_token, jwt_secret
+    from zerg.auth import jwt_secret, login
     from zerg.config import get_settings
 
     with pool.connection() as conn:
-        new = create_owner(conn, "secretive")
+        new = create_owner(conn, unique_name("secretive"))
+        token = login(conn, get_settings(), new.device_secret).token
     fill(pool, store, new.owner_id, "s")
-    token, _ = issue_token(get_settings(), new.owner_id)
     export_owner(pool, store, new.owner_id, tmp_path / "me.zip")
     with zipfile.ZipFile(tmp_path / "me.zip") as zf:
         everything = b"".join(zf.read(n) for n in zf.namelist())
@@ -184,7 +185,8 @@ def test_export_of_an_owner_with_no_data_works(pool, owner, tmp_path):
     report = export_owner(pool, LocalArtifactStore(tmp_path / "artifacts"), owner, tmp_path / "empty.zip")
     manifest, tables, artifacts = read_archive(tmp_path / "empty.zip")
     assert manifest["tables"]["owners"]["rows"] == 1
-    assert all(v["rows"] == 0 for k, v in manifest["tables"].items() if k != "owners")
+    assert manifest["tables"]["devices"]["rows"] == 1  # the device every owner is created with
+    assert all(v["rows"] == 0 for k, v in manifest["tables"].items() if k not in ("owners", "devices"))
     assert manifest["artifacts"] | {"files": [], "skipped": []} == {
         "workers": 0, "count": 0, "bytes": 0, "files": [], "skipped": []}
     assert artifacts == {} and tables["runs"] == [] and report.artifact_files == 0

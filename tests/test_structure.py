@@ -14,6 +14,7 @@ ZERG = ROOT / "layers" / "core" / "python" / "zerg"
 # The modules that own tables (plus the migrator and the server-level catalog reads in db.py).
 TABLE_MODULES = {
     "runs/store.py", "runs/threads.py", "runs/events.py", "workers/jobs.py", "owners.py", "llm/ledger.py",
+    "identity/devices.py", "identity/sessions.py", "identity/pairing.py",
     "migrate.py", "db.py",
 }
 TABLE_MODULES |= {"contacts.py"}  # owner_contacts

@@ -119,17 +119,56 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_owners_add(args: argparse.Namespace) -> int:
+    from zerg.identity.names import InvalidName
     from zerg.migrate import migrate
     from zerg.owners import create_owner
 
-    name = args.name.strip()
-    if not name or len(name) > 200:
-        raise CliError("an owner name is 1-200 characters")
     with _connection() as conn:
         migrate(conn)
-        owner = create_owner(conn, name)
+        try:
+            owner = create_owner(conn, args.name)
+        except InvalidName as exc:
+            raise CliError(str(exc)) from None
     print(f"owner {owner.owner_id} ({owner.name}) created")
     print(f"device secret (shown once, store it now): {owner.device_secret}")
+    return 0
+
+
+def _named_owner(conn, name: str) -> int:
+    from zerg.migrate import migrate
+
+    migrate(conn)
+    return _owner(conn, name)
+
+
+def cmd_owners_rotate(args: argparse.Namespace) -> int:
+    from zerg.identity import devices
+    from zerg.identity.names import InvalidName
+
+    with _connection() as conn:
+        try:
+            rotation = devices.rotate(conn, _named_owner(conn, args.name), args.device)
+        except (devices.DeviceNotFound, InvalidName) as exc:
+            raise CliError(f"{args.name}: {exc}") from None
+    print(f"revoked: {', '.join(rotation.revoked) or 'no live device'} "
+          f"(and {rotation.sessions_revoked} live session(s) issued under them)")
+    print(f"new device secret for {rotation.new.name!r} (shown once, store it now): {rotation.new.secret}")
+    return 0
+
+
+def cmd_owners_pair(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from zerg.identity import pairing
+
+    with _connection() as conn:
+        try:
+            code = pairing.create_code(conn, _named_owner(conn, args.name), timedelta(minutes=args.minutes))
+        except (pairing.TooManyCodes, ValueError) as exc:
+            raise CliError(str(exc)) from None
+    print(f"pairing code: {code.code}")
+    print(f"valid once, until {code.expires_at:%H:%M:%S} UTC: on the new device, POST /api/jarvis/pair "
+          "{code, device_name} returns its own device secret")
     return 0
 
 
@@ -235,21 +274,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import json as _json
 
-    from zerg.local.client import ClientError, ask
+    from zerg.local.client import ClientError
+    from zerg.local.credentials import ask_as_device
 
     settings = get_settings()
-    secret = args.secret or (settings.device_secret.get_secret_value() if settings.device_secret else None)
-    if not secret:
-        raise CliError("give the device secret with --secret or ZERG_DEVICE_SECRET (zerg owners add prints one)")
     task = " ".join(args.task).strip()
     if not task:
         raise CliError("give a task")
+    url = args.url or settings.api_url
     try:
-        doc = ask(args.url or settings.api_url, secret, task, as_json=args.json)
+        doc = ask_as_device(settings, url, task, from_stdin=args.secret_stdin, as_json=args.json)
     except ClientError as exc:
         raise CliError(str(exc)) from None
     except Exception as exc:  # connection refused and the like: one line, no trace
-        raise CliError(f"cannot reach {args.url or settings.api_url}: {exc}") from None
+        raise CliError(f"cannot reach {url}: {exc}") from None
     if args.json:
         print(_json.dumps(doc, indent=2))
     else:
@@ -257,6 +295,51 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(doc["result"] if doc["status"] == "success" else f"Run {doc['status']}: {doc.get('error')}")
         print(f"\nrun {doc['run_id']}: {doc['status']}, {len(doc['workers'])} worker(s), tokens {doc['tokens_used']}")
     return 0 if doc["status"] == "success" else 1
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    from zerg.local import credentials
+    from zerg.local.client import ClientError
+
+    settings = get_settings()
+    url = args.url or settings.api_url
+    try:
+        print(credentials.login(settings, url, from_stdin=args.secret_stdin))
+    except ClientError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot store the session under {settings.config_dir}: {exc}") from None
+    except Exception as exc:
+        raise CliError(f"cannot reach {url}: {exc}") from None
+    return 0
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    from zerg.local import credentials
+    from zerg.local.client import ClientError
+
+    settings = get_settings()
+    try:
+        message, ok = credentials.logout(settings, args.url or settings.api_url)
+    except ClientError as exc:
+        raise CliError(str(exc)) from None
+    print(message, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+class _SecretOptionRemoved(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("--secret was removed: a secret on the command line is visible to every process (ps). "
+                     "Use zerg login, ZERG_DEVICE_SECRET, --secret-stdin or the prompt")
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    # allow_abbrev=False on these parsers: "--secret X" must never be read as --secret-stdin + a task word.
+    parser.add_argument("--secret", nargs="?", action=_SecretOptionRemoved, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
+    parser.add_argument("--secret-stdin", action="store_true",
+                        help="read the device secret from standard input (else ZERG_DEVICE_SECRET, "
+                             "else a stored session, else a prompt); never give it as an argument")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,17 +360,33 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key file")
     serve.set_defaults(func=cmd_serve)
 
-    ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)")
+    ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)", allow_abbrev=False)
     ask_p.add_argument("task", nargs="+")
-    ask_p.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
-    ask_p.add_argument("--secret", help="device secret (default ZERG_DEVICE_SECRET)")
+    _add_client_options(ask_p)
     ask_p.add_argument("--json", action="store_true", help="print the final run document as JSON")
     ask_p.set_defaults(func=cmd_ask)
+
+    login = groups.add_parser("login", help="exchange the device secret for a session token kept in a 0600 file",
+                              allow_abbrev=False)
+    _add_client_options(login)
+    login.set_defaults(func=cmd_login)
+    logout = groups.add_parser("logout", help="revoke the stored session on the server and delete its file")
+    logout.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
+    logout.set_defaults(func=cmd_logout)
 
     owners = groups.add_parser("owners", help="owners and device secrets").add_subparsers(dest="cmd", required=True)
     add = owners.add_parser("add", help="create an owner and print its device secret once")
     add.add_argument("name")
     add.set_defaults(func=cmd_owners_add)
+    rotate = owners.add_parser("rotate", help="new device secret; the old one and its sessions stop working")
+    rotate.add_argument("name")
+    rotate.add_argument("--device", metavar="DEVICE", help="rotate only this device (default: every live device "
+                        "of the owner is revoked and one new 'primary' device replaces them)")
+    rotate.set_defaults(func=cmd_owners_rotate)
+    pair = owners.add_parser("pair", help="print a one-time pairing code a new device exchanges for its own secret")
+    pair.add_argument("name")
+    pair.add_argument("--minutes", type=int, default=10, help="how long the code lives (1-60, default 10)")
+    pair.set_defaults(func=cmd_owners_pair)
     export = owners.add_parser("export", help="write all of an owner's data (rows and artifacts) to one zip archive")
     export.add_argument("name")
     export.add_argument("--output", "-o", metavar="FILE", help="archive path (default zerg-export-NAME-TIME.zip here)")

@@ -32,6 +32,12 @@ def _default_data_dir(environ: dict[str, str] | None = None) -> Path:
     return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "zerg"
 
 
+def _default_config_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "zerg"
+
+
 _HOST_LABELS = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
@@ -133,6 +139,10 @@ class Settings(BaseModel):
     state_machine_arn: str | None = Field(default=None, alias="ZERG_STATE_MACHINE_ARN")
     device_secret: SecretStr | None = Field(default=None, alias="ZERG_DEVICE_SECRET")
     api_url: str = Field(default="http://127.0.0.1:8000", alias="ZERG_API_URL")
+    config_dir: Path = Field(
+        default_factory=_default_config_dir, alias="ZERG_CONFIG_DIR",
+        description="Per-user client configuration: the session tokens `zerg login` keeps (0700/0600).",
+    )
 
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
@@ -214,6 +224,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         )
     values = {k: v for k, v in env.items() if k in known and v != ""}
     values.setdefault("ZERG_DATA_DIR", str(_default_data_dir(env)))
+    values.setdefault("ZERG_CONFIG_DIR", str(_default_config_dir(env)))
     try:
         settings = Settings.model_validate(values)
     except ValidationError as exc:

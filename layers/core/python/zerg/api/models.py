@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +27,53 @@ class AuthToken(BaseModel):
     token_type: str = "bearer"
     expires_at: datetime
     owner_id: int
+    session_id: UUID = Field(description="The token's session: GET /api/jarvis/sessions lists it, DELETE revokes it")
+    device_id: int
+
+
+class PairedDevice(BaseModel):
+    owner_id: int
+    device_id: int
+    device_name: str
+    device_secret: str = Field(description="Shown once: store it on the device; POST /api/jarvis/auth exchanges it")
+
+
+class DeviceInfo(BaseModel):
+    device_id: int
+    name: str
+    created_at: datetime
+    last_seen_at: datetime | None = Field(description="Within a minute of the device's last request")
+    revoked_at: datetime | None
+    active: bool
+
+
+class SessionInfo(BaseModel):
+    session_id: UUID
+    device_id: int
+    device_name: str
+    issued_at: datetime
+    expires_at: datetime
+    last_used_at: datetime | None = Field(description="Within a minute of the session's last request")
+    revoked_at: datetime | None
+    active: bool
+    current: bool = Field(description="The session of this request")
+
+
+class SessionList(BaseModel):
+    devices: list[DeviceInfo] = Field(description="Oldest first, revoked ones included; never a secret or hash")
+    sessions: list[SessionInfo] = Field(description="Newest first (at most 100); ended ones are kept 30 days")
+
+
+class SessionRevoked(BaseModel):
+    session_id: UUID
+    revoked_at: datetime
+
+
+class DeviceRevoked(BaseModel):
+    device_id: int
+    name: str
+    revoked_at: datetime
+    sessions_revoked: int = Field(description="Sessions of this device that were live until now")
 
 
 class RunAccepted(BaseModel):
@@ -99,6 +147,7 @@ ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",
     404: "Not found, or not the caller's (the same answer either way)",
+    409: "Conflict with what exists (e.g. a name already taken)",
     413: "Too large",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",

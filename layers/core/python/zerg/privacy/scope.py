@@ -20,6 +20,7 @@ from typing import Any
 from psycopg import Connection
 
 from zerg import contacts, owners
+from zerg.identity import devices
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.llm import ledger
 from zerg.runs import events, threads
@@ -42,11 +43,16 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("worker_jobs", jobs.export_worker_jobs),
     OwnerTable("run_events", events.export_run_events),
     OwnerTable("llm_calls", ledger.export_llm_calls),
+    OwnerTable("devices", devices.export_devices),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the
 # cascade): table name -> why.
-NOT_EXPORTED: dict[str, str] = {}
+NOT_EXPORTED: dict[str, str] = {
+    "sessions": "authentication state (the ids signed into live tokens), not the owner's data; "
+                "GET /api/jarvis/sessions lists it",
+    "pairing_codes": "one-time codes that live minutes, stored only as hashes",
+}
 
 
 @dataclass(frozen=True)
