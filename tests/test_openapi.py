@@ -20,6 +20,10 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 422}),
     ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 422}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
+    ("/api/jarvis/hosts", "get"): (200, {401, 422}),
+    ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 422, 503}),
+    ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
 }
 
 
