@@ -90,6 +90,13 @@ def test_a_sealed_key_copied_into_another_owners_row_cannot_be_opened(runtime_en
     assert "not sealed for this owner" in out.critical
 
 
+def test_a_worker_without_a_way_to_open_keys_fails_critically_not_by_guessing(runtime_env, monkeypatch, owner, ssh_server):
+    add_host(runtime_env(), owner, "cube", ssh_server)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "zerg-test-worker")  # on Lambda, without ZERG_KMS_KEY_ID
+    out = ssh(runtime_env(), owner, "cube")
+    assert out.critical == "ssh key for cube: ZERG_KMS_KEY_ID must be set on Lambda: a local key file would not outlive the container"
+
+
 def test_a_call_without_an_owner_reaches_nothing(runtime_env, ssh_server):
     rt = runtime_env(ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config()}))
     out = invoke(TOOLS, "ssh_exec", json.dumps({"host": "cube", "command": "id"}), ToolContext(settings=rt.settings))

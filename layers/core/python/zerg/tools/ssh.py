@@ -62,11 +62,12 @@ def _resolve(ctx: ToolContext, alias: str) -> "Target | ToolOutcome":
 
 def _load_key(target: "Target", ctx: ToolContext):
     from zerg.hosts.registry import KeyUnavailable
+    from zerg.sealing import SealError
 
-    try:
+    try:  # the sealer itself may be unavailable (Lambda without ZERG_KMS_KEY_ID): as critical as a bad key
         return target.load_key(ctx.runtime.sealer if target.source == "owner" else None)
-    except KeyUnavailable as exc:
-        raise CriticalToolError(str(exc)) from None
+    except (KeyUnavailable, SealError) as exc:
+        raise CriticalToolError(f"ssh key for {target.alias}: {exc}" if isinstance(exc, SealError) else str(exc)) from None
 
 
 def _client(target: "Target", ctx: ToolContext):
