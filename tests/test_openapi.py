@@ -26,6 +26,10 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/sessions", "get"): (200, {401, 422}),
     ("/api/jarvis/sessions/{session_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/devices/{device_id}", "delete"): (200, {401, 404, 422}),
+    ("/api/jarvis/hosts", "get"): (200, {401, 422}),
+    ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 422, 503}),
+    ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
 }
 
 

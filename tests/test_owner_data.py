@@ -17,6 +17,7 @@ import pytest
 from tests.support.factories import make_finished_worker, make_run, unique_name
 from zerg.llm import CallTag, ChatResult, Usage
 from zerg.llm.ledger import record_call
+from zerg.hosts import store as hosts
 from zerg.identity.devices import hash_secret
 from zerg.owners import create_owner, local_owner
 from zerg.privacy import scope
@@ -26,6 +27,9 @@ from zerg.runs import store as runs
 from zerg.workers import jobs
 
 GLOBAL_TABLES = {"owners", "schema_migrations"}  # the only tables that hang off no owner
+
+
+SEALED_KEY = b"sealed private key bytes"
 
 
 def fill(pool, store, owner_id: int, tag: str) -> dict:
@@ -38,6 +42,10 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
         conn.execute("INSERT INTO owner_contacts (owner_id, kind, address) VALUES (%s, 'email', %s)",
                      (owner_id, f"{tag}-{owner_id}@example.com"))
         record_call(conn, CallTag("supervisor", owner_id, run_id), ChatResult("m", "", usage=Usage(10, 5, 0.001)), 12.0)
+        hosts.save(conn, owner_id, f"{tag}-box", hostname="127.0.0.1", port=22, username="ops",
+                   private_key_sealed=SEALED_KEY, key_type="ssh-ed25519", key_fingerprint="SHA256:k",
+                   host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPinned", host_key_fingerprint="SHA256:h",
+                   replace=False)
         runs.complete_run(conn, runs.get_run(conn, owner_id, run_id), f"{tag} answer")
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
@@ -151,6 +159,7 @@ def test_the_archive_holds_no_secret_material(pool, store, tmp_path):
         owners_rows = [json.loads(line) for line in zf.read("tables/owners.jsonl").splitlines()]
     for secret in (new.device_secret, hash_secret(new.device_secret), token, jwt_secret(get_settings())):
         assert secret.encode() not in everything
+    assert SEALED_KEY not in everything and b"private_key" not in everything
     assert set(owners_rows[0]) == {"id", "name", "created_at"}
 
 
@@ -170,9 +179,9 @@ def test_a_secret_or_binary_column_stops_the_export_and_leaves_no_file(pool, own
     out = tmp_path / "out"
     out.mkdir()
     tables = scope.OWNER_TABLES
-    for row, why in (({"id": 1, "private_key_encrypted": "AAAA"}, "ssh_hosts.private_key_encrypted looks like secret"),
+    for row, why in (({"id": 1, "private_key_encrypted": "AAAA"}, "hostile_table.private_key_encrypted looks like secret"),
                      ({"id": 1, "blob": b"\x00key"}, "binary column")):
-        table = scope.OwnerTable("ssh_hosts", lambda conn, owner_id, row=row: iter([row]))
+        table = scope.OwnerTable("hostile_table", lambda conn, owner_id, row=row: iter([row]))
         monkeypatch.setattr(scope, "OWNER_TABLES", (*tables, table))
         with pytest.raises(ExportError, match=why):
             export_owner(pool, store, owner, out / "me.zip")

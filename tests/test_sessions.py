@@ -21,7 +21,21 @@ from zerg.identity.devices import hash_secret
 from zerg.owners import create_owner
 from zerg.runs import store as runs
 
-BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}}  # a route whose body must be valid to reach auth
+
+
+def _host_body() -> dict:
+    """A PUT /hosts body that passes validation (keys generated here, never used to connect)."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key, host = ed25519.Ed25519PrivateKey.generate(), ed25519.Ed25519PrivateKey.generate()
+    return {"hostname": "127.0.0.1", "user": "ops",
+            "private_key": key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption()).decode(),
+            "host_key": host.public_key().public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH).decode()}
+
+
+# Routes whose body must be valid to reach the credential check (a malformed body is reported first).
+BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts/{alias}", "put"): _host_body()}
 
 
 def zerg(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ ZERG = ROOT / "layers" / "core" / "python" / "zerg"
 TABLE_MODULES = {
     "runs/store.py", "runs/threads.py", "runs/events.py", "workers/jobs.py", "owners.py", "llm/ledger.py",
     "identity/devices.py", "identity/sessions.py", "identity/pairing.py",
-    "migrate.py", "db.py",
+    "hosts/store.py", "migrate.py", "db.py",
 }
 TABLE_MODULES |= {"contacts.py"}  # owner_contacts
 # SQL keywords are upper case in this code base, which keeps English ("show the schema") out.

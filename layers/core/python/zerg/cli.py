@@ -61,6 +61,92 @@ def cmd_db_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _host_key_line(args: argparse.Namespace) -> str:
+    """The pin from --host-key, --host-key-file or (explicitly asked: trust on first use) a scan."""
+    from zerg.hosts.spec import HostInputError, scan_host_key
+
+    if args.host_key_file:
+        try:
+            with open(args.host_key_file) as fh:
+                return fh.read()
+        except OSError as exc:
+            raise CliError(f"--host-key-file {args.host_key_file}: {exc.strerror}") from None
+    if args.scan_host_key:
+        try:
+            pin = scan_host_key(args.hostname, args.port)
+        except HostInputError as exc:
+            raise CliError(str(exc)) from None
+        print(f"pinned the key {args.hostname}:{args.port} presents now: {pin.key_type} {pin.fingerprint} "
+              "(compare: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the server)")
+        return pin.line
+    return args.host_key
+
+
+def cmd_hosts_add(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from zerg.hosts import registry
+    from zerg.hosts.spec import HostInputError, HostSpec, check_alias
+    from zerg.migrate import migrate
+    from zerg.sealing import SealError, get_sealer
+
+    try:
+        check_alias(args.alias)
+        with open(args.key_file) as fh:  # the key from a file, never from the command line
+            private_key = fh.read(64_000)
+    except HostInputError as exc:
+        raise CliError(f"alias {args.alias!r}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--key-file {args.key_file}: {getattr(exc, 'strerror', None) or 'not a text key file'}") from None
+    host_key = _host_key_line(args)
+    try:
+        spec = HostSpec(hostname=args.hostname, port=args.port, user=args.user, private_key=private_key, host_key=host_key)
+    except ValidationError as exc:  # messages name the field and the rule, never the value
+        raise CliError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+    try:
+        with _connection() as conn:
+            migrate(conn)
+            owner_id = _owner(conn, args.owner)
+            host, created = registry.put_host(conn, get_sealer(), owner_id, args.alias, spec, replace=args.replace)
+    except registry.HostExists as exc:
+        raise CliError(f"{exc}: zerg hosts add --replace ...") from None
+    except SealError as exc:
+        raise CliError(f"cannot seal the private key: {exc}") from None
+    print(f"{'added' if created else 'replaced'} ssh host {host.alias}: {host.user}@{host.hostname}:{host.port}")
+    print(f"  key {host.key_type} {host.key_fingerprint} (sealed; never shown again), host key {host.host_key_fingerprint}")
+    return 0
+
+
+def cmd_hosts_list(args: argparse.Namespace) -> int:
+    from zerg.hosts import registry
+    from zerg.migrate import migrate
+
+    with _connection() as conn:
+        migrate(conn)
+        hosts = registry.list_hosts(conn, get_settings(), _owner(conn, args.owner))
+    if not hosts:
+        print("no ssh hosts (zerg hosts add ALIAS --hostname H --user U --key-file F --host-key 'ssh-ed25519 AAAA...')")
+    for h in hosts:
+        key = f"{h.key_type} {h.key_fingerprint}" if h.key_fingerprint else "key from ZERG_SSH_HOSTS"
+        print(f"{h.alias}\t{h.user}@{h.hostname}:{h.port}\t{key}\thost key {h.host_key_fingerprint or 'from known_hosts'}"
+              f"\t{h.source}")
+    return 0
+
+
+def cmd_hosts_rm(args: argparse.Namespace) -> int:
+    from zerg.hosts import registry
+    from zerg.migrate import migrate
+
+    with _connection() as conn:
+        migrate(conn)
+        try:
+            registry.remove_host(conn, get_settings(), _owner(conn, args.owner), args.alias)
+        except (registry.HostNotFound, registry.BootstrapHost) as exc:
+            raise CliError(str(exc)) from None
+    print(f"removed ssh host {args.alias} and its sealed key")
+    return 0
+
+
 def cmd_workers_reindex(args: argparse.Namespace) -> int:
     from zerg.artifacts import get_store
     from zerg.workers.jobs import reindex
@@ -410,6 +496,28 @@ def build_parser() -> argparse.ArgumentParser:
     workers.add_parser(
         "reindex", help="rebuild the worker_jobs index from every metadata.json"
     ).set_defaults(func=cmd_workers_reindex)
+
+    hosts = groups.add_parser("hosts", help="the owner's SSH hosts for ssh_exec").add_subparsers(dest="cmd", required=True)
+    h_add = hosts.add_parser("add", help="register an SSH host; the private key is sealed for the owner")
+    h_add.add_argument("alias", help="the name workers use, e.g. cube")
+    h_add.add_argument("--hostname", required=True, help="DNS name or IP address")
+    h_add.add_argument("--port", type=int, default=22)
+    h_add.add_argument("--user", required=True, help="login name on the server")
+    h_add.add_argument("--key-file", required=True, metavar="PATH", help="unencrypted private key file (read, sealed, never echoed)")
+    pin = h_add.add_mutually_exclusive_group(required=True)
+    pin.add_argument("--host-key", metavar="LINE", help="the server's public host key: 'ssh-ed25519 AAAA...'")
+    pin.add_argument("--host-key-file", metavar="PATH", help="a file holding that line (e.g. from ssh-keyscan)")
+    pin.add_argument("--scan-host-key", action="store_true", help="trust on first use: pin the key the server presents now")
+    h_add.add_argument("--replace", action="store_true", help="replace an existing host of that alias")
+    _add_owner_option(h_add)
+    h_add.set_defaults(func=cmd_hosts_add)
+    h_list = hosts.add_parser("list", help="the owner's SSH hosts (fingerprints, never keys)")
+    _add_owner_option(h_list)
+    h_list.set_defaults(func=cmd_hosts_list)
+    h_rm = hosts.add_parser("rm", help="remove an SSH host and its sealed key")
+    h_rm.add_argument("alias")
+    _add_owner_option(h_rm)
+    h_rm.set_defaults(func=cmd_hosts_rm)
     return parser
 
 

@@ -150,6 +150,10 @@ class Settings(BaseModel):
     tool_output_cap: int = Field(default=10_000, ge=256, le=1_000_000, alias="ZERG_TOOL_OUTPUT_CAP")
     ssh_hosts: dict[str, SSHHost] = Field(default_factory=dict, alias="ZERG_SSH_HOSTS")
     ssh_known_hosts: Path | None = Field(default=None, alias="ZERG_SSH_KNOWN_HOSTS")
+    kms_key_id: str | None = Field(
+        default=None, alias="ZERG_KMS_KEY_ID",
+        description="AWS: KMS key sealing owners' SSH keys; unset = AES-GCM under ZERG_DATA_DIR/sealing.key.",
+    )
     http_allow_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = Field(
         default=(), alias="ZERG_HTTP_ALLOW_NETWORKS"
     )

@@ -137,6 +137,26 @@ class WorkerPage(BaseModel):
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 
+class SSHHost(BaseModel):
+    """One of the owner's SSH hosts as every read shows it: fingerprints, never key material."""
+
+    alias: str
+    hostname: str
+    port: int
+    user: str
+    key_type: str | None = Field(description="ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa; null for a ZERG_SSH_HOSTS entry")
+    key_fingerprint: str | None = Field(description="SHA256 fingerprint of the private key (ssh-keygen -l)")
+    host_key_fingerprint: str | None = Field(description="SHA256 fingerprint of the pinned host key")
+    source: Literal["owner", "ZERG_SSH_HOSTS"] = Field(
+        description="owner: registered by the owner (sealed key); ZERG_SSH_HOSTS: the local owner's bootstrap")
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+class SSHHostList(BaseModel):
+    hosts: list[SSHHost] = Field(description="By alias")
+
+
 class ThreadPage(BaseModel):
     thread_id: int | None
     messages: list[dict[str, Any]] = Field(description="Oldest first within the page")
@@ -147,7 +167,7 @@ ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",
     404: "Not found, or not the caller's (the same answer either way)",
-    409: "Conflict with what exists (e.g. a name already taken)",
+    409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",

@@ -20,6 +20,7 @@ from typing import Any
 from psycopg import Connection
 
 from zerg import contacts, owners
+from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.llm import ledger
@@ -44,6 +45,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("run_events", events.export_run_events),
     OwnerTable("llm_calls", ledger.export_llm_calls),
     OwnerTable("devices", devices.export_devices),
+    OwnerTable("ssh_hosts", hosts.export_ssh_hosts),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the
