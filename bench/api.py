@@ -1,5 +1,5 @@
-"""The API on the local server (uvicorn): start latency, SSE replay, fan-out to 50 live SSE clients, and
-the API handler's import time.
+"""The API on the local server (uvicorn): start latency, the token check, SSE replay, fan-out to 50 live
+SSE clients, and the API handler's import time.
 
 POST /supervisor is measured with a recording starter (the run itself is not executed, so the
 figure is the API's own work: auth check, validation, run row, supervisor_started event).
@@ -56,6 +56,17 @@ def main() -> None:
         print("== local API server ==")
         print(fmt("POST /api/jarvis/supervisor (run not executed)",
                   measure(lambda: client.post("/api/jarvis/supervisor", json={"task": "check disk"}), 200)))
+        print(fmt("GET /api/jarvis/sessions", measure(lambda: client.get("/api/jarvis/sessions"), 200)))
+
+        # What authenticating one request costs: the signature alone, and with the session row
+        # (revocation) that every request now reads.
+        import jwt
+
+        from zerg.auth import jwt_secret, verify_token
+
+        key = jwt_secret(rt.settings)
+        print(fmt("token check: JWT signature only", measure(lambda: jwt.decode(token, key, algorithms=["HS256"]), 1000)))
+        print(fmt("token check: JWT + session row", measure(lambda: verify_token(rt.settings, token, rt.pool), 1000)))
 
         def finished_run(n_events: int) -> int:
             with rt.pool.connection() as conn:

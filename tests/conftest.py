@@ -81,6 +81,7 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
         if name.startswith("ZERG_") or name.startswith("OPENAI_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("ZERG_DATA_DIR", str(tmp_path / "zerg-data"))
+    monkeypatch.setenv("ZERG_CONFIG_DIR", str(tmp_path / "zerg-config"))  # never the user's stored sessions
     if "database_url" in request.fixturenames:
         monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("database_url"))
     else:
@@ -96,18 +97,20 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
 
 @pytest.fixture
 def owner(pool) -> int:
+    from tests.support.factories import unique_name
     from zerg.owners import create_owner
 
     with pool.connection() as conn:
-        return create_owner(conn, "test owner").owner_id
+        return create_owner(conn, unique_name("test owner")).owner_id
 
 
 @pytest.fixture
 def other_owner(pool) -> int:
+    from tests.support.factories import unique_name
     from zerg.owners import create_owner
 
     with pool.connection() as conn:
-        return create_owner(conn, "someone else").owner_id
+        return create_owner(conn, unique_name("someone else")).owner_id
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from httpx_sse import EventSource, connect_sse
 
 from tests.support.api import call
+from tests.support.factories import unique_name
 from tests.support.scripts import run_script
 from zerg.owners import create_owner
 
@@ -18,13 +19,13 @@ from zerg.owners import create_owner
 @pytest.fixture
 def alice(pool):
     with pool.connection() as conn:
-        return create_owner(conn, "alice")
+        return create_owner(conn, unique_name("alice"))
 
 
 @pytest.fixture
 def bob(pool):
     with pool.connection() as conn:
-        return create_owner(conn, "bob")
+        return create_owner(conn, unique_name("bob"))
 
 
 def login(base, owner) -> httpx.Client:
@@ -269,11 +270,12 @@ def test_owners_add_prints_the_secret_once_and_stores_only_its_hash(database_url
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZERG_")} | {"DATABASE_URL": database_url}
-    out = subprocess.run([sys.executable, "-m", "zerg.cli", "owners", "add", "carol"], capture_output=True, text=True, env=env, timeout=60)
+    name = unique_name("carol")
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "owners", "add", name], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     secret = out.stdout.split("device secret (shown once, store it now): ")[1].strip()
     with pool.connection() as conn:
-        rows = conn.execute("SELECT * FROM owners WHERE name='carol'").fetchall()
+        rows = conn.execute("SELECT * FROM owners o JOIN devices d ON d.owner_id = o.id WHERE o.name = %s", (name,)).fetchall()
     assert len(rows) == 1 and secret not in json.dumps(rows, default=str)
     assert call("POST", "/api/jarvis/auth", {"device_secret": secret})[0] == 200
 
@@ -290,15 +292,16 @@ def test_zerg_ask_follows_the_stream_and_prints_the_answer(api_server, llm, alic
 
 
 def test_zerg_ask_reports_a_wrong_secret_and_an_unreachable_api_in_one_line(api_server):
+    import os
     import subprocess
     import sys
 
     base, _ = api_server
-    wrong = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", base, "--secret", "nope", "hi"],
-                           capture_output=True, text=True, timeout=60)
+    wrong = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", base, "--secret-stdin", "hi"],
+                           input="nope\n", capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "HTTP 401" in wrong.stderr and "unknown device secret" in wrong.stderr
-    down = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", "http://127.0.0.1:9", "--secret", "s", "hi"],
-                          capture_output=True, text=True, timeout=60)
+    down = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", "http://127.0.0.1:9", "hi"],
+                          env={**os.environ, "ZERG_DEVICE_SECRET": "s"}, capture_output=True, text=True, timeout=60)
     assert down.returncode == 2 and "cannot reach http://127.0.0.1:9" in down.stderr and "Traceback" not in down.stderr
 
 

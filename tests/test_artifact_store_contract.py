@@ -166,3 +166,100 @@ def test_iter_metadata_reports_corrupt_metadata_instead_of_hiding_it(store):
     seen = dict(store.iter_metadata())
     assert seen[good]["task"] == "good"
     assert isinstance(seen[bad], ArtifactError)
+
+
+# --- owner data: stream, find by owner, delete (``zerg owners export|delete``) -------------------
+
+def test_read_chunks_streams_a_file_byte_identical_and_counts_it(store):
+    wid = store.create_worker("task", owner_id=1)
+    data = bytes(range(256)) * 12_000 + b"END"  # ~3 MB, not valid UTF-8: bytes, not text
+    assert store._create(store._key(wid, "tool_calls/001_blob.txt"), data)
+    before = store.bytes_read
+    chunks = list(store.read_chunks(wid, "tool_calls/001_blob.txt", chunk_size=1 << 20))
+    assert b"".join(chunks) == data and len(chunks) == 3
+    assert store.bytes_read - before == len(data)
+
+
+def test_read_chunks_of_a_missing_file_says_so(store):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(ArtifactNotFound, match="result.txt"):
+        list(store.read_chunks(wid, "result.txt"))
+
+
+def test_owner_workers_finds_only_that_owners_workers_and_lists_unreadable_apart(store):
+    mine = [store.create_worker("mine", owner_id=7), store.create_worker("mine too", owner_id=7)]
+    theirs = store.create_worker("theirs", owner_id=8)
+    broken = store.create_worker("broken", owner_id=7)
+    store._put(store._key(broken, "metadata.json"), b"{not json")
+    found = store.owner_workers(7)
+    assert sorted(found.worker_ids) == sorted(mine)
+    assert theirs not in found.worker_ids
+    assert [wid for wid, _ in found.unreadable] == [broken]
+    assert store.owner_workers(9).worker_ids == []
+
+
+def test_delete_worker_removes_every_file_and_leaves_other_workers_alone(store):
+    wid = store.create_worker("task", owner_id=1)
+    store.save_tool_output(wid, "ssh_exec", "abc")
+    store.append_thread(wid, {"role": "user", "content": "x"})
+    store.save_result(wid, "done")
+    other = store.create_worker("other", owner_id=2)
+    store.save_result(other, "kept")
+    size = sum(f.size for f in store.list_files(wid))
+    gone = store.delete_worker(wid)
+    assert (gone.files, gone.bytes) == (4, size)
+    assert not store.exists(wid) and store._list(store._key(wid)) == []
+    assert wid not in [w for w, _ in store.iter_metadata()]  # nothing left behind, not even a directory
+    assert store.read_file(other, "result.txt") == "kept"
+    assert store.delete_worker(wid).files == 0  # idempotent
+
+
+def test_an_interrupted_delete_keeps_metadata_so_running_it_again_finishes(store):
+    wid = store.create_worker("task", owner_id=5)
+    store.save_tool_output(wid, "ssh_exec", "abc")
+    store.save_result(wid, "done")
+    real_delete = store._delete
+
+    def crash_at_metadata(keys):
+        if any(k.endswith("/metadata.json") for k in keys):
+            raise OSError("power cut")
+        real_delete(keys)
+
+    store._delete = crash_at_metadata
+    with pytest.raises(OSError):
+        store.delete_worker(wid)
+    store._delete = real_delete
+    assert store.owner_workers(5).worker_ids == [wid]  # still found: metadata.json goes last
+    assert {f.path for f in store.list_files(wid)} == {"metadata.json"}
+    assert store.delete_worker(wid).files == 1
+    assert store.owner_workers(5).worker_ids == []
+
+
+def test_s3_delete_removes_every_version_of_a_versioned_bucket(s3_bucket):
+    from zerg.artifacts.s3 import S3ArtifactStore
+
+    client, bucket = s3_bucket
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    store = S3ArtifactStore(bucket, prefix="p/", client=client)
+    wid = store.create_worker("task", owner_id=1)
+    store.append_thread(wid, {"n": 1})
+    store.append_thread(wid, {"n": 2})  # a second version of thread.jsonl
+    store.complete_worker(wid, "success")  # a second version of metadata.json
+    keep = store.create_worker("keep", owner_id=2)
+    store.delete_worker(wid)
+    left = client.list_object_versions(Bucket=bucket, Prefix=f"p/workers/{wid}/")
+    assert left.get("Versions", []) == [] and left.get("DeleteMarkers", []) == []
+    assert store.exists(keep)
+
+
+def test_local_delete_removes_a_symlink_never_its_target(tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    outside = tmp_path / "precious.txt"
+    outside.write_text("not an artifact")
+    wid = store.create_worker("task", owner_id=1)
+    (store.root / "workers" / wid / "link.txt").symlink_to(outside)
+    store._delete([store._key(wid, "link.txt")])
+    assert outside.read_text() == "not an artifact"
+    assert not (store.root / "workers" / wid / "link.txt").is_symlink()

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from tests.support.factories import unique_name
 from zerg.owners import create_owner
 from zerg.runs import store as runs
 from zerg.runs.events import emit
@@ -31,7 +32,7 @@ def served(runtime_env):
 @pytest.fixture
 def alice(pool):
     with pool.connection() as conn:
-        return create_owner(conn, "alice")
+        return create_owner(conn, unique_name("alice"))
 
 
 def login(base: str, owner, **kwargs) -> httpx.Client:
@@ -106,7 +107,7 @@ def test_sse_streams_live_and_a_leaving_client_frees_its_thread(served, alice, p
 def test_sse_checks_auth_and_ownership_before_streaming(served, alice, pool):
     with pool.connection() as conn:
         run = runs.start_run(conn, alice.owner_id, "mine")
-        bob = create_owner(conn, "bob")
+        bob = create_owner(conn, unique_name("bob"))
     url = f"/api/jarvis/supervisor/events?run_id={run.run_id}"
     assert httpx.get(served.url + url).status_code == 401
     resp = login(served.url, bob).get(url)

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from tests.support.factories import unique_name
 from zerg.migrate import MigrationError, available, migrate, status
 from zerg.owners import create_owner
 from zerg.runs.threads import find_or_create_thread
@@ -74,7 +75,7 @@ def test_an_applied_migration_that_changed_is_refused(make_database):
 
 def test_one_supervisor_thread_per_owner_under_concurrent_find_or_create(pool):
     with pool.connection() as conn:
-        owner_id = create_owner(conn, "racer").owner_id
+        owner_id = create_owner(conn, unique_name("racer")).owner_id
     barrier = threading.Barrier(2)
     got: list[int] = []
 

@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.api import call
 from zerg.api.app import openapi_document
+from tests.support.factories import unique_name
 from zerg.owners import create_owner
 
 OPERATIONS = {  # (path, method): (success status, error statuses it documents)
@@ -20,6 +21,15 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 422}),
     ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 422}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
+    ("/api/jarvis/logout", "post"): (200, {401, 422}),
+    ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 422}),
+    ("/api/jarvis/sessions", "get"): (200, {401, 422}),
+    ("/api/jarvis/sessions/{session_id}", "delete"): (200, {401, 404, 422}),
+    ("/api/jarvis/devices/{device_id}", "delete"): (200, {401, 404, 422}),
+    ("/api/jarvis/hosts", "get"): (200, {401, 422}),
+    ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 422, 503}),
+    ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
 }
 
 
@@ -70,14 +80,14 @@ def test_path_ids_are_integers(doc):
     assert _bounds(_params(doc, "/api/jarvis/runs/{run_id}/cancel", "post")["path", "run_id"]["schema"])[0] == "integer"
 
 
-def test_every_route_but_auth_needs_the_bearer_token_or_the_session_cookie(doc):
+def test_every_route_but_auth_and_pair_needs_the_bearer_token_or_the_session_cookie(doc):
     schemes = doc["components"]["securitySchemes"]
     assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
     assert schemes["cookieAuth"] == {**schemes["cookieAuth"], "type": "apiKey", "in": "cookie", "name": "zerg_session"}
     assert doc["security"] == [{"bearerAuth": []}, {"cookieAuth": []}]
     for (path, method) in OPERATIONS:
         override = doc["paths"][path][method].get("security")
-        assert override == ([{}] if path == "/api/jarvis/auth" else None), path
+        assert override == ([{}] if path in ("/api/jarvis/auth", "/api/jarvis/pair") else None), path
 
 
 def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
@@ -108,7 +118,7 @@ def test_swagger_ui_is_served_from_the_package_without_a_cdn():
 def token(runtime_env, pool):
     runtime_env()
     with pool.connection() as conn:
-        owner = create_owner(conn, "alice")
+        owner = create_owner(conn, unique_name("alice"))
     status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
     assert status == 200
     return body["token"]
@@ -159,7 +169,7 @@ def test_credentials_are_checked_before_parameters_the_body_before_credentials(t
 def test_the_local_live_stream_checks_its_parameters_as_the_lambda_route_does(api_server, pool):
     base, _ = api_server
     with pool.connection() as conn:
-        owner = create_owner(conn, "carol")
+        owner = create_owner(conn, unique_name("carol"))
     token = httpx.post(f"{base}/api/jarvis/auth", json={"device_secret": owner.device_secret}).json()["token"]
     auth = {"Authorization": f"Bearer {token}"}
     for query, headers in (("run_id=abc", {}), ("", {}), ("run_id=0", {}), ("run_id=1&last_event_id=x", {}),

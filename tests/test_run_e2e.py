@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.factories import run_events
 from tests.support.scripts import has_tool_results, role_of, run_script
+from zerg.llm.untrusted import fenced_parts
 from zerg.runs import store as runs
 from zerg.supervisor.evidence import HEADER
 
@@ -53,9 +54,10 @@ def test_plan_spawns_two_workers_resume_sees_the_evidence_and_the_thread_gets_tw
     sup = [r for r in llm.requests if role_of(r) == "supervisor"]
     plan_req, resume_req = sup[0], sup[-1]
     assert not any(HEADER in (m.get("content") or "") for m in plan_req["messages"])  # nothing to mount yet
-    mount = resume_req["messages"][-1]
-    assert mount["role"] == "system" and mount["content"].startswith(HEADER)
+    mount = resume_req["messages"][-1]  # raw tool output: a fenced user message, never the system role
+    assert mount["role"] == "user" and fenced_parts(mount["content"])[0].startswith(HEADER)
     assert "DISK-EVIDENCE-78pct" in mount["content"] and "MEM-EVIDENCE-2GB" in mount["content"]
+    assert [m["role"] for m in resume_req["messages"]].count("system") == 1
     outcomes = [m["content"] for m in resume_req["messages"] if m["role"] == "tool"]
     assert len(outcomes) == 2 and all("status success" in o for o in outcomes)
 
@@ -220,7 +222,8 @@ def test_the_mount_is_in_every_supervisor_inference_after_workers_exist(runtime_
     assert len(sup) == 4
     assert HEADER not in json.dumps(sup[0]["messages"])
     for req in sup[1:]:
-        assert req["messages"][-1]["role"] == "system" and "MOUNTED-EVIDENCE" in req["messages"][-1]["content"]
+        mount = req["messages"][-1]
+        assert mount["role"] == "user" and "MOUNTED-EVIDENCE" in fenced_parts(mount["content"])[0]
 
 
 def test_spawn_rounds_are_bounded(runtime_env, llm, engine, pool, owner):
@@ -230,7 +233,7 @@ def test_spawn_rounds_are_bounded(runtime_env, llm, engine, pool, owner):
     def respond(req):
         role = role_of(req)
         if role == "supervisor":
-            last = req["messages"][-2] if req["messages"][-1]["role"] == "system" else req["messages"][-1]
+            last = req["messages"][-2] if HEADER in (req["messages"][-1]["content"] or "") else req["messages"][-1]
             if last["role"] == "tool" and "spawn limit reached" in (last["content"] or ""):
                 return {"content": "stopping at the limit"}
             counter["n"] += 1

@@ -14,8 +14,10 @@ ZERG = ROOT / "layers" / "core" / "python" / "zerg"
 # The modules that own tables (plus the migrator and the server-level catalog reads in db.py).
 TABLE_MODULES = {
     "runs/store.py", "runs/threads.py", "runs/events.py", "workers/jobs.py", "owners.py", "llm/ledger.py",
-    "migrate.py", "db.py",
+    "identity/devices.py", "identity/sessions.py", "identity/pairing.py",
+    "hosts/store.py", "migrate.py", "db.py",
 }
+TABLE_MODULES |= {"contacts.py"}  # owner_contacts
 # SQL keywords are upper case in this code base, which keeps English ("show the schema") out.
 SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|SHOW\s+[a-z_]+)",
                  re.DOTALL)

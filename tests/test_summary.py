@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functions.summary.handler import handler as summary_handler
 from tests.support.factories import make_finished_worker, make_run, run_events
+from zerg.llm.untrusted import fenced_parts
 
 
 def _row(pool, job_id):
@@ -27,7 +28,9 @@ def test_llm_summary_is_written_to_metadata_index_and_event(runtime_env, llm, po
     assert run_events(pool, run_id)[-1] == (
         "worker_summary_ready", {"job_id": job_id, "worker_id": wid, "summary": "Cube disk 78% full, healthy"})
     sent = llm.requests[0]
-    assert sent["max_tokens"] == 60 and "Disk /dev/sda1 is 78% used" in sent["messages"][0]["content"]
+    system, user = sent["messages"]
+    assert sent["max_tokens"] == 60 and system["role"] == "system" and "Disk /dev/sda1" not in system["content"]
+    assert user["role"] == "user" and fenced_parts(user["content"]) == ["Disk /dev/sda1 is 78% used ..."]
 
 
 def test_llm_summary_over_150_characters_is_cut(runtime_env, llm, pool, owner):

@@ -29,26 +29,43 @@ def ssh_server(request, tmp_path_factory):
     server.stop()
 
 
-def ssh_ctx(server, **overrides) -> ToolContext:
-    return ctx_for(ZERG_SSH_HOSTS=json.dumps({"cube": server.host_config(**overrides)}))
+@pytest.fixture
+def local_ctx(runtime_env, pool):
+    """A tool context for the local owner, whose bootstrap allowlist is ZERG_SSH_HOSTS."""
+    from zerg.owners import local_owner
+
+    def make(**env) -> ToolContext:
+        rt = runtime_env(**env)
+        with pool.connection() as conn:
+            return ToolContext(settings=rt.settings, owner_id=local_owner(conn), runtime=rt)
+
+    return make
+
+
+@pytest.fixture
+def ssh_ctx(local_ctx):
+    def make(server, **overrides) -> ToolContext:
+        return local_ctx(ZERG_SSH_HOSTS=json.dumps({"cube": server.host_config(**overrides)}))
+
+    return make
 
 
 def call(name: str, ctx: ToolContext, **args):
     return invoke(TOOLS, name, json.dumps(args), ctx)
 
 
-def test_ssh_exec_returns_real_output_and_exit_code(ssh_server):
+def test_ssh_exec_returns_real_output_and_exit_code(ssh_server, ssh_ctx):
     out = call("ssh_exec", ssh_ctx(ssh_server), host="cube", command="echo hello-from-$((40+2)); echo oops >&2; exit 3")
     assert out.exit_code == 3 and not out.ok and out.critical is None
     assert "hello-from-42" in out.text and "oops" in out.text and "exit_code: 3" in out.text
 
 
-def test_ssh_exec_success(ssh_server):
+def test_ssh_exec_success(ssh_server, ssh_ctx):
     out = call("ssh_exec", ssh_ctx(ssh_server), host="cube", command="uname -s")
     assert out.ok and out.exit_code == 0 and "Linux" in out.text
 
 
-def test_ssh_host_outside_allowlist_is_refused_without_connecting(ssh_server, monkeypatch):
+def test_ssh_host_outside_allowlist_is_refused_without_connecting(ssh_server, ssh_ctx, monkeypatch):
     import paramiko
 
     def no_connect(*a, **k):
@@ -60,7 +77,7 @@ def test_ssh_host_outside_allowlist_is_refused_without_connecting(ssh_server, mo
     assert "not in the SSH allowlist" in out.text and "cube" in out.text
 
 
-def test_ssh_wrong_key_is_a_critical_error(ssh_server, tmp_path):
+def test_ssh_wrong_key_is_a_critical_error(ssh_server, ssh_ctx, tmp_path):
     from tests.support.ssh_server import _keypair
 
     wrong = tmp_path / "wrong_key"
@@ -69,8 +86,8 @@ def test_ssh_wrong_key_is_a_critical_error(ssh_server, tmp_path):
     assert out.critical and "authentication failed" in out.critical
 
 
-def test_ssh_unknown_host_key_is_refused_not_trusted(ssh_server, tmp_path):
-    ctx = ctx_for(
+def test_ssh_unknown_host_key_is_refused_not_trusted(ssh_server, local_ctx, tmp_path):
+    ctx = local_ctx(
         ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config(host_key=None)}),
         ZERG_SSH_KNOWN_HOSTS=str(tmp_path / "empty_known_hosts"),
     )
@@ -78,15 +95,15 @@ def test_ssh_unknown_host_key_is_refused_not_trusted(ssh_server, tmp_path):
     assert out.critical and "cube" in out.critical
 
 
-def test_ssh_connection_refused_is_critical(ssh_server):
+def test_ssh_connection_refused_is_critical(ssh_server, ssh_ctx):
     from tests.support.ssh_server import _free_port
 
     out = call("ssh_exec", ssh_ctx(ssh_server, port=_free_port()), host="cube", command="id")
     assert out.critical and "cannot connect" in out.critical
 
 
-def test_ssh_output_is_capped_for_the_model_but_kept_whole_for_the_artifact(ssh_server):
-    ctx = ctx_for(ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config()}), ZERG_TOOL_OUTPUT_CAP="1000")
+def test_ssh_output_is_capped_for_the_model_but_kept_whole_for_the_artifact(ssh_server, local_ctx):
+    ctx = local_ctx(ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config()}), ZERG_TOOL_OUTPUT_CAP="1000")
     out = call("ssh_exec", ctx, host="cube", command="head -c 50000 /dev/zero | tr '\\0' 'a'; echo END")
     assert "[... truncated" in out.text and len(out.text) < 3000
     assert "a" * 50000 in out.saved and out.text.rstrip().endswith("--- stderr ---")

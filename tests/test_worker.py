@@ -8,6 +8,7 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run, run_events
+from tests.support.hosts import add_host
 from tests.support.ssh_server import _keypair, start_ssh_server
 from zerg.handler_input import InvalidEvent
 from zerg.workers.runner import SYNTHESISED_MARK, JobNotFound
@@ -28,7 +29,8 @@ def _job_row(pool, job_id):
 def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_result(
     runtime_env, llm, pool, owner, ssh_server
 ):
-    rt = runtime_env(ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config()}))
+    rt = runtime_env()
+    add_host(rt, owner, "cube", ssh_server)  # the owner's own host: sealed key, pinned host key
     run_id, _ = make_run(pool, owner)
     job_id = make_job(pool, owner, run_id, "Check disk on cube", model="gpt-4o-mini")
     llm.script(
@@ -71,7 +73,7 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
 def test_wrong_ssh_key_fails_the_job_fast_with_the_reason(runtime_env, llm, pool, owner, ssh_server, tmp_path):
     wrong = tmp_path / "wrong"
     _keypair(wrong)
-    runtime_env(ZERG_SSH_HOSTS=json.dumps({"cube": ssh_server.host_config(key_file=str(wrong))}))
+    add_host(runtime_env(), owner, "cube", ssh_server, key_file=wrong)
     run_id, _ = make_run(pool, owner)
     job_id = make_job(pool, owner, run_id, "Check cube")
     llm.script(

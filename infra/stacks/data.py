@@ -7,12 +7,15 @@ Invariants:
   gateway is for the internet the workers and the supervisor need (LLM API, SSH hosts).
 - The artifact bucket is private, encrypted, versioned and TLS-only; inbound mail under
   ``inbound/`` expires, worker artifacts never do (they are the evidence).
+- Owners' SSH private keys are sealed with their own KMS key (rotated yearly, retained on stack
+  deletion: a database snapshot's sealed keys are useless without it).
 """
 
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -31,6 +34,7 @@ INTERFACE_ENDPOINTS = {
     "Sns": ec2.InterfaceVpcEndpointAwsService.SNS,
     # The SES API (email.<region>), which boto3's sesv2 client calls; not the SMTP endpoint.
     "Ses": ec2.InterfaceVpcEndpointAwsService.EMAIL,
+    "Kms": ec2.InterfaceVpcEndpointAwsService.KMS,  # sealing and opening owners' SSH keys
 }
 PRIVATE = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
 ISOLATED = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
@@ -118,6 +122,14 @@ class DataStack(Stack):
             self, "OpenAiSecret",
             secret_name=f"zerg/{self.config.stage}/openai",
             description="OpenAI API key: replace the generated placeholder after the first deploy",
+        )
+
+        self.host_keys_key = kms.Key(
+            self, "HostKeysKey",
+            alias=f"alias/zerg/{self.config.stage}/host-keys",
+            description="Seals owners' SSH private keys; every use names the owner (encryption context zerg_owner_id)",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
         )
 
     def _bucket(self) -> None:

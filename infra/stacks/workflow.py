@@ -5,6 +5,9 @@ Invariants:
 - Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
   a function's environment if and only if its role may read that secret. The worker (and every
   function but ingress) can neither read the JWT secret nor start executions.
+- The host-keys KMS key: ingress may only Encrypt (the API seals an owner's SSH key), the worker
+  may only Decrypt (``ssh_exec`` opens it); both only with a ``zerg_owner_id`` encryption context.
+  No other function can use the key; ``ZERG_KMS_KEY_ID`` is set exactly on those two.
 - The state machine is ``statemachines/run.asl.json`` verbatim, inline in the template, with
   ``${...}Arn`` substituted by CloudFormation; its role may invoke exactly the functions the
   definition names.
@@ -20,6 +23,7 @@ import re
 from pathlib import Path
 
 from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -35,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ASL_PATH = ROOT / "statemachines" / "run.asl.json"
 MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+# The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py).
+OWNER_CONTEXT_KEY = "zerg_owner_id"
 
 
 def function_specs() -> dict[str, FunctionSpec]:
@@ -72,6 +78,7 @@ class WorkflowStack(Stack):
         self.layer = CoreLayer(self, "Core", description="Zerg core library + runtime dependencies").layer
         self.functions = {name: self._function(spec) for name, spec in function_specs().items()}
         self._grant_data_access()
+        self._grant_host_keys()
         migration = self._migration()
         for function in self.functions.values():
             function.node.add_dependency(migration)
@@ -121,6 +128,18 @@ class WorkflowStack(Stack):
         data.bucket.grant_read(self.ingress)
         data.jwt_secret.grant_read(self.ingress)
         self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
+
+    def _grant_host_keys(self) -> None:
+        key = self.data.host_keys_key
+        owner_context = {
+            "Null": {f"kms:EncryptionContext:{OWNER_CONTEXT_KEY}": "false"},
+            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": [OWNER_CONTEXT_KEY]},
+        }
+        for name, action in (("events", "kms:Encrypt"), ("worker", "kms:Decrypt")):
+            function = self.functions[name]
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=[action], resources=[key.key_arn], conditions=owner_context))
+            function.add_environment("ZERG_KMS_KEY_ID", key.key_arn)
 
     def _migration(self) -> CustomResource:
         spec = FunctionSpec(

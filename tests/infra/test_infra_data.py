@@ -42,7 +42,7 @@ def test_vpc_has_one_nat_and_endpoints_for_aws_apis(synth):
     for ep in endpoints:
         name = json.dumps(ep["Properties"]["ServiceName"])
         services[name.split(".")[-1].strip('"]}')] = ep["Properties"].get("VpcEndpointType", "Gateway")
-    for interface in ("secretsmanager", "states", "sns", "email"):
+    for interface in ("secretsmanager", "states", "sns", "email", "kms"):
         assert services.get(interface) == "Interface", services
     assert any(v == "Gateway" for v in services.values())  # S3
     for ep in endpoints:
@@ -82,3 +82,11 @@ def test_secrets_and_outputs(synth):
     names = {r["Properties"].get("Name") for r in synth.resources("Data", "AWS::SecretsManager::Secret").values()}
     assert {"zerg/test/database", "zerg/test/jwt", "zerg/test/openai"} <= names
     assert "ArtifactBucketName" in synth.templates["Data"]["Outputs"]
+
+
+def test_host_keys_have_their_own_rotated_retained_kms_key(synth):
+    (key,) = synth.resources("Data", "AWS::KMS::Key").values()
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == "Retain" and key["UpdateReplacePolicy"] == "Retain"
+    (alias,) = synth.resources("Data", "AWS::KMS::Alias").values()
+    assert alias["Properties"]["AliasName"] == "alias/zerg/test/host-keys"

@@ -19,9 +19,9 @@ COMMON = {"ZERG_ARTIFACT_BACKEND", "ZERG_ARTIFACT_BUCKET", "ZERG_DB_SECRET_ARN",
           "ZERG_SUMMARY_MODEL", "ZERG_MAP_CONCURRENCY"}
 EXPECTED_ZERG_ENV = {
     "supervisor": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
-    "worker": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
+    "worker": COMMON | {"ZERG_OPENAI_SECRET_ARN", "ZERG_KMS_KEY_ID"},
     "summary": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
-    "events": COMMON | {"ZERG_JWT_SECRET_ARN", "ZERG_STATE_MACHINE_ARN"},
+    "events": COMMON | {"ZERG_JWT_SECRET_ARN", "ZERG_STATE_MACHINE_ARN", "ZERG_KMS_KEY_ID"},
 }
 
 
@@ -79,6 +79,28 @@ def test_worker_cannot_read_the_jwt_secret_and_ingress_can(synth):
     assert reads_jwt(synth.role_of("events"))
     for name in ("worker", "supervisor", "summary"):
         assert not reads_jwt(synth.role_of(name)), name
+
+
+def test_only_ingress_seals_and_only_the_worker_opens_host_keys_and_each_must_name_an_owner(synth):
+    def kms_statements(role_id):
+        return [s for s in synth.statements_of_role(role_id) if "kms:" in json.dumps(s["Action"])]
+
+    def key_ref(statement):
+        return json.dumps(statement["Resource"])
+
+    uses = {name: kms_statements(synth.role_of(name)) for name in FUNCTION_DIRS}
+    assert [s["Action"] for s in uses["events"]] == ["kms:Encrypt"]
+    assert [s["Action"] for s in uses["worker"]] == ["kms:Decrypt"]
+    assert uses["supervisor"] == uses["summary"] == []
+    for statement in uses["events"] + uses["worker"]:
+        assert "HostKeysKey" in key_ref(statement)
+        assert statement["Condition"] == {
+            "Null": {"kms:EncryptionContext:zerg_owner_id": "false"},
+            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
+        }
+    for name in ("events", "worker"):
+        env = synth.function(name)[1]["Properties"]["Environment"]["Variables"]
+        assert "HostKeysKey" in json.dumps(env["ZERG_KMS_KEY_ID"])
 
 
 def test_only_ingress_and_the_scheduler_role_may_start_executions(synth):

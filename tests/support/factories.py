@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
+
 from zerg.workers import jobs
 from zerg.runs.threads import find_or_create_thread
+
+
+def unique_name(prefix: str) -> str:
+    """An owner (or device) name no other test uses: names are unique, and tests share a database."""
+    return f"{prefix}-{secrets.token_hex(4)}"
 
 
 def make_run(pool, owner_id: int, task: str = "a task") -> tuple[int, int]:

@@ -12,6 +12,9 @@ Invariants:
   that raises (model down) still leaves what it spent.
 - Tool failures are text for the model (:func:`zerg.tools.invoke`); only a hook decides to stop.
 - Every message is handed to :meth:`LoopHooks.message` the moment it is appended.
+- What the model is shown is assembled per inference by :func:`model_view`: tool results and
+  ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), with a marker
+  fresh for that call; the stored messages keep the raw text.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from zerg import observability
 from zerg.llm import CallTag, ChatModel, ToolCall, Usage
+from zerg.llm.untrusted import fence_messages
 from zerg.tools import Tool, ToolContext, ToolOutcome, invoke
 
 
@@ -81,8 +85,9 @@ class LoopResult:
 
 
 def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as the model may see them: bookkeeping keys (``zerg_*``) removed."""
-    return [{k: v for k, v in m.items() if not k.startswith("zerg_")} for m in messages]
+    """Messages as the model may see them for one inference: every tool result and every message
+    marked untrusted fenced as data with a fresh marker, bookkeeping keys (``zerg_*``) removed."""
+    return fence_messages(messages)
 
 
 class LoopHooks:
@@ -93,8 +98,10 @@ class LoopHooks:
         return None
 
     def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """What the model is shown for this call (ephemeral layers are added here, never stored)."""
-        return model_view(messages)
+        """What the model is shown for this call, before fencing: ephemeral layers are added here,
+        never stored; one carrying untrusted text is a non-system message marked with
+        :data:`zerg.llm.untrusted.UNTRUSTED`. The loop then applies :func:`model_view`."""
+        return messages
 
     def timeout(self) -> float | None:
         """This model call's budget in seconds (None: the provider's default)."""
@@ -139,7 +146,7 @@ class AgentLoop:
             last = step == self.max_steps - 1
             started = time.perf_counter()
             reply = self.llm.complete(
-                hooks.request(messages), model=self.model, tools=schemas, timeout=hooks.timeout(),
+                model_view(hooks.request(messages)), model=self.model, tools=schemas, timeout=hooks.timeout(),
                 tool_choice="none" if last and self.answer_on_last_step else None, tag=self.tag,
             )
             spent.add_model_call(reply.model, reply.usage, (time.perf_counter() - started) * 1000)

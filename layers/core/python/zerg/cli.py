@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from zerg.config import ConfigError, get_settings
 
@@ -57,6 +58,92 @@ def cmd_db_stop(args: argparse.Namespace) -> int:
     if settings.database_url:
         raise CliError("DATABASE_URL is set: that server is not Zerg's to stop")
     print(stop_embedded(settings.data_dir, force=args.force))
+    return 0
+
+
+def _host_key_line(args: argparse.Namespace) -> str:
+    """The pin from --host-key, --host-key-file or (explicitly asked: trust on first use) a scan."""
+    from zerg.hosts.spec import HostInputError, scan_host_key
+
+    if args.host_key_file:
+        try:
+            with open(args.host_key_file) as fh:
+                return fh.read()
+        except OSError as exc:
+            raise CliError(f"--host-key-file {args.host_key_file}: {exc.strerror}") from None
+    if args.scan_host_key:
+        try:
+            pin = scan_host_key(args.hostname, args.port)
+        except HostInputError as exc:
+            raise CliError(str(exc)) from None
+        print(f"pinned the key {args.hostname}:{args.port} presents now: {pin.key_type} {pin.fingerprint} "
+              "(compare: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the server)")
+        return pin.line
+    return args.host_key
+
+
+def cmd_hosts_add(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from zerg.hosts import registry
+    from zerg.hosts.spec import HostInputError, HostSpec, check_alias
+    from zerg.migrate import migrate
+    from zerg.sealing import SealError, get_sealer
+
+    try:
+        check_alias(args.alias)
+        with open(args.key_file) as fh:  # the key from a file, never from the command line
+            private_key = fh.read(64_000)
+    except HostInputError as exc:
+        raise CliError(f"alias {args.alias!r}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--key-file {args.key_file}: {getattr(exc, 'strerror', None) or 'not a text key file'}") from None
+    host_key = _host_key_line(args)
+    try:
+        spec = HostSpec(hostname=args.hostname, port=args.port, user=args.user, private_key=private_key, host_key=host_key)
+    except ValidationError as exc:  # messages name the field and the rule, never the value
+        raise CliError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+    try:
+        with _connection() as conn:
+            migrate(conn)
+            owner_id = _owner(conn, args.owner)
+            host, created = registry.put_host(conn, get_sealer(), owner_id, args.alias, spec, replace=args.replace)
+    except registry.HostExists as exc:
+        raise CliError(f"{exc}: zerg hosts add --replace ...") from None
+    except SealError as exc:
+        raise CliError(f"cannot seal the private key: {exc}") from None
+    print(f"{'added' if created else 'replaced'} ssh host {host.alias}: {host.user}@{host.hostname}:{host.port}")
+    print(f"  key {host.key_type} {host.key_fingerprint} (sealed; never shown again), host key {host.host_key_fingerprint}")
+    return 0
+
+
+def cmd_hosts_list(args: argparse.Namespace) -> int:
+    from zerg.hosts import registry
+    from zerg.migrate import migrate
+
+    with _connection() as conn:
+        migrate(conn)
+        hosts = registry.list_hosts(conn, get_settings(), _owner(conn, args.owner))
+    if not hosts:
+        print("no ssh hosts (zerg hosts add ALIAS --hostname H --user U --key-file F --host-key 'ssh-ed25519 AAAA...')")
+    for h in hosts:
+        key = f"{h.key_type} {h.key_fingerprint}" if h.key_fingerprint else "key from ZERG_SSH_HOSTS"
+        print(f"{h.alias}\t{h.user}@{h.hostname}:{h.port}\t{key}\thost key {h.host_key_fingerprint or 'from known_hosts'}"
+              f"\t{h.source}")
+    return 0
+
+
+def cmd_hosts_rm(args: argparse.Namespace) -> int:
+    from zerg.hosts import registry
+    from zerg.migrate import migrate
+
+    with _connection() as conn:
+        migrate(conn)
+        try:
+            registry.remove_host(conn, get_settings(), _owner(conn, args.owner), args.alias)
+        except (registry.HostNotFound, registry.BootstrapHost) as exc:
+            raise CliError(str(exc)) from None
+    print(f"removed ssh host {args.alias} and its sealed key")
     return 0
 
 
@@ -121,17 +208,110 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_owners_add(args: argparse.Namespace) -> int:
+    from zerg.identity.names import InvalidName
     from zerg.migrate import migrate
     from zerg.owners import create_owner
 
-    name = args.name.strip()
-    if not name or len(name) > 200:
-        raise CliError("an owner name is 1-200 characters")
     with _connection() as conn:
         migrate(conn)
-        owner = create_owner(conn, name)
+        try:
+            owner = create_owner(conn, args.name)
+        except InvalidName as exc:
+            raise CliError(str(exc)) from None
     print(f"owner {owner.owner_id} ({owner.name}) created")
     print(f"device secret (shown once, store it now): {owner.device_secret}")
+    return 0
+
+
+def _named_owner(conn, name: str) -> int:
+    from zerg.migrate import migrate
+
+    migrate(conn)
+    return _owner(conn, name)
+
+
+def cmd_owners_rotate(args: argparse.Namespace) -> int:
+    from zerg.identity import devices
+    from zerg.identity.names import InvalidName
+
+    with _connection() as conn:
+        try:
+            rotation = devices.rotate(conn, _named_owner(conn, args.name), args.device)
+        except (devices.DeviceNotFound, InvalidName) as exc:
+            raise CliError(f"{args.name}: {exc}") from None
+    print(f"revoked: {', '.join(rotation.revoked) or 'no live device'} "
+          f"(and {rotation.sessions_revoked} live session(s) issued under them)")
+    print(f"new device secret for {rotation.new.name!r} (shown once, store it now): {rotation.new.secret}")
+    return 0
+
+
+def cmd_owners_pair(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from zerg.identity import pairing
+
+    with _connection() as conn:
+        try:
+            code = pairing.create_code(conn, _named_owner(conn, args.name), timedelta(minutes=args.minutes))
+        except (pairing.TooManyCodes, ValueError) as exc:
+            raise CliError(str(exc)) from None
+    print(f"pairing code: {code.code}")
+    print(f"valid once, until {code.expires_at:%H:%M:%S} UTC: on the new device, POST /api/jarvis/pair "
+          "{code, device_name} returns its own device secret")
+    return 0
+
+
+def cmd_owners_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from zerg.artifacts import get_store
+    from zerg.db import get_pool
+    from zerg.migrate import migrate
+    from zerg.privacy.export import ExportError, default_filename, export_owner
+
+    with _connection() as conn:
+        migrate(conn)
+        owner_id = _owner(conn, args.name)
+    try:
+        report = export_owner(get_pool(), get_store(), owner_id, Path(args.output or default_filename(args.name)))
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    print("\n".join(report.lines()))
+    return 0
+
+
+def cmd_owners_delete(args: argparse.Namespace) -> int:
+    from zerg.artifacts import get_store
+    from zerg.db import get_pool
+    from zerg.migrate import migrate
+    from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
+
+    with _connection() as conn:
+        migrate(conn)
+        owner_id = _owner(conn, args.name)
+    pool, store, settings = get_pool(), get_store(), get_settings()
+    plan = plan_delete(pool, store, owner_id)
+    print(plan.summary())
+    if (busy := plan.busy()) and not args.force:
+        raise CliError(busy)
+    if not args.yes:
+        try:
+            typed = input(f"This deletes all of it, for good. Type the owner's name ({plan.name}) to confirm: ")
+        except EOFError:
+            typed = ""
+        if typed.strip() != plan.name:
+            print("not deleted: the name did not match (or pass --yes)")
+            return 1
+    stop = None
+    if settings.state_machine_arn:  # locally, a cancelled run's next step ends it
+        from zerg.runs.starter import StepFunctionsStarter
+
+        stop = partial(StepFunctionsStarter(settings).stop, cause="owner deleted")
+    try:
+        report = delete_owner(pool, store, owner_id, force=args.force, stop_execution=stop)
+    except DeleteRefused as exc:
+        raise CliError(str(exc)) from None
+    print("\n".join(report.lines()))
     return 0
 
 
@@ -186,21 +366,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     import json as _json
 
-    from zerg.local.client import ClientError, ask
+    from zerg.local.client import ClientError
+    from zerg.local.credentials import ask_as_device
 
     settings = get_settings()
-    secret = args.secret or (settings.device_secret.get_secret_value() if settings.device_secret else None)
-    if not secret:
-        raise CliError("give the device secret with --secret or ZERG_DEVICE_SECRET (zerg owners add prints one)")
     task = " ".join(args.task).strip()
     if not task:
         raise CliError("give a task")
+    url = args.url or settings.api_url
     try:
-        doc = ask(args.url or settings.api_url, secret, task, as_json=args.json)
+        doc = ask_as_device(settings, url, task, from_stdin=args.secret_stdin, as_json=args.json)
     except ClientError as exc:
         raise CliError(str(exc)) from None
     except Exception as exc:  # connection refused and the like: one line, no trace
-        raise CliError(f"cannot reach {args.url or settings.api_url}: {exc}") from None
+        raise CliError(f"cannot reach {url}: {exc}") from None
     if args.json:
         print(_json.dumps(doc, indent=2))
     else:
@@ -208,6 +387,51 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(doc["result"] if doc["status"] == "success" else f"Run {doc['status']}: {doc.get('error')}")
         print(f"\nrun {doc['run_id']}: {doc['status']}, {len(doc['workers'])} worker(s), tokens {doc['tokens_used']}")
     return 0 if doc["status"] == "success" else 1
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    from zerg.local import credentials
+    from zerg.local.client import ClientError
+
+    settings = get_settings()
+    url = args.url or settings.api_url
+    try:
+        print(credentials.login(settings, url, from_stdin=args.secret_stdin))
+    except ClientError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot store the session under {settings.config_dir}: {exc}") from None
+    except Exception as exc:
+        raise CliError(f"cannot reach {url}: {exc}") from None
+    return 0
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    from zerg.local import credentials
+    from zerg.local.client import ClientError
+
+    settings = get_settings()
+    try:
+        message, ok = credentials.logout(settings, args.url or settings.api_url)
+    except ClientError as exc:
+        raise CliError(str(exc)) from None
+    print(message, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+class _SecretOptionRemoved(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("--secret was removed: a secret on the command line is visible to every process (ps). "
+                     "Use zerg login, ZERG_DEVICE_SECRET, --secret-stdin or the prompt")
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    # allow_abbrev=False on these parsers: "--secret X" must never be read as --secret-stdin + a task word.
+    parser.add_argument("--secret", nargs="?", action=_SecretOptionRemoved, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
+    parser.add_argument("--secret-stdin", action="store_true",
+                        help="read the device secret from standard input (else ZERG_DEVICE_SECRET, "
+                             "else a stored session, else a prompt); never give it as an argument")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -234,13 +458,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", metavar="PEM", help="the certificate's private key file")
     serve.set_defaults(func=cmd_serve)
 
-    ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)")
+    ask_p = groups.add_parser("ask", help="ask through the HTTP API (zerg serve, or --url)", allow_abbrev=False)
     ask_p.add_argument("task", nargs="+")
-    ask_p.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
-    ask_p.add_argument("--secret", help="device secret (default ZERG_DEVICE_SECRET)")
+    _add_client_options(ask_p)
     ask_p.add_argument("--json", action="store_true", help="print the final run document as JSON")
     ask_p.set_defaults(func=cmd_ask)
 
+    login = groups.add_parser("login", help="exchange the device secret for a session token kept in a 0600 file",
+                              allow_abbrev=False)
+    _add_client_options(login)
+    login.set_defaults(func=cmd_login)
+    logout = groups.add_parser("logout", help="revoke the stored session on the server and delete its file")
+    logout.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
+    logout.set_defaults(func=cmd_logout)
     groups.add_parser(
         "doctor", help="check this host: sandbox level, SSH allowlist, database, model provider"
     ).set_defaults(func=cmd_doctor)
@@ -249,6 +479,24 @@ def build_parser() -> argparse.ArgumentParser:
     add = owners.add_parser("add", help="create an owner and print its device secret once")
     add.add_argument("name")
     add.set_defaults(func=cmd_owners_add)
+    rotate = owners.add_parser("rotate", help="new device secret; the old one and its sessions stop working")
+    rotate.add_argument("name")
+    rotate.add_argument("--device", metavar="DEVICE", help="rotate only this device (default: every live device "
+                        "of the owner is revoked and one new 'primary' device replaces them)")
+    rotate.set_defaults(func=cmd_owners_rotate)
+    pair = owners.add_parser("pair", help="print a one-time pairing code a new device exchanges for its own secret")
+    pair.add_argument("name")
+    pair.add_argument("--minutes", type=int, default=10, help="how long the code lives (1-60, default 10)")
+    pair.set_defaults(func=cmd_owners_pair)
+    export = owners.add_parser("export", help="write all of an owner's data (rows and artifacts) to one zip archive")
+    export.add_argument("name")
+    export.add_argument("--output", "-o", metavar="FILE", help="archive path (default zerg-export-NAME-TIME.zip here)")
+    export.set_defaults(func=cmd_owners_export)
+    delete = owners.add_parser("delete", help="delete an owner and all of its data, artifacts included")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="do not ask for the owner's name to confirm")
+    delete.add_argument("--force", action="store_true", help="cancel the owner's unfinished runs first")
+    delete.set_defaults(func=cmd_owners_delete)
 
     db = groups.add_parser("db", help="database schema").add_subparsers(dest="cmd", required=True)
     db.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_db_migrate)
@@ -263,6 +511,28 @@ def build_parser() -> argparse.ArgumentParser:
     workers.add_parser(
         "reindex", help="rebuild the worker_jobs index from every metadata.json"
     ).set_defaults(func=cmd_workers_reindex)
+
+    hosts = groups.add_parser("hosts", help="the owner's SSH hosts for ssh_exec").add_subparsers(dest="cmd", required=True)
+    h_add = hosts.add_parser("add", help="register an SSH host; the private key is sealed for the owner")
+    h_add.add_argument("alias", help="the name workers use, e.g. cube")
+    h_add.add_argument("--hostname", required=True, help="DNS name or IP address")
+    h_add.add_argument("--port", type=int, default=22)
+    h_add.add_argument("--user", required=True, help="login name on the server")
+    h_add.add_argument("--key-file", required=True, metavar="PATH", help="unencrypted private key file (read, sealed, never echoed)")
+    pin = h_add.add_mutually_exclusive_group(required=True)
+    pin.add_argument("--host-key", metavar="LINE", help="the server's public host key: 'ssh-ed25519 AAAA...'")
+    pin.add_argument("--host-key-file", metavar="PATH", help="a file holding that line (e.g. from ssh-keyscan)")
+    pin.add_argument("--scan-host-key", action="store_true", help="trust on first use: pin the key the server presents now")
+    h_add.add_argument("--replace", action="store_true", help="replace an existing host of that alias")
+    _add_owner_option(h_add)
+    h_add.set_defaults(func=cmd_hosts_add)
+    h_list = hosts.add_parser("list", help="the owner's SSH hosts (fingerprints, never keys)")
+    _add_owner_option(h_list)
+    h_list.set_defaults(func=cmd_hosts_list)
+    h_rm = hosts.add_parser("rm", help="remove an SSH host and its sealed key")
+    h_rm.add_argument("alias")
+    _add_owner_option(h_rm)
+    h_rm.set_defaults(func=cmd_hosts_rm)
     return parser
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,28 @@ def _default_data_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "zerg"
+
+
+def _default_config_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "zerg"
+
+
+_HOST_LABELS = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _host_pattern(text: str) -> str:
+    """One ``ZERG_HTTP_ALLOW_HOSTS`` entry, normalised: a host name, ``*.`` + a domain, or an IP address."""
+    pattern = text.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(pattern.strip("[]")))
+    except ValueError:
+        pass
+    if not _HOST_LABELS.match(pattern) or pattern.count(".") < (2 if pattern.startswith("*.") else 0):
+        raise ValueError(f"{text.strip()!r} is not a host pattern: give a name (api.github.com), "
+                         "'*.' and a domain (*.example.org) or an IP address")
+    return pattern
 
 
 class SSHHost(BaseModel):
@@ -116,6 +139,10 @@ class Settings(BaseModel):
     state_machine_arn: str | None = Field(default=None, alias="ZERG_STATE_MACHINE_ARN")
     device_secret: SecretStr | None = Field(default=None, alias="ZERG_DEVICE_SECRET")
     api_url: str = Field(default="http://127.0.0.1:8000", alias="ZERG_API_URL")
+    config_dir: Path = Field(
+        default_factory=_default_config_dir, alias="ZERG_CONFIG_DIR",
+        description="Per-user client configuration: the session tokens `zerg login` keeps (0700/0600).",
+    )
 
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
@@ -123,10 +150,18 @@ class Settings(BaseModel):
     tool_output_cap: int = Field(default=10_000, ge=256, le=1_000_000, alias="ZERG_TOOL_OUTPUT_CAP")
     ssh_hosts: dict[str, SSHHost] = Field(default_factory=dict, alias="ZERG_SSH_HOSTS")
     ssh_known_hosts: Path | None = Field(default=None, alias="ZERG_SSH_KNOWN_HOSTS")
+    kms_key_id: str | None = Field(
+        default=None, alias="ZERG_KMS_KEY_ID",
+        description="AWS: KMS key sealing owners' SSH keys; unset = AES-GCM under ZERG_DATA_DIR/sealing.key.",
+    )
     http_allow_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = Field(
         default=(), alias="ZERG_HTTP_ALLOW_NETWORKS"
     )
     http_body_cap: int = Field(default=20_000, ge=256, le=5_000_000, alias="ZERG_HTTP_BODY_CAP")
+    http_allow_hosts: tuple[str, ...] = Field(
+        default=(), alias="ZERG_HTTP_ALLOW_HOSTS",
+        description="Host patterns http_request may reach (api.github.com, *.example.org); empty = any public host.",
+    )
     sandbox_network: bool = Field(
         default=False, alias="ZERG_SANDBOX_NETWORK",
         description="on: container_exec commands get the host's network; off: only their own lo.",
@@ -148,6 +183,13 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return tuple(ipaddress.ip_network(p.strip()) for p in value.split(",") if p.strip())
         return value
+
+    @field_validator("http_allow_hosts", mode="before")
+    @classmethod
+    def _host_patterns(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [p for p in value.split(",") if p.strip()]
+        return tuple(_host_pattern(p) for p in value)
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -190,6 +232,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         )
     values = {k: v for k, v in env.items() if k in known and v != ""}
     values.setdefault("ZERG_DATA_DIR", str(_default_data_dir(env)))
+    values.setdefault("ZERG_CONFIG_DIR", str(_default_config_dir(env)))
     try:
         settings = Settings.model_validate(values)
     except ValidationError as exc:

@@ -48,9 +48,11 @@ def _ssh_key(host: SSHHost) -> tuple[str, bool]:
 
 def _ssh(settings: Settings, say: Callable[[str], None]) -> bool:
     if not settings.ssh_hosts:
-        say("ssh allowlist (ZERG_SSH_HOSTS): empty — ssh_exec reaches no host")
+        say("ssh allowlist (ZERG_SSH_HOSTS): empty — the local owner has no bootstrap host "
+            "(owners' own hosts: zerg hosts list --owner NAME)")
         return True
-    say(f"ssh allowlist (ZERG_SSH_HOSTS): {len(settings.ssh_hosts)} host(s), for every owner of this deployment")
+    say(f"ssh allowlist (ZERG_SSH_HOSTS): {len(settings.ssh_hosts)} bootstrap host(s) of the local owner "
+        "(owners' own hosts: zerg hosts list --owner NAME)")
     ok = True
     for alias, host in sorted(settings.ssh_hosts.items()):
         where, usable = _ssh_key(host)

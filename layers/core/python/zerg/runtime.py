@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from zerg.artifacts import WorkerArtifactStore
     from zerg.llm import ChatModel
     from zerg.runs.starter import RunStarter
+    from zerg.sealing import Sealer
 
 
 @dataclass
@@ -46,6 +47,13 @@ class Runtime:
         from zerg.llm.ledger import MeteredChatModel
 
         return MeteredChatModel(make_llm(self.settings), lambda: self.pool)
+
+    @cached_property
+    def sealer(self) -> "Sealer":
+        """Seals owners' connector secrets: KMS on AWS, a local key file otherwise."""
+        from zerg.sealing import get_sealer
+
+        return get_sealer(self.settings)
 
     @cached_property
     def starter(self) -> "RunStarter":

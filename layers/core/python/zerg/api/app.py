@@ -24,10 +24,10 @@ def build_app() -> APIGatewayHttpResolver:
     # Imported here, not at the top: the handler module's import is the cold start (bench/api.py).
     from zerg.api import docs
     from zerg.api.deps import PUBLIC_PATHS, owner_of
-    from zerg.api.routes import auth, runs, thread, workers
+    from zerg.api.routes import auth, hosts, runs, sessions, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
-    for module in (auth, runs, workers, thread):
+    for module in (auth, runs, workers, thread, sessions, hosts):
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

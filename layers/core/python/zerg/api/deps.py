@@ -11,18 +11,19 @@ import json
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any
+from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Depends, Response
 from aws_lambda_powertools.event_handler.request import Request
 
 from zerg.api.errors import ApiError
-from zerg.auth import COOKIE, AuthError, verify_token
+from zerg.auth import COOKIE, AuthError, Caller, verify_token
 from zerg.runtime import Runtime, get_runtime
 
 # Every route needs the session (bearer token or cookie) except these: a route in PUBLIC_PATHS
 # declares ``security=PUBLIC`` so the OpenAPI document says so too.
 PUBLIC: list[dict[str, list[str]]] = [{}]
-PUBLIC_PATHS = frozenset({"/api/jarvis/auth"})
+PUBLIC_PATHS = frozenset({"/api/jarvis/auth", "/api/jarvis/pair"})
 # Ids are bigint: a larger number is the client's mistake (422), not the database's (500).
 MAX_ID = 2**62
 
@@ -44,13 +45,19 @@ def bearer(headers: dict[str, str], cookies: list[str] | None) -> str | None:
     return None
 
 
-def owner_of(event: Any) -> int:
-    """The owner the request's verified token names (401 otherwise). ``event`` is the raw
+def caller_of(event: Any) -> Caller:
+    """The owner and live session of the request's token (401 otherwise). ``event`` is the raw
     API Gateway v2 event or Powertools' wrapper of it."""
+    rt = runtime()
     try:
-        return verify_token(runtime().settings, bearer(event.get("headers") or {}, event.get("cookies")))
+        return verify_token(rt.settings, bearer(event.get("headers") or {}, event.get("cookies")), rt.pool)
     except AuthError as exc:
         raise ApiError(401, "unauthorized", str(exc)) from None
+
+
+def owner_of(event: Any) -> int:
+    """The owner the request's verified token names (401 otherwise)."""
+    return caller_of(event).owner_id
 
 
 def owner(request: Request) -> int:
@@ -58,7 +65,13 @@ def owner(request: Request) -> int:
     return owner_of(request.resolved_event)
 
 
+def session(request: Request) -> Caller:
+    """Dependency: the owner and session of this request (401 otherwise)."""
+    return caller_of(request.resolved_event)
+
+
 Owner = Annotated[int, Depends(owner)]
+Session = Annotated[Caller, Depends(session)]
 Rt = Annotated[Runtime, Depends(runtime)]
 
 
@@ -67,6 +80,8 @@ def _default(value: Any) -> Any:
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, Decimal):
         return float(value)
+    if isinstance(value, UUID):
+        return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 

@@ -7,7 +7,8 @@ shapes, and ``responses()`` lists each operation's real statuses so the document
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +27,53 @@ class AuthToken(BaseModel):
     token_type: str = "bearer"
     expires_at: datetime
     owner_id: int
+    session_id: UUID = Field(description="The token's session: GET /api/jarvis/sessions lists it, DELETE revokes it")
+    device_id: int
+
+
+class PairedDevice(BaseModel):
+    owner_id: int
+    device_id: int
+    device_name: str
+    device_secret: str = Field(description="Shown once: store it on the device; POST /api/jarvis/auth exchanges it")
+
+
+class DeviceInfo(BaseModel):
+    device_id: int
+    name: str
+    created_at: datetime
+    last_seen_at: datetime | None = Field(description="Within a minute of the device's last request")
+    revoked_at: datetime | None
+    active: bool
+
+
+class SessionInfo(BaseModel):
+    session_id: UUID
+    device_id: int
+    device_name: str
+    issued_at: datetime
+    expires_at: datetime
+    last_used_at: datetime | None = Field(description="Within a minute of the session's last request")
+    revoked_at: datetime | None
+    active: bool
+    current: bool = Field(description="The session of this request")
+
+
+class SessionList(BaseModel):
+    devices: list[DeviceInfo] = Field(description="Oldest first, revoked ones included; never a secret or hash")
+    sessions: list[SessionInfo] = Field(description="Newest first (at most 100); ended ones are kept 30 days")
+
+
+class SessionRevoked(BaseModel):
+    session_id: UUID
+    revoked_at: datetime
+
+
+class DeviceRevoked(BaseModel):
+    device_id: int
+    name: str
+    revoked_at: datetime
+    sessions_revoked: int = Field(description="Sessions of this device that were live until now")
 
 
 class RunAccepted(BaseModel):
@@ -70,7 +118,8 @@ class RunDocument(BaseModel):
 
 class WorkerFile(BaseModel):
     path: str
-    size: int
+    size: int | None = Field(description="Bytes; null for a link or special file (never followed or read)")
+    kind: Literal["file", "symlink", "other"] = Field(description="Only regular files can be read")
 
 
 class WorkerDetail(BaseModel):
@@ -88,6 +137,26 @@ class WorkerPage(BaseModel):
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 
+class SSHHost(BaseModel):
+    """One of the owner's SSH hosts as every read shows it: fingerprints, never key material."""
+
+    alias: str
+    hostname: str
+    port: int
+    user: str
+    key_type: str | None = Field(description="ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa; null for a ZERG_SSH_HOSTS entry")
+    key_fingerprint: str | None = Field(description="SHA256 fingerprint of the private key (ssh-keygen -l)")
+    host_key_fingerprint: str | None = Field(description="SHA256 fingerprint of the pinned host key")
+    source: Literal["owner", "ZERG_SSH_HOSTS"] = Field(
+        description="owner: registered by the owner (sealed key); ZERG_SSH_HOSTS: the local owner's bootstrap")
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+class SSHHostList(BaseModel):
+    hosts: list[SSHHost] = Field(description="By alias")
+
+
 class ThreadPage(BaseModel):
     thread_id: int | None
     messages: list[dict[str, Any]] = Field(description="Oldest first within the page")
@@ -98,6 +167,7 @@ ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",
     404: "Not found, or not the caller's (the same answer either way)",
+    409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 from zerg.runs.events import TERMINAL_EVENTS, list_events, terminal_event_id
 
 RETRY_MS = 1000
+RECHECK_S = 5.0  # a live stream asks this often whether its session is still live
 
 
 def frame(event_id: int | None, kind: str, payload: dict[str, Any]) -> str:
@@ -47,12 +48,15 @@ def stream(
     linger_s: float | None = None,
     poll_s: float = 0.2,
     stop: threading.Event | None = None,
+    still_valid: Callable[[], bool] | None = None,
 ) -> Iterator[str]:
     """Frames for the owner's run after ``after_id``; stops after the terminal event, at
-    ``deadline``, ``linger_s`` after the first new event (long-poll batching), or within one
-    poll once ``stop`` is set (a live stream whose client left)."""
+    ``deadline``, ``linger_s`` after the first new event (long-poll batching), within one
+    poll once ``stop`` is set (a live stream whose client left), or once ``still_valid`` (asked
+    every ``min(heartbeat_s, RECHECK_S)``) says the caller's session was revoked."""
     stop = stop or threading.Event()
-    last_beat = time.monotonic()
+    last_beat = last_check = time.monotonic()
+    recheck_s = min(heartbeat_s, RECHECK_S)
     first_event_at: float | None = None
     while not stop.is_set():
         with pool.connection() as conn:
@@ -69,6 +73,10 @@ def stream(
             return
         if linger_s is not None and first_event_at is not None and now - first_event_at >= linger_s:
             return
+        if still_valid is not None and now - last_check >= recheck_s:
+            last_check = now
+            if not still_valid():  # logged out or revoked: the open stream ends too; a reconnect gets 401
+                return
         if now - last_beat >= heartbeat_s:
             yield heartbeat()
             last_beat = now

@@ -1,19 +1,58 @@
-"""Local-directory backend: the S3 layout, byte for byte, under a root directory."""
+"""Local-directory backend: the S3 layout, byte for byte, under a root directory.
+
+Invariants:
+- No symbolic link under the root is ever followed, by a read or a write. A worker directory is
+  shared with whatever ran on this host (a sandbox that escaped, a careless script), so a link
+  planted in it (``result.txt -> ~/.ssh/id_ed25519``, ``tool_calls -> /etc``, a worker directory
+  linked to another owner's) must not turn a read into someone else's file. Every key is opened
+  component by component from the store root with ``O_NOFOLLOW`` (``openat`` on directory
+  descriptors), so a link in *any* component is refused, and nothing can be swapped in between
+  a check and the open.
+- Only regular files are read or appended to; a FIFO or device is refused, never opened
+  blocking.
+- A listing reports what is there without following anything (``lstat``): a link is listed as
+  ``kind="symlink"`` with no size (its target's size would leak it), other non-regular entries as
+  ``kind="other"``.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID, ArtifactPathError
 from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: opening a planted FIFO never hangs
+
+
+_MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR)
+
+
+def _shown(key: str) -> str:
+    return key.split("/", 2)[-1]
+
+
+def _not_regular(key: str, name: str, mode: int) -> Exception:
+    """Why ``key`` cannot be read as a file, given the ``lstat`` mode of its component ``name``."""
+    if stat.S_ISLNK(mode):
+        return ArtifactPathError(
+            f"{_shown(key)!r}: {name!r} is a symbolic link; links in a worker directory are never followed")
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):  # a folder where a file was asked for, or vice versa
+        return ArtifactNotFound(f"no such artifact file: {_shown(key)}")
+    return ArtifactPathError(f"{_shown(key)!r}: {name!r} is not a regular file")
 
 
 class LocalArtifactStore(WorkerArtifactStore):
     def __init__(self, root: Path | str) -> None:
         super().__init__()
+        # The root itself is configuration, resolved once; below it nothing is followed.
         self.root = Path(root).expanduser().resolve()
         if not self.root.exists():  # private by default: artifacts can hold anything a server printed
             self.root.mkdir(parents=True, mode=0o700)
@@ -25,94 +64,213 @@ class LocalArtifactStore(WorkerArtifactStore):
     def location(self, worker_id: str = "") -> str:
         return str(self.root / "workers" / worker_id) if worker_id else str(self.root)
 
-    def _path(self, key: str) -> Path:
-        path = (self.root / key).resolve()
-        # Keys were validated already; this also stops a symlink planted inside a worker dir.
-        workers = self.root / "workers"
-        if not path.is_relative_to(workers):
-            raise ArtifactPathError(f"{key!r} resolves outside the artifact store")
-        if key.startswith("workers/"):
-            worker_dir = workers / key.split("/")[1]
-            if path != worker_dir and not path.is_relative_to(worker_dir.resolve()):
-                raise ArtifactPathError(f"{key!r} resolves outside its worker directory")
-        return path
+    # --- opening without following --------------------------------------------------------
+    def _refusal(self, exc: OSError, key: str, parent: int, name: str) -> Exception:
+        """The store error for a failed open of ``name`` (in directory ``parent``) on ``key``."""
+        try:
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+        except OSError:
+            return ArtifactNotFound(f"no such artifact file: {_shown(key)}") if exc.errno in _MISSING else exc
+        if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            return _not_regular(key, name, mode)
+        # A file where a folder was asked for (or the reverse) is missing; anything else (EACCES)
+        # is a real I/O problem, raised as it is.
+        return ArtifactNotFound(f"no such artifact file: {_shown(key)}") if exc.errno in _MISSING else exc
 
+    def _dir(self, parts: list[str], key: str, create: bool = False) -> int:
+        """A descriptor of the directory ``root/parts...``, every component opened with O_NOFOLLOW."""
+        fd = os.open(self.root, _DIR)
+        try:
+            for name in parts:
+                if create:
+                    try:
+                        os.mkdir(name, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                try:
+                    nxt = os.open(name, _DIR, dir_fd=fd)
+                except OSError as exc:
+                    raise self._refusal(exc, key, fd, name) from None
+                os.close(fd)
+                fd = nxt
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _open(self, key: str, flags: int, mode: int = 0o666, create_dirs: bool = False) -> int:
+        """A descriptor of the regular file ``key`` (a link anywhere on the way is refused)."""
+        *parents, name = key.split("/")
+        parent = self._dir(parents, key, create_dirs)
+        try:
+            try:
+                fd = os.open(name, flags | _FILE, mode, dir_fd=parent)
+            except OSError as exc:
+                if exc.errno == errno.EEXIST:
+                    raise
+                raise self._refusal(exc, key, parent, name) from None
+            kind = os.fstat(fd).st_mode
+            if not stat.S_ISREG(kind):
+                os.close(fd)
+                raise _not_regular(key, name, kind)
+            os.set_blocking(fd, True)
+            return fd
+        finally:
+            os.close(parent)
+
+    # --- primitives ------------------------------------------------------------------------
     def _create(self, key: str, data: bytes) -> bool:
-        path = self._path(key)
-        if key.endswith("/metadata.json") and key.count("/") == 2:
+        parts = key.split("/")
+        if key.endswith("/metadata.json") and len(parts) == 3:
+            workers = self._dir(parts[:1], key)
             try:  # creating the worker directory is the exclusive step for a new worker
-                path.parent.mkdir(parents=False)
+                os.mkdir(parts[1], dir_fd=workers)
             except FileExistsError:
                 return False
-        path.parent.mkdir(parents=True, exist_ok=True)
+            finally:
+                os.close(workers)
         try:
-            with open(path, "xb") as fh:
-                fh.write(data)
-        except FileExistsError:
+            fd = self._open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create_dirs=True)
+        except FileExistsError:  # O_EXCL: a link planted under this name counts as existing
             return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         return True
 
     def _put(self, key: str, data: bytes) -> None:
-        path = self._path(key)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        *parents, name = key.split("/")
+        parent = self._dir(parents, key)
+        tmp = f".tmp-{secrets.token_hex(6)}"
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE, 0o600, dir_fd=parent)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                # rename() replaces a link planted under ``name`` itself; it never writes through it.
+                os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=parent)
+                except FileNotFoundError:
+                    pass
+                raise
+        finally:
+            os.close(parent)
 
     def _append(self, key: str, data: bytes) -> None:
-        path = self._path(key)
-        with open(path, "ab") as fh:  # O_APPEND: one write per line, never interleaved
+        fd = self._open(key, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with os.fdopen(fd, "ab") as fh:  # O_APPEND: one write per line, never interleaved
             fh.write(data)
 
     def _get(self, key: str) -> bytes:
-        try:
-            return self._path(key).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+        with os.fdopen(self._open(key, os.O_RDONLY), "rb") as fh:
+            return fh.read()
 
     def _range(self, key: str, start: int | None, length: int) -> bytes:
-        try:
-            with open(self._path(key), "rb") as fh:
-                if start is None:
-                    size = fh.seek(0, os.SEEK_END)
-                    fh.seek(max(0, size - length))
-                else:
-                    fh.seek(start)
-                return fh.read(length)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+        with os.fdopen(self._open(key, os.O_RDONLY), "rb") as fh:
+            if start is None:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - length))
+            else:
+                fh.seek(start)
+            return fh.read(length)
 
     def _size(self, key: str) -> int:
+        *parents, name = key.split("/")
+        parent = self._dir(parents, key)
         try:
-            path = self._path(key)
-            if not path.is_file():
-                raise FileNotFoundError
-            return path.stat().st_size
-        except FileNotFoundError:
-            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+            try:
+                info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except OSError as exc:
+                raise self._refusal(exc, key, parent, name) from None
+        finally:
+            os.close(parent)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(key, name, info.st_mode)
+        return info.st_size
 
     def _list(self, prefix: str) -> list[FileInfo]:
-        base = self._path(prefix.rstrip("/"))
-        if not base.is_dir():
+        try:
+            base = self._dir(prefix.rstrip("/").split("/"), prefix)
+        except ArtifactNotFound:
             return []
-        found = []
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in filenames:
-                if name.startswith(".tmp-"):
-                    continue
-                full = Path(dirpath) / name
-                found.append(FileInfo(full.relative_to(base).as_posix(), full.stat().st_size))
+        found: list[FileInfo] = []
+        try:
+            self._walk(base, "", found)
+        finally:
+            os.close(base)
         return sorted(found, key=lambda f: f.path)
 
+    def _walk(self, fd: int, rel: str, found: list[FileInfo]) -> None:
+        with os.scandir(fd) as entries:  # scans a duplicate of fd; lstat-only classification below
+            listed = list(entries)
+        for entry in listed:
+            path = rel + entry.name
+            if entry.is_symlink():
+                found.append(FileInfo(path, None, "symlink"))
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    sub = os.open(entry.name, _DIR, dir_fd=fd)
+                except OSError:  # swapped (for a link?) since the scan: listed, never entered
+                    found.append(FileInfo(path, None, "other"))
+                    continue
+                try:
+                    self._walk(sub, path + "/", found)
+                finally:
+                    os.close(sub)
+            elif entry.is_file(follow_symlinks=False):
+                if not entry.name.startswith(".tmp-"):
+                    found.append(FileInfo(path, entry.stat(follow_symlinks=False).st_size))
+            else:
+                found.append(FileInfo(path, None, "other"))
+
     def _worker_ids(self) -> Iterator[str]:
-        with os.scandir(self.root / "workers") as entries:
-            names = sorted(e.name for e in entries if e.is_dir() and WORKER_ID.match(e.name))
+        fd = self._dir(["workers"], "workers")
+        try:
+            with os.scandir(fd) as entries:
+                names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and WORKER_ID.match(e.name))
+        finally:
+            os.close(fd)
         yield from names
 
     def _is_worker(self, worker_id: str) -> bool:
-        return (self.root / "workers" / worker_id / "metadata.json").is_file()
+        key = f"workers/{worker_id}/metadata.json"
+        try:
+            os.close(self._open(key, os.O_RDONLY))
+        except (ArtifactNotFound, ArtifactPathError):
+            return False
+        return True
+
+    def _stream(self, key: str) -> BinaryIO:
+        return os.fdopen(self._open(key, os.O_RDONLY), "rb")
+
+    def _delete(self, keys: list[str]) -> None:
+        """Unlink each key without following anything; emptied directories go with their last file."""
+        emptied: set[tuple[str, ...]] = set()
+        for key in keys:
+            *parents, name = key.split("/")
+            try:
+                parent = self._dir(parents, key)
+            except ArtifactNotFound:
+                continue
+            try:
+                os.unlink(name, dir_fd=parent)  # a symlink is removed, never followed
+            except FileNotFoundError:
+                continue
+            finally:
+                os.close(parent)
+            for depth in range(len(parents), 1, -1):  # up to, not including, workers/
+                emptied.add(tuple(parents[:depth]))
+        for parts in sorted(emptied, key=len, reverse=True):
+            try:
+                parent = self._dir(list(parts[:-1]), "/".join(parts))
+            except (ArtifactNotFound, ArtifactPathError):
+                continue
+            try:
+                os.rmdir(parts[-1], dir_fd=parent)  # only once empty; a link is never followed
+            except OSError:
+                pass
+            finally:
+                os.close(parent)

@@ -7,11 +7,12 @@ a worker is its thread's only writer.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID
-from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
+from zerg.artifacts.store import ArtifactError, ArtifactNotFound, FileInfo, WorkerArtifactStore
 
 
 class S3ArtifactStore(WorkerArtifactStore):
@@ -24,6 +25,7 @@ class S3ArtifactStore(WorkerArtifactStore):
         self.bucket = bucket
         self.prefix = prefix
         self.client = client
+        self._versioning: bool | None = None
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore(s3://{self.bucket}/{self.prefix})"
@@ -112,3 +114,42 @@ class S3ArtifactStore(WorkerArtifactStore):
                 return False
             raise
         return True
+
+    def _stream(self, key: str) -> BinaryIO:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._k(key))["Body"]
+        except self.client.exceptions.NoSuchKey:
+            raise ArtifactNotFound(f"no such artifact file: {key.split('/', 2)[-1]}") from None
+
+    def _delete(self, keys: list[str]) -> None:
+        """Every version and delete marker of each key: on a versioned bucket a plain delete
+        would only hide the bytes, and "deleted" must mean gone."""
+        wanted = {self._k(k) for k in keys}
+        if not wanted:
+            return
+        if not self._versioned():
+            targets = [{"Key": k} for k in sorted(wanted)]
+        else:
+            targets = []
+            paginator = self.client.get_paginator("list_object_versions")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=os.path.commonprefix(sorted(wanted))):
+                for version in (*page.get("Versions", []), *page.get("DeleteMarkers", [])):
+                    if version["Key"] in wanted:
+                        targets.append({"Key": version["Key"], "VersionId": version["VersionId"]})
+        for start in range(0, len(targets), 1000):  # DeleteObjects takes at most 1000 keys
+            resp = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": targets[start:start + 1000], "Quiet": True})
+            if resp.get("Errors"):
+                first = resp["Errors"][0]
+                raise ArtifactError(f"could not delete {len(resp['Errors'])} object(s), e.g. {first.get('Key')}: "
+                                    f"{first.get('Code')} {first.get('Message')}")
+
+    def _versioned(self) -> bool:
+        """Whether the bucket keeps versions (asked once; unknown counts as yes, the thorough way)."""
+        if self._versioning is None:
+            try:
+                status = self.client.get_bucket_versioning(Bucket=self.bucket).get("Status")
+            except self.client.exceptions.ClientError:
+                status = "unknown"
+            self._versioning = status is not None  # "Enabled" or "Suspended": versions may exist
+        return self._versioning

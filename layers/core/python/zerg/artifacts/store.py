@@ -17,8 +17,13 @@ Invariants:
   ``complete_worker``; it never comes from an LLM.
 - Callers' paths pass through :func:`clean_relpath`; ownership is decided elsewhere, once
   (:mod:`zerg.ownership`): a store trusts the worker id it is given.
+- A symbolic link in a worker directory is never followed by any read or write; ``list_files``
+  shows it as ``kind="symlink"`` without a size (only the local backend can hold one).
 - Tails read only the last N bytes (file seek / S3 ranged GET); ``bytes_read`` counts every byte
   read back, so callers can prove their reads are bounded.
+- Deleting a worker removes ``metadata.json`` last: until it goes, the worker is still found (by
+  :meth:`owner_workers`), so an interrupted delete is finished by running it again. On S3 every
+  stored version goes too (the bucket is versioned).
 
 Backends implement the small set of ``_primitives`` below; every operation is written once here.
 """
@@ -29,9 +34,9 @@ import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO, Literal
 
 from zerg.artifacts.paths import (
     ArtifactPathError,
@@ -55,10 +60,32 @@ class WorkerExists(ArtifactError):
     pass
 
 
+FileKind = Literal["file", "symlink", "other"]
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str  # relative to the worker directory
-    size: int
+    size: int | None  # None unless kind == "file": a link's target is never looked at
+    kind: FileKind = "file"  # "symlink" / "other" (FIFO, device): listed, never read or followed
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+
+@dataclass
+class OwnerWorkers:
+    """The workers whose ``metadata.json`` names one owner, and those whose owner is unknown."""
+
+    worker_ids: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (worker_id, why)
+
+
+@dataclass(frozen=True)
+class DeletedFiles:
+    files: int
+    bytes: int
 
 
 class WorkerArtifactStore(ABC):
@@ -102,6 +129,14 @@ class WorkerArtifactStore(ABC):
 
     @abstractmethod
     def _is_worker(self, worker_id: str) -> bool: ...
+
+    @abstractmethod
+    def _stream(self, key: str) -> BinaryIO:
+        """A binary stream of the whole object (``read(n)``, ``close()``); ArtifactNotFound if missing."""
+
+    @abstractmethod
+    def _delete(self, keys: list[str]) -> None:
+        """Remove these objects (on S3 every version); keys already gone are fine."""
 
     # --- accounting ------------------------------------------------------------------------
     @property
@@ -284,6 +319,39 @@ class WorkerArtifactStore(ABC):
 
     def exists(self, worker_id: str) -> bool:
         return self._is_worker(check_worker_id(worker_id))
+
+    def read_chunks(self, worker_id: str, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """A whole artifact file, streamed in chunks (never held in memory at once)."""
+        stream = self._stream(self._key(worker_id, clean_relpath(path)))
+        try:
+            while chunk := stream.read(chunk_size):
+                yield self._count(chunk)
+        finally:
+            stream.close()
+
+    def owner_workers(self, owner_id: int) -> OwnerWorkers:
+        """Every worker whose ``metadata.json`` names ``owner_id``, found in the store itself (one
+        metadata read per worker): the ``worker_jobs`` index may lag the store, or be gone with
+        the owner's rows. Workers whose metadata cannot be read are listed apart."""
+        found = OwnerWorkers()
+        for wid, meta in self.iter_metadata():
+            if isinstance(meta, Exception):
+                found.unreadable.append((wid, str(meta)))
+            elif meta.get("owner_id") == owner_id:
+                found.worker_ids.append(wid)
+        return found
+
+    def delete_worker(self, worker_id: str) -> DeletedFiles:
+        """Remove every file of a worker, ``metadata.json`` last; a worker already gone is 0 files."""
+        base = self._key(worker_id)
+        listed = self._list(base)
+        self._delete([base + f.path for f in listed if f.path != "metadata.json"])
+        self._delete([base + "metadata.json"])
+        # A writer that passed its metadata check just before it went may have added a file.
+        late = self._list(base)
+        self._delete([base + f.path for f in late])
+        gone = listed + late
+        return DeletedFiles(len(gone), sum(f.size or 0 for f in gone))
 
     def iter_metadata(self) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
         """Every worker's metadata (or the error reading it), for rebuilding the index."""

@@ -13,7 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from psycopg import Connection
@@ -44,6 +44,12 @@ def calls_of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str,
            FROM llm_calls WHERE owner_id = %s AND run_id = %s ORDER BY id""",
         (owner_id, run_id),
     ).fetchall()
+
+
+def export_llm_calls(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's whole usage ledger, oldest first, streamed (``zerg owners export``)."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM llm_calls WHERE owner_id = %s ORDER BY id", (owner_id,))
 
 
 class MeteredChatModel:

@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from zerg.llm.port import ChatResult, ToolCall, Usage
+from zerg.llm.untrusted import fenced_parts, unwrap
 
 OFFLINE_NOTE = "(Offline planner: no model is configured, so Zerg ran its documented playbook.)"
 
@@ -93,8 +94,9 @@ class OfflineChatModel:
 
     # --- supervisor ------------------------------------------------------------------------
     def _supervise(self, messages, can_spawn: bool) -> tuple[str, list[ToolCall]]:
-        task = next(m["content"] for m in reversed(messages) if m["role"] == "user")
-        outcomes = [m["content"] for m in messages if m["role"] == "tool" and m.get("content")]
+        # The last user message that is not fenced data (the evidence mount is a fenced user message).
+        task = next(m["content"] for m in reversed(messages) if m["role"] == "user" and unwrap(m["content"]) == m["content"])
+        outcomes = [unwrap(m["content"]) for m in messages if m["role"] == "tool" and m.get("content")]
         if not outcomes and can_spawn:
             topics = topics_in(task) or list(DEFAULT_TOPICS)
             targets = hosts_in(task, self.ssh_hosts) or [LOCAL]
@@ -123,7 +125,7 @@ class OfflineChatModel:
             if host:
                 return "", [self._call("ssh_exec", {"host": host, "command": command})]
             return "", [self._call("container_exec", {"command": command})]
-        output = results[-1]["content"] or ""
+        output = unwrap(results[-1]["content"] or "")
         stdout = output.split("--- stdout ---", 1)[-1].split("--- stderr ---", 1)[0].strip()
         exit_line = next((line for line in output.splitlines() if line.startswith("exit_code:")), "exit_code: ?")
         label = PLAYBOOK[topic][1].removeprefix("Check ").removeprefix("List the ").removeprefix("List ")
@@ -133,7 +135,7 @@ class OfflineChatModel:
     # --- summary ---------------------------------------------------------------------------
     def _summarise(self, messages) -> str:
         prompt = messages[-1]["content"]
-        result = prompt.split("Result: ", 1)[-1].split("\n\nWrite a summary", 1)[0]
+        result = (fenced_parts(prompt) or [prompt])[0]
         return _first_informative(result)[:150]
 
 

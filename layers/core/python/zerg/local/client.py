@@ -1,8 +1,11 @@
-"""``zerg ask``: a client of the Jarvis API (local ``zerg serve`` or a deployed API).
+"""``zerg ask``, ``zerg login``, ``zerg logout``: a client of the Jarvis API (local ``zerg serve``
+or a deployed API).
 
-Authenticates with the device secret, starts the run (with an Idempotency-Key so a retried POST
-cannot start two runs), follows the SSE stream — reconnecting with ``Last-Event-ID`` after a
-dropped connection or a Lambda long-poll ends — and prints the answer (or the run document).
+``ask`` uses a session token (``zerg login``'s) or authenticates with the device secret for a
+session of its own, which it revokes when done; starts the run (with an Idempotency-Key so a
+retried POST cannot start two runs), follows the SSE stream — reconnecting with ``Last-Event-ID``
+after a dropped connection or a Lambda long-poll ends — and prints the answer (or the run document).
+Where the secret or token comes from is :mod:`zerg.local.credentials`' business, never argv's.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from zerg.runs.events import TERMINAL_EVENTS
 
 
 class ClientError(RuntimeError):
-    pass
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _check(resp: Any) -> dict[str, Any]:
@@ -28,7 +33,8 @@ def _check(resp: Any) -> dict[str, Any]:
             message = f"{body.get('error')}: {body.get('message')}"
         except ValueError:
             message = resp.text[:200]
-        raise ClientError(f"HTTP {resp.status_code} from {resp.request.method} {resp.request.url.path}: {message}")
+        raise ClientError(f"HTTP {resp.status_code} from {resp.request.method} {resp.request.url.path}: {message}",
+                          resp.status_code)
     return resp.json() if resp.content else {}
 
 
@@ -67,19 +73,45 @@ def follow(client: Any, path: str, on_event: Callable[[str, dict[str, Any]], Non
     raise ClientError("gave up following the event stream")
 
 
-def ask(url: str, device_secret: str, task: str, *, out: Callable[[str], None] = print, as_json: bool = False) -> dict[str, Any]:
+def _client(url: str) -> Any:
     import httpx
 
-    with httpx.Client(base_url=url.rstrip("/"), timeout=60) as client:
-        token = _check(client.post("/api/jarvis/auth", json={"device_secret": device_secret}))["token"]
+    return httpx.Client(base_url=url.rstrip("/"), timeout=60)
+
+
+def authenticate(url: str, device_secret: str) -> dict[str, Any]:
+    """POST /api/jarvis/auth: ``{token, expires_at, owner_id, session_id, ...}`` for a new session."""
+    with _client(url) as client:
+        return _check(client.post("/api/jarvis/auth", json={"device_secret": device_secret}))
+
+
+def revoke(url: str, token: str) -> dict[str, Any]:
+    """POST /api/jarvis/logout: the token's session is revoked server-side."""
+    with _client(url) as client:
+        return _check(client.post("/api/jarvis/logout", headers={"Authorization": f"Bearer {token}"}))
+
+
+def ask(url: str, device_secret: str | None, task: str, *, token: str | None = None,
+        out: Callable[[str], None] = print, as_json: bool = False) -> dict[str, Any]:
+    """Run ``task`` and return its run document. With ``token`` (a stored session) the secret is
+    not used; otherwise the secret buys a session for this call only, revoked at the end."""
+    with _client(url) as client:
+        own_session = token is None
+        if own_session:
+            token = _check(client.post("/api/jarvis/auth", json={"device_secret": device_secret}))["token"]
         client.headers["Authorization"] = f"Bearer {token}"
-        started = _check(client.post("/api/jarvis/supervisor", json={"task": task},
-                                     headers={"Idempotency-Key": uuid.uuid4().hex}))
-        if not as_json:
-            follow(client, started["stream_url"], lambda kind, payload: _print(out, kind, payload))
-        else:
-            follow(client, started["stream_url"], lambda kind, payload: None)
-        return _check(client.get(f"/api/jarvis/runs/{started['run_id']}"))
+        try:
+            started = _check(client.post("/api/jarvis/supervisor", json={"task": task},
+                                         headers={"Idempotency-Key": uuid.uuid4().hex}))
+            on_event = (lambda kind, payload: None) if as_json else (lambda kind, payload: _print(out, kind, payload))
+            follow(client, started["stream_url"], on_event)
+            return _check(client.get(f"/api/jarvis/runs/{started['run_id']}"))
+        finally:
+            if own_session:  # a session nobody will use again should not stay valid for 7 days
+                try:
+                    client.post("/api/jarvis/logout", timeout=5)
+                except Exception:  # best effort: the answer matters more; the session expires anyway
+                    pass
 
 
 def _print(out: Callable[[str], None], kind: str, payload: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ Invariants:
   auth and no validation of its own beyond the body cap.
 - The one difference is the event stream: Lambda cannot stream a Python response, so there it
   long-polls; here ``run_events`` stream live from the same SSE generator, after the same
-  authentication and ownership checks (``stream_request``).
+  authentication and ownership checks (``stream_request``); a live stream ends once its session
+  is revoked (asked every few seconds), as a long-poll would be refused at its next request.
 - The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread; a live
   stream holds one thread, and that thread ends within one poll interval of the client leaving
   or the server stopping.
@@ -185,15 +186,18 @@ class ZergASGI:
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
-    async def _stream(self, checked: tuple[int, int, int], receive, send) -> None:
-        """Live SSE for a checked request: frames until the run ends, the client leaves or the server stops."""
+    async def _stream(self, checked: tuple[Any, int, int], receive, send) -> None:
+        """Live SSE for a checked request: frames until the run ends, the client leaves, the server
+        stops or the caller's session is revoked."""
         from zerg.api import sse
+        from zerg.auth import still_valid
         from zerg.runtime import get_runtime
 
-        owner_id, run_id, after = checked
+        caller, run_id, after = checked
         rt = get_runtime()
         stop = threading.Event()
-        frames = sse.stream(rt.pool, owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s, stop=stop)
+        frames = sse.stream(rt.pool, caller.owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s, stop=stop,
+                            still_valid=partial(still_valid, rt.pool, caller))
         self._live.add(stop)
         if self._closing:
             stop.set()
@@ -252,20 +256,20 @@ def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
 
 def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
     """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
-    the handler's result shape, or ``{"stream": (owner, run, after)}`` to follow live."""
+    the handler's result shape, or ``{"stream": (caller, run, after)}`` to follow live."""
     from zerg.api import sse
     from zerg.api.errors import ApiError
     from zerg.api.routes.runs import stream_request
     from zerg.runtime import get_runtime
 
     try:
-        owner_id, run_id, after = stream_request(event)
+        caller, run_id, after = stream_request(event)
     except ApiError as exc:
         return {"statusCode": exc.status, "headers": {"content-type": "application/json"},
                 "body": error_body(exc.error, exc.message)}
-    if after and sse.terminal_delivered(get_runtime().pool, owner_id, run_id, after):
+    if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
         return {"statusCode": 204, "headers": {}, "body": ""}
-    return {"stream": (owner_id, run_id, after)}
+    return {"stream": (caller, run_id, after)}
 
 
 class LocalServer:

@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from psycopg import Connection
@@ -67,3 +68,9 @@ def list_events(
            WHERE owner_id = %s AND run_id = %s AND id > %s ORDER BY id LIMIT %s""",
         (owner_id, run_id, after_id, limit),
     ).fetchall()
+
+
+def export_run_events(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """Every event of the owner's runs, in id order, streamed (``zerg owners export``)."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM run_events WHERE owner_id = %s ORDER BY id", (owner_id,))

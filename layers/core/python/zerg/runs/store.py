@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,3 +197,17 @@ def run_totals(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] |
         "SELECT duration_ms, tokens_in, tokens_out, cost_usd FROM runs WHERE owner_id = %s AND id = %s",
         (owner_id, run_id),
     ).fetchone()
+
+
+def unfinished_runs(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
+    """The owner's runs that have not reached a final status (id, status, execution_arn)."""
+    return conn.execute(
+        "SELECT id, status, execution_arn FROM runs WHERE owner_id = %s AND status <> ALL(%s) ORDER BY id",
+        (owner_id, list(RUN_FINAL)),
+    ).fetchall()
+
+
+def export_runs(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """Every run of the owner with its working conversation, oldest first, streamed."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM runs WHERE owner_id = %s ORDER BY id", (owner_id,))

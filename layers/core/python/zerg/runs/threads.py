@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from psycopg import Connection
@@ -70,3 +71,15 @@ def page_messages(conn: Connection, owner_id: int, thread_id: int, *, before_id:
            WHERE owner_id = %s AND thread_id = %s AND id < %s ORDER BY id DESC LIMIT %s""",
         (owner_id, thread_id, before_id, limit),
     ).fetchall()
+
+
+def export_threads(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's threads, for ``zerg owners export``."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM threads WHERE owner_id = %s ORDER BY id", (owner_id,))
+
+
+def export_thread_messages(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """Every message of the owner's threads, oldest first, streamed."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM thread_messages WHERE owner_id = %s ORDER BY id", (owner_id,))

@@ -13,6 +13,8 @@ Invariants:
 - The rendered block never exceeds ``budget_bytes``; files are read with head/tail ranges, so
   the bytes read stay proportional to the budget, not to the size of the artifacts.
 - Unstarted workers and missing artifacts degrade to a placeholder line, never an exception.
+- Only regular files are mounted: a symbolic link in a worker directory is neither listed as a
+  pointer nor read (the store refuses to follow it anyway).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from zerg.artifacts import WorkerArtifactStore
+from zerg.artifacts import ArtifactError, ArtifactPathError, WorkerArtifactStore
 from zerg.workers import jobs
 
 DEFAULT_BUDGET_BYTES = 32_000
@@ -62,7 +64,7 @@ def _render_worker(store: WorkerArtifactStore, w: _Worker, budget: int) -> str:
     if not w.worker_id:
         return "\n".join(head + [f"(no artifacts yet: worker is {w.status})"])
     try:
-        listing = {f.path: f.size for f in store.list_files(w.worker_id)}
+        listing = {f.path: f.size for f in store.list_files(w.worker_id) if f.is_file}
         calls = store.read_metadata(w.worker_id).get("tool_calls") or [] if "metadata.json" in listing else []
     except Exception as exc:  # a damaged worker must not hide the others' evidence
         return "\n".join(head + [f"(artifacts unavailable: {type(exc).__name__})"])
@@ -84,7 +86,10 @@ def _render_worker(store: WorkerArtifactStore, w: _Worker, budget: int) -> str:
         allot = min(share, remaining) - len(label.encode()) - 1
         if allot < MIN_FILE_BYTES:
             continue
-        text = _excerpt(store, w.worker_id, path, listing[path], allot)
+        try:
+            text = _excerpt(store, w.worker_id, path, listing[path], allot)
+        except (ArtifactError, ArtifactPathError) as exc:  # changed since the listing: say so, go on
+            text = f"(unreadable: {exc})"
         block = label + text + "\n"
         block = block.encode()[: min(share, remaining)].decode("utf-8", "ignore")
         sections.append(block)

@@ -10,7 +10,9 @@ Each action is one stateless Lambda invocation; everything is rehydrated from th
 Invariants:
 - Spawning ends the turn: the state machine fans the new jobs out and calls ``resume``.
 - The evidence mount of the run is injected into *every* supervisor inference of the run and is
-  never stored (not in the working messages, not in the thread).
+  never stored (not in the working messages, not in the thread). It is raw tool output, so it is a
+  user-role message fenced as untrusted data, never a system message; so are worker outcomes
+  (tool messages).
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
@@ -22,8 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop, model_view
+from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, ToolCall
+from zerg.llm.untrusted import UNTRUSTED
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
@@ -36,6 +39,7 @@ from zerg.workers import jobs
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
 OUTCOME_RESULT_BYTES = 4_000
+MOUNT_LABEL = "evidence mount: excerpts of this run's worker artifacts (ephemeral)"
 
 
 class SpawnArgs(BaseModel):
@@ -161,7 +165,10 @@ class _SupervisorHooks(LoopHooks):
         with self.rt.pool.connection() as conn:
             mount = build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
                                          self.rt.settings.evidence_budget_bytes)
-        return model_view(messages) + ([{"role": "system", "content": mount}] if mount else [])
+        if not mount:
+            return messages
+        # Raw tool output: a user-role message fenced as data by the loop, never the system role.
+        return [*messages, {"role": "user", "content": mount, UNTRUSTED: MOUNT_LABEL}]
 
     def handle(self, call: ToolCall) -> dict[str, Any] | None:
         if call.name != SPAWN_TOOL.name:

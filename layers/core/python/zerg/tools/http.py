@@ -2,11 +2,15 @@
 
 Invariants:
 - http and https only; at most 5 redirects, each hop checked again.
-- Every address a host name resolves to is checked: anything not globally routable (private,
-  loopback, link-local with cloud metadata, CGNAT, reserved, unspecified) and multicast is
-  refused unless a network in ``ZERG_HTTP_ALLOW_NETWORKS`` contains it. The connection then goes
-  to the checked address itself (Host header and TLS server name keep the original name), so a
-  DNS answer that changes between check and connect (rebinding) cannot redirect it.
+- With ``ZERG_HTTP_ALLOW_HOSTS`` set, a host that matches none of its patterns is refused before
+  any DNS lookup, on the first request and on every redirect hop (:mod:`zerg.tools.egress`).
+- Every address a host name resolves to is checked (:func:`zerg.tools.egress.refusal`): anything
+  not globally routable (private, loopback, link-local with cloud metadata, CGNAT, reserved,
+  unspecified, multicast, site-local, ULA, documentation, and IPv6 forms carrying such an IPv4
+  address) is refused unless a network in ``ZERG_HTTP_ALLOW_NETWORKS`` contains it. The
+  connection then goes to the checked address itself (Host header and TLS server name keep the
+  original name), so a DNS answer that changes between check and connect (rebinding) cannot
+  redirect it.
 - Credentials (Authorization, Cookie) are not forwarded to another origin on a redirect.
 - The response body is capped for the model; the artifact keeps up to the storage bound.
 """
@@ -22,11 +26,11 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zerg.tools import egress
 from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, cap, error
 
 MAX_REDIRECTS = 5
 Resolver = Callable[[str, int], list[str]]
-_METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
 
 
 class HTTPRequestArgs(BaseModel):
@@ -48,6 +52,10 @@ def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> tuple[st
         return f"only http and https URLs are allowed, not {parts.scheme or 'no scheme'!r}", None
     if not parts.hostname:
         return f"URL {url!r} has no host", None
+    allowed_hosts = ctx.settings.http_allow_hosts
+    if allowed_hosts and not egress.host_allowed(parts.hostname, allowed_hosts):
+        return (f"host {parts.hostname} is not in ZERG_HTTP_ALLOW_HOSTS ({', '.join(allowed_hosts)}): "
+                "refused"), None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         addresses = resolve(parts.hostname, port)
@@ -58,14 +66,14 @@ def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> tuple[st
     allowed = ctx.settings.http_allow_networks
     for text in addresses:
         addr = ipaddress.ip_address(text.split("%")[0])
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped:
-            addr = addr.ipv4_mapped
-        if any(addr in net for net in allowed):
+        # An IPv4-mapped address is a connection to its IPv4 address: allow it as that address.
+        mapped = addr.ipv4_mapped if isinstance(addr, ipaddress.IPv6Address) else None
+        if any(addr in net or (mapped is not None and mapped in net) for net in allowed):
             continue
-        if addr in _METADATA:
+        if addr in egress.METADATA:
             return f"{parts.hostname} resolves to {addr}, the cloud metadata address: refused", None
-        if not addr.is_global or addr.is_multicast:  # private, loopback, link-local, CGNAT, reserved
-            return (f"{parts.hostname} resolves to {addr}, a private/loopback/link-local address: "
+        if why := egress.refusal(addr):
+            return (f"{parts.hostname} resolves to {addr}, {why}: "
                     "refused (allow it with ZERG_HTTP_ALLOW_NETWORKS)"), None
     return None, addresses[0]
 
@@ -99,7 +107,7 @@ def make_http_request(
             for hop in range(MAX_REDIRECTS + 1):
                 reason, address = check_destination(url, ctx, resolve)
                 if reason:
-                    return error(reason)
+                    return error(f"redirect to {url}: {reason}" if hop else reason)
                 target, host_header, extensions = _pinned(url, address)
                 try:
                     with client.stream(method, target, headers={**headers, **host_header}, content=body,
@@ -138,8 +146,9 @@ def make_http_request(
 TOOL = Tool(
     name="http_request",
     description=(
-        "Make an HTTP(S) request to a public address (private and metadata addresses are "
-        "refused). Returns status, content type and the (capped) body."
+        "Make an HTTP(S) request to a public address (private and metadata addresses, and hosts "
+        "outside the configured allowlist, are refused). Returns status, content type and the "
+        "(capped) body."
     ),
     args=HTTPRequestArgs,
     run=make_http_request(),

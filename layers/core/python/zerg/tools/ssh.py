@@ -1,10 +1,15 @@
-"""``ssh_exec``: run a command on one of the owner's allowlisted servers.
+"""``ssh_exec``: run a command on one of the calling owner's SSH hosts.
 
 Invariants:
-- Only aliases in ``ZERG_SSH_HOSTS`` are reachable; anything else is refused before any
-  connection is attempted.
-- Host keys are verified (the host's pinned ``host_key`` or the known_hosts file); an unknown
-  key is refused, never trusted on first use.
+- An alias resolves only among the calling owner's hosts (``zerg.hosts.registry.resolve``: the
+  owner's ``ssh_hosts`` rows, plus ``ZERG_SSH_HOSTS`` for the local owner). Anything else, another
+  owner's alias included, is refused as "not in the SSH allowlist" before any connection is
+  attempted, and the refusal lists only the caller's own aliases. A call without an owner is refused.
+- Host keys are verified: an owner's host against its pinned key only; a bootstrap host against
+  its ``host_key`` or the known_hosts file. An unknown or different key is refused, never trusted
+  on first use.
+- The private key is opened (unsealed for the owner) only here, in the worker, and never appears
+  in the tool's output, its errors or the artifacts.
 - Connection or authentication failure is *critical*: the worker fails fast with the reason.
   A command that exits non-zero or times out is an ordinary result for the model to read.
 """
@@ -12,15 +17,13 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import io
-import os
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.config import SSHHost
 from zerg.tools.base import (
     ARTIFACT_OUTPUT_CAP,
     CriticalToolError,
@@ -30,6 +33,9 @@ from zerg.tools.base import (
     error,
     shell_report,
 )
+
+if TYPE_CHECKING:
+    from zerg.hosts.registry import Target
 
 CONNECT_TIMEOUT_S = 5.0
 
@@ -41,78 +47,77 @@ class SSHExecArgs(BaseModel):
     timeout_s: float = Field(default=30, gt=0, le=600, description="Seconds before giving up")
 
 
-def _load_key(alias: str, host: SSHHost):
-    import paramiko
+def _resolve(ctx: ToolContext, alias: str) -> "Target | ToolOutcome":
+    from zerg.hosts.registry import resolve
 
-    if host.key_file:
-        text = Path(host.key_file).expanduser().read_text()
-    elif host.key_env:
-        text = os.environ.get(host.key_env, "")
-        if not text:
-            raise CriticalToolError(f"ssh key for {alias}: environment variable {host.key_env} is empty")
-    elif host.key_secret_arn:
-        import boto3
-
-        text = boto3.client("secretsmanager").get_secret_value(SecretId=host.key_secret_arn)["SecretString"]
-    else:
-        raise CriticalToolError(f"ssh host {alias} has no key_file, key_env or key_secret_arn")
-    for cls in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
-        try:
-            return cls.from_private_key(io.StringIO(text))
-        except (paramiko.SSHException, ValueError):
-            continue
-    raise CriticalToolError(f"ssh key for {alias} is not a readable Ed25519, ECDSA or RSA private key")
+    if ctx.owner_id is None or ctx.runtime is None:
+        return error("ssh_exec runs only for an owner (this call has none); not connecting")
+    with ctx.runtime.pool.connection() as conn:
+        found = resolve(conn, ctx.settings, ctx.owner_id, alias)
+    if isinstance(found, list):
+        allowed = ", ".join(found) or "none configured"
+        return error(f"host {alias!r} is not in the SSH allowlist (allowed: {allowed}); not connecting")
+    return found
 
 
-def _client(alias: str, host: SSHHost, ctx: ToolContext):
+def _load_key(target: "Target", ctx: ToolContext):
+    from zerg.hosts.registry import KeyUnavailable
+    from zerg.sealing import SealError
+
+    try:  # the sealer itself may be unavailable (Lambda without ZERG_KMS_KEY_ID): as critical as a bad key
+        return target.load_key(ctx.runtime.sealer if target.source == "owner" else None)
+    except (KeyUnavailable, SealError) as exc:
+        raise CriticalToolError(f"ssh key for {target.alias}: {exc}" if isinstance(exc, SealError) else str(exc)) from None
+
+
+def _client(target: "Target", ctx: ToolContext):
     import paramiko
 
     client = paramiko.SSHClient()
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    if host.host_key:
-        name = host.hostname if host.port == 22 else f"[{host.hostname}]:{host.port}"
+    if target.host_key:
+        name = target.hostname if target.port == 22 else f"[{target.hostname}]:{target.port}"
         try:
-            keytype, b64 = host.host_key.split()[:2]
+            keytype, b64 = target.host_key.split()[:2]
             key = paramiko.PKey.from_type_string(keytype, base64.b64decode(b64))
             client.get_host_keys().add(name, keytype, key)
         except Exception as exc:
-            raise CriticalToolError(f"host_key for {alias} is not a valid public key line: {exc}") from None
-    known = ctx.settings.ssh_known_hosts or Path("~/.ssh/known_hosts").expanduser()
-    if known.is_file():
-        client.load_host_keys(str(known))
+            raise CriticalToolError(f"host_key for {target.alias} is not a valid public key line: {exc}") from None
+    if target.source != "owner":  # an owner's host trusts its pin only, never the deployment's file
+        known = ctx.settings.ssh_known_hosts or Path("~/.ssh/known_hosts").expanduser()
+        if known.is_file():
+            client.load_host_keys(str(known))
     return client
 
 
 def ssh_exec(args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     import paramiko
 
-    hosts = ctx.settings.ssh_hosts
-    host = hosts.get(args.host)
-    if host is None:
-        allowed = ", ".join(sorted(hosts)) or "none configured"
-        return error(f"host {args.host!r} is not in the SSH allowlist (allowed: {allowed}); not connecting")
-    pkey = _load_key(args.host, host)
-    client = _client(args.host, host, ctx)
-    target = f"{host.user}@{host.hostname}:{host.port}"
+    target = _resolve(ctx, args.host)
+    if isinstance(target, ToolOutcome):
+        return target
+    pkey = _load_key(target, ctx)
+    client = _client(target, ctx)
+    where = f"{target.user}@{target.hostname}:{target.port}"
     connect_timeout = min(CONNECT_TIMEOUT_S, max(0.5, ctx.bounded(CONNECT_TIMEOUT_S)))
     try:
         client.connect(
-            host.hostname, port=host.port, username=host.user, pkey=pkey,
+            target.hostname, port=target.port, username=target.user, pkey=pkey,
             timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
             allow_agent=False, look_for_keys=False,
         )
     except paramiko.BadHostKeyException:
         client.close()
-        raise CriticalToolError(f"ssh to {args.host} ({target}): host key does not match the pinned key") from None
+        raise CriticalToolError(f"ssh to {args.host} ({where}): host key does not match the pinned key") from None
     except paramiko.AuthenticationException as exc:
         client.close()
-        raise CriticalToolError(f"ssh to {args.host} ({target}): authentication failed ({exc})") from None
+        raise CriticalToolError(f"ssh to {args.host} ({where}): authentication failed ({exc})") from None
     except paramiko.SSHException as exc:  # includes an unknown host key (RejectPolicy)
         client.close()
-        raise CriticalToolError(f"ssh to {args.host} ({target}) failed: {exc}") from None
+        raise CriticalToolError(f"ssh to {args.host} ({where}) failed: {exc}") from None
     except (OSError, socket.timeout) as exc:
         client.close()
-        raise CriticalToolError(f"ssh to {args.host} ({target}): cannot connect ({exc})") from None
+        raise CriticalToolError(f"ssh to {args.host} ({where}): cannot connect ({exc})") from None
     try:
         return _run(client, args, ctx)
     finally:

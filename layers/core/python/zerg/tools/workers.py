@@ -91,6 +91,8 @@ def read_worker_result(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(text=handle.read_file("result.txt"))
     except (ArtifactNotFound, NotStarted):
         return error(f"worker {args.job_id} ({handle.ref.status}) left no result.txt")
+    except ArtifactPathError as exc:
+        return error(f"refused: {exc}")
 
 
 def read_worker_file(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
@@ -111,7 +113,7 @@ def read_worker_file(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
     except NotStarted as exc:
         return error(str(exc))
     except ArtifactNotFound:
-        files = ", ".join(f.path for f in handle.list_files())
+        files = ", ".join(f.path for f in handle.list_files() if f.is_file)
         return error(f"worker {args.job_id} has no file {args.path!r}; its files: {files}")
 
 
@@ -126,7 +128,7 @@ def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
     for row in rows[:GREP_MAX_WORKERS]:
         try:
             files = [f for f in store.list_files(row["worker_id"])
-                     if f.path == "result.txt" or f.path.startswith("tool_calls/")]
+                     if f.is_file and (f.path == "result.txt" or f.path.startswith("tool_calls/"))]
         except ArtifactNotFound:
             continue
         for info in files:
@@ -134,7 +136,7 @@ def grep_workers(args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
             clipped += info.size > GREP_FILE_BYTES
             try:
                 text = store.head(row["worker_id"], path, GREP_FILE_BYTES).decode("utf-8", "replace")
-            except ArtifactNotFound:
+            except (ArtifactNotFound, ArtifactPathError):  # gone or swapped for a link since the listing
                 continue
             if needle not in text.lower():
                 continue
@@ -182,7 +184,8 @@ def get_worker_metadata(args: JobArgs, ctx: ToolContext) -> ToolOutcome:
         try:
             files = ctx.runtime.store.list_files(ref.worker_id)
             lines.append("files:")
-            lines += [f"  {f.path} ({f.size} bytes)" for f in files]
+            lines += [f"  {f.path} ({f.size} bytes)" if f.is_file else f"  {f.path} ({f.kind}: never read)"
+                      for f in files]
         except ArtifactNotFound:
             lines.append("files: (artifacts missing)")
     return ToolOutcome(text="\n".join(lines))

@@ -10,6 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -195,6 +196,46 @@ def set_summary(
            WHERE id = %s""",
         (summary, Jsonb(summary_meta), tokens_in, tokens_out, cost, cost, job_id),
     )
+
+
+def export_worker_jobs(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's worker index rows, in job order, streamed (``zerg owners export``)."""
+    with conn.cursor() as cur:
+        yield from cur.stream("SELECT * FROM worker_jobs WHERE owner_id = %s ORDER BY id", (owner_id,))
+
+
+def owner_worker_ids(conn: Connection, owner_id: int) -> list[str]:
+    """Worker ids the index gives to the owner (the ownership authority, see workers.ownership)."""
+    rows = conn.execute(
+        "SELECT worker_id FROM worker_jobs WHERE owner_id = %s AND worker_id IS NOT NULL ORDER BY id", (owner_id,)
+    ).fetchall()
+    return [r["worker_id"] for r in rows]
+
+
+def worker_owners(conn: Connection, worker_ids: list[str]) -> dict[str, int]:
+    """worker id -> owner id, for those of ``worker_ids`` the index knows."""
+    rows = conn.execute(
+        "SELECT worker_id, owner_id FROM worker_jobs WHERE worker_id = ANY(%s)", (worker_ids,)
+    ).fetchall()
+    return {r["worker_id"]: r["owner_id"] for r in rows}
+
+
+def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
+    """Ids of the owner's jobs still queued or running (a failed run can leave a worker running)."""
+    rows = conn.execute(
+        "SELECT id FROM worker_jobs WHERE owner_id = %s AND status = ANY(%s) ORDER BY id",
+        (owner_id, list(JOB_UNFINISHED)),
+    ).fetchall()
+    return [r["id"] for r in rows]
+
+
+def cancel_owner_jobs(conn: Connection, owner_id: int) -> int:
+    """Cancel every unfinished job of the owner (its workers stop at their next check)."""
+    return conn.execute(
+        """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
+           WHERE owner_id = %s AND status = ANY(%s)""",
+        (owner_id, list(JOB_UNFINISHED)),
+    ).rowcount
 
 
 @dataclass

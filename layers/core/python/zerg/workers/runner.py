@@ -22,6 +22,7 @@ from typing import Any
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.llm.untrusted import PROMPT_RULE
 from zerg.runs import events
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED, WORKER_OUTCOMES
@@ -35,7 +36,9 @@ You have a real terminal. Use ssh_exec to run commands on the user's servers (by
 container_exec for a local sandbox shell, http_request for HTTP APIs, get_current_time for the date.
 Prefer ordinary shell commands (df -h, free -m, uptime, docker ps, journalctl, ss -tlnp, grep, jq).
 Investigate, then answer with a concise final message stating what you found, with the key numbers
-and any errors you hit. Never claim something you did not observe in a tool output."""
+and any errors you hit. Never claim something you did not observe in a tool output.
+
+""" + PROMPT_RULE
 
 SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
 

@@ -6,6 +6,8 @@ Invariants:
   ``result.txt`` and is recorded in ``summary_meta.error``.
 - ``summary_meta`` = ``{version, model, generated_at, error}``; ``model`` is
   ``"truncation-fallback"`` when the model was not used.
+- The worker's result is untrusted text (it may repeat anything a tool printed): the model gets it
+  fenced as data in the user message (:mod:`zerg.llm.untrusted`), with the rule in the system message.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from zerg.llm import CallTag, ChatModel, Usage
+from zerg.llm.untrusted import PROMPT_RULE, Fence
 from zerg.runs import events
 from zerg.timestamps import iso
 from zerg.workers import jobs
@@ -27,8 +30,11 @@ MAX_CHARS = 150
 SUMMARY_TIMEOUT_S = 5.0
 FALLBACK_MODEL = "truncation-fallback"
 
+SYSTEM = "You summarise the result of a worker agent's task for a list of past work.\n\n" + PROMPT_RULE
+
 PROMPT = """Task: {task}
-Result: {result}
+Result:
+{result}
 
 Write a summary of at most {limit} characters focusing on outcomes, not actions.
 Be factual and concise. Do NOT add status judgments.
@@ -48,8 +54,11 @@ def extract_summary(
     try:
         if llm is None:
             raise RuntimeError("no summary model available")
+        excerpt = result[:1000]
+        fenced = Fence([excerpt]).wrap(excerpt, "the worker's result")  # fresh marker per call
         reply = llm.complete(
-            [{"role": "user", "content": PROMPT.format(task=task[:500], result=result[:1000], limit=MAX_CHARS)}],
+            [{"role": "system", "content": SYSTEM},
+             {"role": "user", "content": PROMPT.format(task=task[:500], result=fenced, limit=MAX_CHARS)}],
             model=model,
             max_tokens=60,
             timeout=SUMMARY_TIMEOUT_S,

@@ -11,9 +11,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerg.api import sse
-from zerg.api.deps import MAX_ID, Owner, Rt, json_response, owner_of, runtime
+from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found, validation_message
 from zerg.api.models import RunAccepted, RunCancelled, RunDocument, responses
+from zerg.auth import Caller
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
@@ -99,12 +100,13 @@ def check_stream(owner_id: int, run_id: int) -> None:
             raise not_found(f"run {run_id}")
 
 
-def stream_request(event: Any) -> tuple[int, int, int]:
-    """(owner, run, last event id) of a raw events request, checked as the route checks them:
+def stream_request(event: Any) -> tuple[Caller, int, int]:
+    """(caller, run, last event id) of a raw events request, checked as the route checks them:
     401, then 422 (the same messages as Powertools' validation), then 404, as ApiError.
 
     For the local server's live stream, which does not go through the Lambda route."""
-    owner_id = owner_of(event)
+    caller = caller_of(event)
+    owner_id = caller.owner_id
     query = event.get("queryStringParameters") or {}
     header = (event.get("headers") or {}).get("last-event-id")
     source, name, after = ("header", "last-event-id", header) if header else ("query", "last_event_id", query.get("last_event_id"))
@@ -115,7 +117,7 @@ def stream_request(event: Any) -> tuple[int, int, int]:
         errors = [{**e, "loc": ("query", "run_id") if e["loc"] == ("run_id",) else (source, name)} for e in exc.errors()]
         raise ApiError(*validation_message(errors)) from None
     check_stream(owner_id, params.run_id)
-    return owner_id, params.run_id, params.last_event_id or 0
+    return caller, params.run_id, params.last_event_id or 0
 
 
 def long_poll_seconds(configured: float, context: Any) -> float:

@@ -62,7 +62,7 @@ def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
             "status": handle.ref.status, "task": handle.ref.task, "metadata": None, "files": []}
     try:
         body["metadata"] = handle.metadata()
-        body["files"] = [{"path": f.path, "size": f.size} for f in handle.list_files()]
+        body["files"] = [{"path": f.path, "size": f.size, "kind": f.kind} for f in handle.list_files()]
     except (NotStarted, ArtifactNotFound):
         pass
     return json_response(body)

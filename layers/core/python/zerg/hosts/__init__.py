@@ -1,0 +1,1 @@
+"""SSH hosts per owner: what may be registered (spec), the table (store), the rules (registry)."""

@@ -1,0 +1,23 @@
+"""Registering an owner's SSH host the way the API and ``zerg hosts add`` do (sealed key, pinned host key)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zerg.hosts import registry
+from zerg.hosts.spec import HostSpec
+
+
+def host_spec(server, **overrides) -> HostSpec:
+    """The loopback test server as a host: its client key and its host key pinned.
+    ``key_file=`` reads another private key; other overrides replace fields."""
+    key_file = Path(overrides.pop("key_file", server.client_key))
+    fields = {"hostname": "127.0.0.1", "port": server.port, "user": server.user,
+              "private_key": key_file.read_text(), "host_key": server.host_key}
+    return HostSpec(**(fields | overrides))
+
+
+def add_host(rt, owner_id: int, alias: str, server, **overrides) -> registry.HostView:
+    with rt.pool.connection() as conn:
+        view, _ = registry.put_host(conn, rt.sealer, owner_id, alias, host_spec(server, **overrides))
+    return view

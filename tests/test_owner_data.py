@@ -1,0 +1,356 @@
+"""Your data, yours: ``zerg owners export`` writes everything an owner has to one archive, and
+``zerg owners delete`` removes all of it, artifacts included (local directory and moto S3)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.factories import make_finished_worker, make_run, unique_name
+from zerg.llm import CallTag, ChatResult, Usage
+from zerg.llm.ledger import record_call
+from zerg.hosts import store as hosts
+from zerg.identity.devices import hash_secret
+from zerg.owners import create_owner, local_owner
+from zerg.privacy import scope
+from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
+from zerg.privacy.export import ExportError, export_owner, secret_column
+from zerg.runs import store as runs
+from zerg.workers import jobs
+
+GLOBAL_TABLES = {"owners", "schema_migrations"}  # the only tables that hang off no owner
+
+
+SEALED_KEY = b"sealed private key bytes"
+
+
+def fill(pool, store, owner_id: int, tag: str) -> dict:
+    """One of everything for an owner: a contact, a finished run on its thread (messages, events),
+    a worker with artifacts and its index row, a ledger row."""
+    run_id, _ = make_run(pool, owner_id, f"{tag} task")
+    job_id, worker_id = make_finished_worker(pool, store, owner_id, run_id, f"{tag} worker task",
+                                             result=f"{tag} result", tool_outputs=[("ssh_exec", f"{tag} output", True)])
+    with pool.connection() as conn:
+        conn.execute("INSERT INTO owner_contacts (owner_id, kind, address) VALUES (%s, 'email', %s)",
+                     (owner_id, f"{tag}-{owner_id}@example.com"))
+        record_call(conn, CallTag("supervisor", owner_id, run_id), ChatResult("m", "", usage=Usage(10, 5, 0.001)), 12.0)
+        hosts.save(conn, owner_id, f"{tag}-box", hostname="127.0.0.1", port=22, username="ops",
+                   private_key_sealed=SEALED_KEY, key_type="ssh-ed25519", key_fingerprint="SHA256:k",
+                   host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPinned", host_key_fingerprint="SHA256:h",
+                   replace=False)
+        runs.complete_run(conn, runs.get_run(conn, owner_id, run_id), f"{tag} answer")
+    return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
+
+
+def owner_row_ids(pool, owner_id: int) -> dict[str, set[int]]:
+    with pool.connection() as conn:
+        return {t.name: {r["id"] for r in conn.execute(
+            f"SELECT id FROM {t.name} WHERE {'id' if t.name == 'owners' else 'owner_id'} = %s", (owner_id,))}
+            for t in scope.OWNER_TABLES}
+
+
+def read_archive(path: Path) -> tuple[dict, dict[str, list[dict]], dict[str, bytes]]:
+    with zipfile.ZipFile(path) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        tables = {name: [json.loads(line) for line in zf.read(f"tables/{name}.jsonl").splitlines()]
+                  for name in manifest["tables"]}
+        artifacts = {n.removeprefix("artifacts/"): zf.read(n) for n in zf.namelist() if n.startswith("artifacts/")}
+    return manifest, tables, artifacts
+
+
+def test_every_table_with_an_owner_cascades_from_owners_and_is_exported(pool):
+    with pool.connection() as conn:
+        tables = {r["tablename"] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        fks = conn.execute(
+            """SELECT conrelid::regclass::text AS child, confrelid::regclass::text AS parent, confdeltype AS rule
+               FROM pg_constraint WHERE contype = 'f' AND connamespace = 'public'::regnamespace""").fetchall()
+    assert [f for f in fks if f["parent"] == "owners" and f["rule"] != "c"] == []
+    cascades, grew = {"owners"}, True
+    while grew:  # tables deleted with their owner, directly or through a cascading parent
+        grew = False
+        for f in fks:
+            if f["rule"] == "c" and f["parent"] in cascades and f["child"] not in cascades:
+                cascades.add(f["child"])
+                grew = True
+    assert tables - GLOBAL_TABLES - cascades == set(), "tables an owner's deletion would leave behind"
+    listed = {t.name for t in scope.OWNER_TABLES} | set(scope.NOT_EXPORTED)
+    assert cascades - listed == set(), "owner tables missing from zerg.privacy.scope"
+    assert listed <= tables
+
+
+def test_export_holds_every_tables_rows_of_the_owner_and_none_of_another(pool, store, owner, other_owner, tmp_path):
+    fill(pool, store, owner, "mine")
+    theirs = fill(pool, store, other_owner, "theirs")
+    expected = owner_row_ids(pool, owner)
+    assert all(expected.values()), "every table has a row to export"
+    report = export_owner(pool, store, owner, tmp_path / "me.zip")
+    manifest, tables, artifacts = read_archive(tmp_path / "me.zip")
+    for name, ids in expected.items():
+        assert {row["id"] for row in tables[name]} == ids, name
+        assert manifest["tables"][name]["rows"] == len(ids) == report.rows[name]
+        assert all(row.get("owner_id", owner) == owner for row in tables[name])
+    assert manifest["owner"]["id"] == owner and manifest["owner"]["name"].startswith("test owner")
+    assert manifest["format"] == "zerg-owner-export" and manifest["format_version"] == 1
+    assert all(not p.startswith(f"workers/{theirs['worker_id']}") for p in artifacts)
+    with zipfile.ZipFile(tmp_path / "me.zip") as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist())
+    assert b"theirs" not in everything
+
+
+def test_artifacts_round_trip_byte_identical_with_matching_sha256(pool, store, owner, tmp_path):
+    _, worker_id = make_finished_worker(pool, store, owner, None, "big", result="r" * 3_000_000 + "END",
+                                        tool_outputs=[("ssh_exec", "ünïcode ✓\n", True), ("container_exec", "", True)])
+    binary = bytes(range(256)) * 100
+    assert store._create(store._key(worker_id, "tool_calls/099_raw.bin"), binary)
+    export_owner(pool, store, owner, tmp_path / "me.zip")
+    manifest, _, artifacts = read_archive(tmp_path / "me.zip")
+    stored = {f"workers/{worker_id}/{f.path}": b"".join(store.read_chunks(worker_id, f.path))
+              for f in store.list_files(worker_id)}
+    assert artifacts == stored and stored[f"workers/{worker_id}/tool_calls/099_raw.bin"] == binary
+    listed = {f["path"]: f for f in manifest["artifacts"]["files"]}
+    assert set(listed) == set(stored)
+    for path, data in stored.items():
+        assert listed[path]["sha256"] == hashlib.sha256(data).hexdigest() and listed[path]["size"] == len(data)
+    assert manifest["artifacts"]["count"] == len(stored)
+    assert manifest["artifacts"]["bytes"] == sum(map(len, stored.values()))
+
+
+def test_a_large_artifact_is_streamed_into_the_archive_not_held_in_memory(pool, owner, tmp_path):
+    import tracemalloc
+
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    worker_id = store.create_worker("big", owner)
+    block = os.urandom(1 << 20)  # incompressible: the archive member is as big as the file
+    with open(store.root / "workers" / worker_id / "result.txt", "wb") as fh:
+        for _ in range(32):
+            fh.write(block)
+    tracemalloc.start()
+    try:
+        export_owner(pool, store, owner, tmp_path / "me.zip")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB for a 32 MiB artifact"
+    with zipfile.ZipFile(tmp_path / "me.zip") as zf:
+        assert zf.getinfo(f"artifacts/workers/{worker_id}/result.txt").file_size == 32 << 20
+
+
+def test_the_archive_holds_no_secret_material(pool, store, tmp_path):
+    from zerg.auth import jwt_secret, login
+    from zerg.config import get_settings
+
+    with pool.connection() as conn:
+        new = create_owner(conn, unique_name("secretive"))
+        token = login(conn, get_settings(), new.device_secret).token
+    fill(pool, store, new.owner_id, "s")
+    export_owner(pool, store, new.owner_id, tmp_path / "me.zip")
+    with zipfile.ZipFile(tmp_path / "me.zip") as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist())
+        owners_rows = [json.loads(line) for line in zf.read("tables/owners.jsonl").splitlines()]
+    for secret in (new.device_secret, hash_secret(new.device_secret), token, jwt_secret(get_settings())):
+        assert secret.encode() not in everything
+    assert SEALED_KEY not in everything and b"private_key" not in everything
+    assert set(owners_rows[0]) == {"id", "name", "created_at"}
+
+
+@pytest.mark.parametrize(("column", "secret"), [
+    ("device_secret_hash", True), ("session_token", True), ("token_hash", True), ("private_key_encrypted", True),
+    ("encrypted_key", True), ("password", True), ("tokens_in", False), ("tokens_cached", False),
+    ("token_id", False), ("idempotency_key", False), ("host_key", False), ("name", False),
+])
+def test_secret_columns_are_recognised_by_name(column, secret):
+    assert secret_column(column) is secret
+
+
+def test_a_secret_or_binary_column_stops_the_export_and_leaves_no_file(pool, owner, tmp_path, monkeypatch):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    out = tmp_path / "out"
+    out.mkdir()
+    tables = scope.OWNER_TABLES
+    for row, why in (({"id": 1, "private_key_encrypted": "AAAA"}, "hostile_table.private_key_encrypted looks like secret"),
+                     ({"id": 1, "blob": b"\x00key"}, "binary column")):
+        table = scope.OwnerTable("hostile_table", lambda conn, owner_id, row=row: iter([row]))
+        monkeypatch.setattr(scope, "OWNER_TABLES", (*tables, table))
+        with pytest.raises(ExportError, match=why):
+            export_owner(pool, store, owner, out / "me.zip")
+        assert list(out.iterdir()) == []  # neither the archive nor a partial file
+
+
+def test_export_of_an_owner_with_no_data_works(pool, owner, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    report = export_owner(pool, LocalArtifactStore(tmp_path / "artifacts"), owner, tmp_path / "empty.zip")
+    manifest, tables, artifacts = read_archive(tmp_path / "empty.zip")
+    assert manifest["tables"]["owners"]["rows"] == 1
+    assert manifest["tables"]["devices"]["rows"] == 1  # the device every owner is created with
+    assert all(v["rows"] == 0 for k, v in manifest["tables"].items() if k not in ("owners", "devices"))
+    assert manifest["artifacts"] | {"files": [], "skipped": []} == {
+        "workers": 0, "count": 0, "bytes": 0, "files": [], "skipped": []}
+    assert artifacts == {} and tables["runs"] == [] and report.artifact_files == 0
+    assert stat.S_IMODE(os.stat(tmp_path / "empty.zip").st_mode) == 0o600
+
+
+def test_export_never_replaces_an_existing_file(pool, owner, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    (tmp_path / "me.zip").write_text("keep me")
+    with pytest.raises(ExportError, match="already exists"):
+        export_owner(pool, LocalArtifactStore(tmp_path / "artifacts"), owner, tmp_path / "me.zip")
+    assert (tmp_path / "me.zip").read_text() == "keep me"
+
+
+def test_export_takes_an_unindexed_worker_by_its_metadata_but_never_one_the_index_gives_another(
+        pool, store, owner, other_owner, tmp_path):
+    unindexed = store.create_worker("crashed before indexing", owner)
+    with pool.connection() as conn:  # metadata claims `owner`, the index (the authority) says `other_owner`
+        job = jobs.create_job(conn, other_owner, "claimed")
+    disputed = store.create_worker("disputed", owner, job_id=job)
+    with pool.connection() as conn:
+        jobs.mark_started(conn, job, disputed, store.read_metadata(disputed)["started_at"])
+    export_owner(pool, store, owner, tmp_path / "me.zip")
+    _, _, artifacts = read_archive(tmp_path / "me.zip")
+    workers = {p.split("/")[1] for p in artifacts}
+    assert workers == {unindexed}
+
+
+def test_delete_removes_rows_and_artifacts_and_leaves_the_other_owner_untouched(pool, store, owner, other_owner):
+    mine = fill(pool, store, owner, "mine")
+    theirs = fill(pool, store, other_owner, "theirs")
+    before = owner_row_ids(pool, owner)
+    theirs_before = owner_row_ids(pool, other_owner)
+    files = store.list_files(mine["worker_id"])
+    plan = plan_delete(pool, store, owner)
+    assert plan.rows == {k: len(v) for k, v in before.items()} and plan.artifact_files == len(files)
+    report = delete_owner(pool, store, owner)
+    assert report.rows == plan.rows
+    assert (report.workers, report.artifact_files, report.artifact_bytes) == (1, len(files), sum(f.size for f in files))
+    assert all(not ids for ids in owner_row_ids(pool, owner).values())
+    assert not store.exists(mine["worker_id"]) and store.owner_workers(owner).worker_ids == []
+    assert owner_row_ids(pool, other_owner) == theirs_before
+    assert store.read_file(theirs["worker_id"], "result.txt") == "theirs result"
+
+
+def test_delete_is_refused_while_a_run_is_unfinished_and_force_cancels_it_first(pool, store, owner):
+    done = fill(pool, store, owner, "done")
+    run_id, _ = make_run(pool, owner, "still running")
+    with pytest.raises(DeleteRefused, match=rf"1 unfinished run\(s\) \({run_id}\).*--force"):
+        delete_owner(pool, store, owner)
+    assert store.exists(done["worker_id"]) and owner_row_ids(pool, owner)["owners"] == {owner}
+    stopped = []
+    with pool.connection() as conn:
+        runs.set_execution_arn(conn, run_id, "arn:aws:states:us-east-1:1:execution:zerg-run:run-x")
+    report = delete_owner(pool, store, owner, force=True, stop_execution=stopped.append)
+    assert report.cancelled_runs == [run_id] and stopped == ["arn:aws:states:us-east-1:1:execution:zerg-run:run-x"]
+    assert owner_row_ids(pool, owner)["owners"] == set() and not store.exists(done["worker_id"])
+
+
+def test_an_interrupted_delete_finishes_when_run_again(pool, store, owner, monkeypatch):
+    first, second = fill(pool, store, owner, "one"), fill(pool, store, owner, "two")
+    real = type(store).delete_worker
+    calls = []
+
+    def crash_on_second(self, worker_id):
+        calls.append(worker_id)
+        if len(calls) == 2:
+            raise OSError("power cut")
+        return real(self, worker_id)
+
+    monkeypatch.setattr(type(store), "delete_worker", crash_on_second)
+    with pytest.raises(OSError):
+        delete_owner(pool, store, owner)
+    monkeypatch.setattr(type(store), "delete_worker", real)
+    assert owner_row_ids(pool, owner)["owners"] == {owner}  # the row goes last
+    assert sum(store.exists(w["worker_id"]) for w in (first, second)) == 1
+    report = delete_owner(pool, store, owner)
+    assert report.workers == 1 and report.rows["runs"] == 2
+    assert not any(store.exists(w["worker_id"]) for w in (first, second))
+
+
+def test_artifacts_of_an_owner_whose_rows_are_gone_are_still_found_and_removed(pool, store, owner):
+    mine = fill(pool, store, owner, "orphaned")
+    with pool.connection() as conn:  # e.g. rows deleted by hand: the index no longer names the worker
+        conn.execute("DELETE FROM owners WHERE id = %s", (owner,))
+    report = delete_owner(pool, store, owner)
+    assert report.rows == {} and report.workers == 1 and not store.exists(mine["worker_id"])
+
+
+def test_the_local_owner_can_be_deleted_and_is_created_again_on_next_use(pool, store):
+    with pool.connection() as conn:
+        first = local_owner(conn)
+    delete_owner(pool, store, first, force=True)
+    with pool.connection() as conn:
+        again = local_owner(conn)
+    assert again != first
+
+
+def _cli(env: dict, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zerg.cli", *args], input=stdin, capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.fixture
+def cli_env(database_url, tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    return env | {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"),
+                  "ZERG_DATA_DIR": str(tmp_path / "data")}
+
+
+def test_cli_export_writes_the_archive_and_names_an_unknown_owner(pool, cli_env, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    name = f"alice-{tmp_path.name}"
+    with pool.connection() as conn:
+        alice = create_owner(conn, name).owner_id
+    fill(pool, LocalArtifactStore(tmp_path / "artifacts"), alice, "alice")
+    out = _cli(cli_env, "owners", "export", name, "-o", str(tmp_path / "alice.zip"))
+    assert out.returncode == 0, out.stderr
+    assert f"exported owner {alice}" in out.stdout and "artifacts: 3 files of 1 workers" in out.stdout
+    assert read_archive(tmp_path / "alice.zip")[0]["owner"]["name"] == name
+    again = _cli(cli_env, "owners", "export", name, "-o", str(tmp_path / "alice.zip"))
+    assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    unknown = _cli(cli_env, "owners", "export", "nobody-here")
+    assert unknown.returncode == 2 and "no owner named 'nobody-here'" in unknown.stderr
+
+
+def test_cli_delete_asks_for_the_owners_name_and_deletes_only_when_it_matches(pool, cli_env, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    name = f"bob-{tmp_path.name}"
+    with pool.connection() as conn:
+        bob = create_owner(conn, name).owner_id
+    worker_id = fill(pool, store, bob, "bob")["worker_id"]
+    for typed in ("bob\n", ""):  # a wrong name, then no answer at all (end of input)
+        out = _cli(cli_env, "owners", "delete", name, stdin=typed)
+        assert out.returncode == 1 and "not deleted" in out.stdout and f"Type the owner's name ({name})" in out.stdout
+        assert store.exists(worker_id) and owner_row_ids(pool, bob)["owners"] == {bob}
+    out = _cli(cli_env, "owners", "delete", name, stdin=f"{name}\n")
+    assert out.returncode == 0, out.stderr
+    assert f"deleted owner {bob}: rows owners 1" in out.stdout and "artifacts: 3 files of 1 workers" in out.stdout
+    assert not store.exists(worker_id) and owner_row_ids(pool, bob)["owners"] == set()
+
+
+def test_cli_delete_refuses_an_owner_with_a_running_run_before_asking(pool, cli_env, tmp_path):
+    name = f"carol-{tmp_path.name}"
+    with pool.connection() as conn:
+        carol = create_owner(conn, name).owner_id
+    run_id, _ = make_run(pool, carol, "busy")
+    out = _cli(cli_env, "owners", "delete", name, "--yes")
+    assert out.returncode == 2 and f"unfinished run(s) ({run_id})" in out.stderr and "--force" in out.stderr
+    assert "Type the owner's name" not in out.stdout and "Traceback" not in out.stderr
+    out = _cli(cli_env, "owners", "delete", name, "--yes", "--force")
+    assert out.returncode == 0, out.stderr
+    assert f"cancelled 1 run(s) [{run_id}]" in out.stdout
+    assert owner_row_ids(pool, carol)["owners"] == set()
