@@ -22,6 +22,8 @@ FIGURES = {
     "tools": ["setup: 20 workers stored", "== supervisor tools, 20 workers ==", "list_workers(limit=20)",
               "list_workers(limit=100, status='success')", "grep_workers (rare literal",
               "grep_workers (common literal", "== evidence mount", "build_evidence_mount", "bytes read/build"],
+    "sandbox": ["sandbox level:", '== container_exec("true"), median of 3', "best-effort (today's path)",
+                "container_exec tool call"],
     "run": ["workers  concurrency   wall ms   handlers ms   engine ms", "(parallel)"],
     "cli": ['== zerg run "check disk"', "zerg run, wall", "interpreter start and exit", "CLI imports",
             "engine imports", "engine start", "the run itself", "run duration as recorded"],

@@ -18,10 +18,13 @@ class WorkerEvent(JobEvent):
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(WorkerEvent, event, "worker")
     from zerg.runtime import get_runtime
+    from zerg.sandbox import invocation
     from zerg.workers.runner import mark_job_failed, run_worker_job
 
     rt = get_runtime()
-    with observability.invocation("worker", ev.run_id) as log:
+    # Ends by killing whatever the job's commands left and deleting their files (on Lambda:
+    # every process but ours), so nothing of this invocation reaches the next one.
+    with observability.invocation("worker", ev.run_id) as log, invocation(rt.settings):
         if ev.action == "mark_failed":
             outcome = mark_job_failed(rt, ev.job_id, ev.owner_id, ev.run_id, describe_step_error(ev.error, "worker crashed"))
         else:

@@ -191,6 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         observability.set_level("WARNING")
     rt = get_runtime()
     from zerg.local.engine import prewarm
+    from zerg.sandbox import announce
+
+    announce(rt.settings)  # a crash's sandboxes go; no isolation here is said once, loudly
 
     prewarm(cache_dir=rt.settings.data_dir / "cache")  # moto's imports overlap the database work below
     with rt.pool.connection() as conn:
@@ -340,7 +343,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
 
+    from zerg.sandbox import announce
+
     tls_cert, tls_key = _tls_files(args)
+    announce(get_settings())  # a crash's sandboxes go; no isolation here is said once, loudly
     with _connection() as conn:
         migrate(conn)
     try:
@@ -428,6 +434,12 @@ def _add_client_options(parser: argparse.ArgumentParser) -> None:
                              "else a stored session, else a prompt); never give it as an argument")
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from zerg.doctor import run_doctor
+
+    return run_doctor(get_settings())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zerg", description="Zerg: the assistant's backend brain.")
     groups = parser.add_subparsers(dest="group", required=True)
@@ -459,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     logout = groups.add_parser("logout", help="revoke the stored session on the server and delete its file")
     logout.add_argument("--url", help="API base URL (default ZERG_API_URL, http://127.0.0.1:8000)")
     logout.set_defaults(func=cmd_logout)
+    groups.add_parser(
+        "doctor", help="check this host: sandbox level, SSH allowlist, database, model provider"
+    ).set_defaults(func=cmd_doctor)
 
     owners = groups.add_parser("owners", help="owners and device secrets").add_subparsers(dest="cmd", required=True)
     add = owners.add_parser("add", help="create an owner and print its device secret once")

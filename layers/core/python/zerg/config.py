@@ -162,6 +162,10 @@ class Settings(BaseModel):
         default=(), alias="ZERG_HTTP_ALLOW_HOSTS",
         description="Host patterns http_request may reach (api.github.com, *.example.org); empty = any public host.",
     )
+    sandbox_network: bool = Field(
+        default=False, alias="ZERG_SANDBOX_NETWORK",
+        description="on: container_exec commands get the host's network; off: only their own lo.",
+    )
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod

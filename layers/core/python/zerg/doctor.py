@@ -1,0 +1,128 @@
+"""``zerg doctor``: what this host gives Zerg, checked for real and printed for a person.
+
+Invariants:
+- It reports, it does not change: the one side effect is the embedded database starting, as any
+  command that needs the database does.
+- No secret is ever printed: not the model key, not a database password, not an SSH key; only
+  whether each is present.
+- The exit status is non-zero only when something is broken (the database unreachable, an SSH
+  key that cannot be found). A weak level (a best-effort sandbox, no model key) is said loudly but
+  is a working configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from zerg.config import SSHHost, Settings
+
+
+def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
+    from zerg.sandbox import level
+
+    current = level(settings)
+    say(f"sandbox: {current.describe()}")
+    if current.binary:
+        say(f"  launcher: {current.binary}")
+    for note in current.notes:
+        say(f"  passed over: {note}")
+    if not current.isolated and settings.lambda_function_name is None:
+        say("  WARNING: commands are NOT isolated from this host (install bubblewrap, or enable "
+            "unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
+    return True
+
+
+def _ssh_key(host: SSHHost) -> tuple[str, bool]:
+    """(where the key comes from, usable) — never the key itself."""
+    if host.key_file is not None:
+        readable = os.access(host.key_file, os.R_OK)
+        return f"key file {host.key_file} ({'readable' if readable else 'MISSING or unreadable'})", readable
+    if host.key_env is not None:
+        present = bool(os.environ.get(host.key_env))
+        return f"key in ${host.key_env} ({'set' if present else 'NOT set'})", present
+    if host.key_secret_arn is not None:
+        return f"key in Secrets Manager {host.key_secret_arn}", True
+    return "no key configured (agent/default keys)", True
+
+
+def _ssh(settings: Settings, say: Callable[[str], None]) -> bool:
+    if not settings.ssh_hosts:
+        say("ssh allowlist (ZERG_SSH_HOSTS): empty — the local owner has no bootstrap host "
+            "(owners' own hosts: zerg hosts list --owner NAME)")
+        return True
+    say(f"ssh allowlist (ZERG_SSH_HOSTS): {len(settings.ssh_hosts)} bootstrap host(s) of the local owner "
+        "(owners' own hosts: zerg hosts list --owner NAME)")
+    ok = True
+    for alias, host in sorted(settings.ssh_hosts.items()):
+        where, usable = _ssh_key(host)
+        pin = "host key pinned" if host.host_key else f"host key from {settings.ssh_known_hosts or 'known_hosts'}"
+        say(f"  {alias}: {host.user}@{host.hostname}:{host.port}, {where}, {pin}")
+        ok = ok and usable
+    return ok
+
+
+def _database_target(settings: Settings) -> str:
+    if settings.database_url:
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            parts = conninfo_to_dict(settings.database_url)
+        except Exception:  # psycopg's ProgrammingError: the URL itself is malformed
+            return "DATABASE_URL (malformed)"
+        user = f"{parts['user']}@" if parts.get("user") else ""
+        port = f":{parts['port']}" if parts.get("port") else ""
+        return f"DATABASE_URL postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+    if settings.db_secret_arn:
+        proxy = f" via RDS Proxy {settings.db_proxy_endpoint}" if settings.db_proxy_endpoint else ""
+        return f"Aurora from secret {settings.db_secret_arn}{proxy}"
+    return f"embedded PostgreSQL in {settings.data_dir / 'pg'}"
+
+
+def _database(settings: Settings, say: Callable[[str], None]) -> bool:
+    say(f"database: {_database_target(settings)}")
+    try:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        from zerg.db import database_url, server_info
+        from zerg.migrate import status
+
+        with psycopg.connect(database_url(settings), connect_timeout=5, row_factory=dict_row) as conn:
+            info = server_info(conn)
+            schema = status(conn)
+    except Exception as exc:  # any failure to reach it is the finding, in one line
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        say(f"  reachable: NO ({detail})")
+        return False
+    say(f"  reachable: yes, PostgreSQL {info['server_version']}, schema version {schema.current} of "
+        f"{schema.latest}, pgvector {info['pgvector'] or 'not installed'}")
+    if schema.pending:
+        say("  pending migrations: zerg db migrate applies them (zerg run and zerg serve do it too)")
+    return True
+
+
+def _model(settings: Settings, say: Callable[[str], None]) -> bool:
+    if settings.offline:
+        say("model provider: offline (the deterministic playbook; set OPENAI_API_KEY or OPENAI_BASE_URL for a model)")
+        return True
+    base = settings.openai_base_url or "https://api.openai.com/v1"
+    if settings.openai_api_key is not None:
+        key = "present (OPENAI_API_KEY)"
+    elif settings.openai_secret_arn:
+        key = f"from Secrets Manager {settings.openai_secret_arn}"
+    else:
+        key = "absent"
+    say(f"model provider: OpenAI-compatible at {base}, key {key}")
+    say(f"  models: supervisor {settings.supervisor_model}, worker {settings.worker_model}, "
+        f"summary {settings.summary_model}")
+    return True
+
+
+def run_doctor(settings: Settings, say: Callable[[str], None] = print) -> int:
+    """Print every finding; 0 when nothing is broken, 1 otherwise."""
+    checks = (_sandbox, _ssh, _database, _model)
+    results = [check(settings, say) for check in checks]
+    broken = results.count(False)
+    say("doctor: " + ("everything works" if not broken else f"{broken} problem(s) above"))
+    return 0 if not broken else 1

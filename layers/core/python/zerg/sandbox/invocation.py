@@ -1,0 +1,82 @@
+"""One invocation (a worker job) and what its sandbox calls left, swept when it ends.
+
+Invariants:
+- Each call already cleans up after itself (:mod:`zerg.sandbox.launch`); this is the second line,
+  for best effort, where a command can escape its process group and its marker.
+- Locally the sweep touches only this invocation's calls (their markers): other workers of the
+  same process run their own sandboxes at the same time.
+- On Lambda (no namespaces; one invocation per environment at a time, and the function's
+  process tree is all there is) the sweep kills every process that is not this one or its
+  ancestors, and deletes every entry of the temp directory created during the invocation and
+  every call directory of this process, so nothing of one invocation survives into the next one
+  the warm environment serves, of any owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zerg.config import Settings
+from zerg.sandbox import reaper
+
+_markers: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("zerg_sandbox_calls", default=None)
+
+
+def record(marker: str) -> None:
+    """Called by every sandbox call: remember it for the current invocation, if any."""
+    markers = _markers.get()
+    if markers is not None:
+        markers.append(marker)
+
+
+@dataclass
+class Sweep:
+    calls: int = 0
+    killed: int = 0
+    removed: list[str] = field(default_factory=list)
+
+
+def _entries(tmp: Path) -> set[str]:
+    try:
+        return set(os.listdir(tmp))
+    except OSError:
+        return set()
+
+
+@contextlib.contextmanager
+def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Sweep]:
+    """Scope one worker invocation; on the way out, kill and delete what its calls left."""
+    on_lambda = settings.lambda_function_name is not None
+    tmp = tmp_root or Path(tempfile.gettempdir())
+    before = _entries(tmp) if on_lambda else set()
+    markers: list[str] = []
+    sweep = Sweep()
+    token = _markers.set(markers)
+    try:
+        yield sweep
+    finally:
+        _markers.reset(token)
+        sweep.calls = len(markers)
+        if on_lambda:
+            sweep.killed = reaper.kill_all_but_us()
+            for name in sorted(_entries(tmp) - before):
+                reaper.remove_tree(tmp / name)
+                sweep.removed.append(name)
+            sandboxes = tmp / reaper.sandboxes_root().name
+            for name in sorted(_entries(sandboxes)):
+                if name.startswith(f"{os.getpid()}-"):
+                    reaper.remove_tree(sandboxes / name)
+                    sweep.removed.append(f"{sandboxes.name}/{name}")
+        elif markers:
+            sweep.killed = reaper.kill_marked(markers)
+        if sweep.killed:  # a command escaped its own call's teardown: worth a line
+            from zerg import observability
+
+            observability.logger().warning("sandbox sweep at the end of the invocation", extra={
+                "killed": sweep.killed, "calls": sweep.calls, "removed": len(sweep.removed)})

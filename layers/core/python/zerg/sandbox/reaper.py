@@ -1,0 +1,347 @@
+"""What a sandbox leaves behind, and its removal: call directories, host uids, processes.
+
+Invariants:
+- Every call gets its own directory ``<tmp>/zerg-sandboxes-<euid>/<pid>-<token>/`` (``home``,
+  ``tmp``, ``root``: the sandbox's; ``capture``: its output, never mounted into it). The name
+  carries the creating process's pid: a directory whose process is dead is a crash's leftover,
+  removed by :func:`reap_leftovers` at the next start. Directories of live processes are never
+  touched.
+- When we are root, each call runs as its own unprivileged host uid (``SANDBOX_UID_BASE`` + a
+  slot). A slot is held by an ``flock`` for the whole call, so two calls running at the same time,
+  in any processes on the host, never share a uid; the lock dies with its holder.
+- Killing is targeted: a call's processes are those of its uid (root) or those carrying its
+  marker variable, never found by name. Only on Lambda, where the function's process tree is all there is, does
+  :func:`kill_all_but_us` kill everything that is not this process or its ancestors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import shutil
+import signal
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
+UID_SLOTS = 4096
+MARKER_ENV = "ZERG_SANDBOX_CALL"  # best effort: set in the command's environment to find it again
+LAMBDA_EXTENSIONS = "/opt/extensions/"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be prepared (the command did not run)."""
+
+
+def sandboxes_root() -> Path:
+    return Path(tempfile.gettempdir()) / f"zerg-sandboxes-{os.geteuid()}"
+
+
+def _private_dir(path: Path, mode: int) -> Path:
+    """``path`` as a real directory of ours with ``mode`` (refusing a planted symlink or another
+    user's directory in a shared /tmp)."""
+    try:
+        path.mkdir(mode=mode)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise SandboxError(f"{path} is not a directory owned by uid {os.geteuid()}: refusing to use it")
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
+    return path
+
+
+@dataclass
+class CallDir:
+    path: Path
+    uid: int | None  # the call's own host uid (root only), else None: the command runs as us
+    marker: str
+    _lock_fd: int | None = None
+
+    @property
+    def home(self) -> Path:
+        return self.path / "home"
+
+    @property
+    def tmp(self) -> Path:
+        return self.path / "tmp"
+
+    @property
+    def root(self) -> Path:
+        return self.path / "root"
+
+    @property
+    def capture(self) -> Path:
+        return self.path / "capture"
+
+    def release(self) -> None:
+        remove_tree(self.path)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # frees the uid slot
+            self._lock_fd = None
+
+
+def _lock_uid_slot(base: Path) -> tuple[int, int]:
+    """(uid, lock fd): the lowest slot no live call holds."""
+    locks = _private_dir(base / "uids", 0o700)
+    for slot in range(UID_SLOTS):
+        fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return SANDBOX_UID_BASE + slot, fd
+    raise SandboxError(f"all {UID_SLOTS} sandbox uids are in use")
+
+
+def new_call_dir() -> CallDir:
+    """A fresh call directory (and, as root, the call's own uid, which owns home, tmp and root)."""
+    as_root = os.geteuid() == 0
+    base = _private_dir(sandboxes_root(), 0o711 if as_root else 0o700)
+    uid, lock_fd = _lock_uid_slot(base) if as_root else (None, None)
+    token = secrets.token_hex(6)
+    path = base / f"{os.getpid()}-{token}"
+    try:
+        path.mkdir(mode=0o711)
+        for name in ("home", "tmp", "root"):
+            (path / name).mkdir(mode=0o700)
+            if uid is not None:
+                os.chown(path / name, uid, uid)
+        (path / "capture").mkdir(mode=0o700)
+    except OSError:
+        remove_tree(path)
+        if lock_fd is not None:
+            os.close(lock_fd)
+        raise
+    return CallDir(path, uid, f"{os.getpid()}-{token}", lock_fd)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` whatever the command did to the permissions inside it."""
+
+    def fix(func: Callable, target: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, 0o700)
+        with contextlib.suppress(FileNotFoundError):
+            func(target)
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, onerror=fix)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+LEGACY_PREFIXES = ("zerg-sandbox-", "zerg-capture-")  # the per-call dirs of zerg before this module
+
+
+def _reap_legacy(tmp: Path, older_than_s: float = 3600) -> list[Path]:
+    """The flat /tmp/zerg-sandbox-* dirs that versions before this module left when they crashed.
+    Their names carry no pid, so only those untouched for an hour go (a call lasts ≤ 10 minutes):
+    an older zerg still running on the host keeps its live ones."""
+    import time
+
+    removed = []
+    cutoff = time.time() - older_than_s
+    try:
+        entries = [e for e in os.scandir(tmp) if e.name.startswith(LEGACY_PREFIXES)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if st.st_mtime > cutoff or (os.geteuid() != 0 and st.st_uid != os.geteuid()):
+                continue
+        except OSError:
+            continue
+        remove_tree(Path(entry.path))
+        removed.append(Path(entry.path))
+    return removed
+
+
+def reap_leftovers(base: Path | None = None) -> list[Path]:
+    """Remove the call directories of dead processes (a crash's leftovers); return them."""
+    base = base or sandboxes_root()
+    removed = _reap_legacy(base.parent)
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid, _, token = entry.name.partition("-")
+        if not (pid.isdigit() and token) or _alive(int(pid)):
+            continue
+        remove_tree(Path(entry.path))
+        removed.append(Path(entry.path))
+    return removed
+
+
+# --- processes --------------------------------------------------------------------------------
+
+def _pids() -> Iterator[int]:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            yield int(name)
+
+
+def _status(pid: int) -> dict[str, str]:
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def _real_uid(pid: int) -> int | None:
+    uid = _status(pid).get("Uid")
+    return int(uid.split()[0]) if uid else None
+
+
+def _live(pid: int) -> bool:
+    """Not a zombie (a dead process waiting for its parent: nothing left to kill)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _kill_rounds(select: Callable[[int], bool], rounds: int = 20) -> int:
+    """SIGKILL every process ``select`` picks until a scan finds none (a forking loop loses the
+    race); return how many distinct processes were signalled."""
+    killed: set[int] = set()
+    me = os.getpid()
+    for _ in range(rounds):
+        victims = [pid for pid in _pids() if pid != me and _live(pid) and select(pid)]
+        if not victims:
+            break
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+    return len(killed)
+
+
+@lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
+
+
+def as_user(argv: list[str], uid: int | None) -> tuple[list[str], dict[str, object]]:
+    """(argv, Popen keywords) that run ``argv`` as ``uid``: through util-linux ``setpriv`` where
+    there is one, because Popen(user=...) cannot use vfork, and forking a worker-sized process
+    costs ~3 ms a call (measured against setpriv's extra exec)."""
+    if uid is None:
+        return argv, {}
+    if _setpriv():
+        return [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv], {}
+    return argv, {"user": uid, "group": uid, "extra_groups": []}
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process whose uid is ``uid`` (a call's own uid: nothing else has it), by a
+    ``kill -9 -1`` run as that uid: the kernel signals every process of the uid in one pass, with
+    forks held off, so a forking loop cannot outrun it, and no /proc scan is needed."""
+    import subprocess
+
+    argv, user = as_user(["/bin/sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], uid)
+    subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False, **user)
+
+
+def kill_marked(markers: Iterable[str]) -> int:
+    """Kill every process of ours carrying one of the calls' marker variables (best effort: a
+    command can drop the variable from its children's environment)."""
+    needles = {f"{MARKER_ENV}={m}".encode() for m in markers}
+    if not needles:
+        return 0
+    me = os.geteuid()
+
+    def marked(pid: int) -> bool:
+        if me != 0 and _real_uid(pid) != me:
+            return False
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                return bool(needles.intersection(fh.read().split(b"\0")))
+        except OSError:
+            return False
+
+    return _kill_rounds(marked)
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (the sandbox's init, for a launcher process)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(p) for p in fh.read().split()]
+    except OSError:
+        return [p for p in _pids() if _status(p).get("PPid") == str(pid)]
+
+
+def ancestors(pid: int | None = None) -> set[int]:
+    """``pid`` (default: this process) and every process above it."""
+    chain, current = set(), pid or os.getpid()
+    while current > 0 and current not in chain:
+        chain.add(current)
+        ppid = _status(current).get("PPid")
+        current = int(ppid) if ppid and ppid.isdigit() else 0
+    return chain
+
+
+def kill_all_but_us() -> int:
+    """Lambda only: kill every process that is not this one or an ancestor (an extension's
+    binary under /opt/extensions is spared: a command cannot write there)."""
+    keep = ancestors()
+
+    def stray(pid: int) -> bool:
+        if pid in keep:
+            return False
+        try:
+            return not os.readlink(f"/proc/{pid}/exe").startswith(LAMBDA_EXTENSIONS)
+        except OSError:
+            return True  # a zombie or a process we cannot inspect: still ours to kill
+
+    return _kill_rounds(stray)
+
+
+def remove_owned_by(uid: int, dirs: Iterable[str] = ("/tmp", "/var/tmp", "/dev/shm")) -> None:
+    """Best effort as root: delete what a call's uid left in the host's world-writable dirs, so the
+    next call that gets the same uid finds nothing."""
+    for top in dirs:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                remove_tree(Path(entry.path))
+            except OSError:
+                continue

@@ -1,0 +1,64 @@
+"""``zerg doctor`` against the real test database, a closed loopback port, and this host's sandbox."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from zerg.cli import main
+from zerg.config import get_settings
+from zerg.sandbox import detect
+
+
+def doctor(capsys) -> tuple[int, str]:
+    get_settings.cache_clear()  # the test's environment, not one read earlier
+    code = main(["doctor"])
+    return code, capsys.readouterr().out
+
+
+def test_doctor_prints_the_sandbox_level_database_and_provider(database_url, monkeypatch, capsys):
+    code, out = doctor(capsys)
+    level = detect.level(get_settings())
+    assert code == 0, out
+    assert f"sandbox: {level.describe()}" in out
+    if level.isolated:
+        assert "network off (only lo)" in out
+    assert "reachable: yes, PostgreSQL " in out and "schema version" in out
+    assert "model provider: offline" in out
+    assert "ssh allowlist (ZERG_SSH_HOSTS): empty" in out
+    assert out.rstrip().endswith("doctor: everything works")
+
+
+def test_doctor_says_network_on_and_never_prints_secrets(database_url, monkeypatch, capsys, tmp_path):
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-key-body\n")
+    monkeypatch.setenv("ZERG_SANDBOX_NETWORK", "on")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-printed")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("ZERG_SSH_HOSTS", json.dumps({"cube": {"hostname": "127.0.0.1", "port": 2222, "user": "ops",
+                                                              "key_file": str(key)}}))
+    code, out = doctor(capsys)
+    assert code == 0, out
+    assert "network on (the host's network)" in out or not detect.level(get_settings()).isolated
+    assert "model provider: OpenAI-compatible at http://127.0.0.1:9/v1, key present" in out
+    assert f"cube: ops@127.0.0.1:2222, key file {key} (readable)" in out
+    assert "sk-test-never-printed" not in out and "secret-key-body" not in out
+
+
+def test_doctor_exits_nonzero_when_the_database_is_unreachable(monkeypatch, capsys):
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://zerg:hunter2@127.0.0.1:{port}/zerg")
+    code, out = doctor(capsys)
+    assert code == 1
+    assert f"database: DATABASE_URL postgresql://zerg@127.0.0.1:{port}/zerg" in out
+    assert "reachable: NO (" in out and "hunter2" not in out
+    assert "1 problem(s) above" in out
+
+
+def test_doctor_exits_nonzero_when_an_ssh_key_is_missing(database_url, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("ZERG_SSH_HOSTS", json.dumps({"cube": {"hostname": "127.0.0.1", "user": "ops",
+                                                              "key_env": "ZERG_SSH_KEY_CUBE"}}))
+    code, out = doctor(capsys)
+    assert code == 1 and "key in $ZERG_SSH_KEY_CUBE (NOT set)" in out
