@@ -4,7 +4,7 @@ Invariants:
 - Order: bubblewrap where installed and working, else util-linux ``unshare`` with unprivileged
   user namespaces, else best effort. "Working" means a real probe sandbox ran ``echo`` and
   printed it: an installed tool that the kernel or a container runtime refuses does not count.
-- On Lambda (``AWS_LAMBDA_FUNCTION_NAME``) there are no namespaces: best effort, no probe.
+- On Lambda (:func:`zerg.hosting.lambda_environment`) there are no namespaces: best effort, no probe.
 - The probe runs once per process (under a lock); what it found, with the reason each stronger
   mechanism was passed over, is what ``zerg doctor`` prints.
 """
@@ -77,7 +77,9 @@ def _detect() -> tuple[str, str | None, tuple[str, ...]]:
 def level(settings: Settings) -> Level:
     """The sandbox every ``container_exec`` of this process gets (probing on first use)."""
     global _found
-    if settings.lambda_function_name is not None:
+    from zerg.hosting import lambda_environment
+
+    if lambda_environment(settings):
         found: tuple[str, str | None, tuple[str, ...]] = (BEST_EFFORT, None, ("AWS Lambda: no namespaces",))
     else:
         with _lock:

@@ -10,6 +10,9 @@ Invariants:
   ancestors, and deletes every entry of the temp directory created during the invocation and
   every call directory of this process, so nothing of one invocation survives into the next one
   the warm environment serves, of any owner.
+- "On Lambda" is :func:`zerg.hosting.lambda_runtime`: the runtime's variables *and* this process
+  right under Lambda's init, never a process hosting the local engine. The kill runs only when
+  the invocation made at least one sandbox call: without one, nothing of ours was started.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ def _entries(tmp: Path) -> set[str]:
 @contextlib.contextmanager
 def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Sweep]:
     """Scope one worker invocation; on the way out, kill and delete what its calls left."""
-    on_lambda = settings.lambda_function_name is not None
+    from zerg import hosting
+
+    on_lambda = hosting.lambda_runtime(settings)
     tmp = tmp_root or Path(tempfile.gettempdir())
     before = _entries(tmp) if on_lambda else set()
     markers: list[str] = []
@@ -64,7 +69,8 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
         _markers.reset(token)
         sweep.calls = len(markers)
         if on_lambda:
-            sweep.killed = reaper.kill_all_but_us()
+            if markers:
+                sweep.killed = reaper.kill_all_but_us()
             for name in sorted(_entries(tmp) - before):
                 reaper.remove_tree(tmp / name)
                 sweep.removed.append(name)
