@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.sandbox import outside_uid, private_tmp, require, require_root, run_in_pid_namespace
 from zerg.sandbox import UNSHARE, reaper
+from zerg.sandbox.invocation import TAINTED_EXIT
 
 LAMBDA_ENV = {"AWS_LAMBDA_FUNCTION_NAME": "zerg-worker", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
               "LAMBDA_TASK_ROOT": "/var/task"}
@@ -74,7 +75,6 @@ def test_a_process_that_forks_and_exits_in_a_loop_is_gone_after_a_lambda_invocat
     report, lines, done = lambda_run(request, command, zombies=500, after=PIDS_SPENT)
     assert report is not None and lines[1] == "exit=0", done.stderr
     assert int(lines[2]) <= 5, (lines, done.stderr)  # nothing is forking in the environment any more
-    assert report["killed"] >= 1
 
 
 def test_setsid_and_double_forks_without_the_marker_are_gone_and_files_deleted(request):
@@ -145,5 +145,5 @@ def test_a_survivor_of_the_sweep_ends_the_runtime_so_lambda_replaces_the_environ
     before = f"setpriv --reuid={other} --regid={other} --clear-groups sleep 305 &"
     report, lines, done = lambda_run(request, "echo ran", before=before, after=count("sleep 305"), userns=False)
     assert report is None, lines  # the runtime did not go on to answer
-    assert lines[0] == f"exit={reaper.TAINTED_EXIT}", (lines, done.stderr)
+    assert lines[0] == f"exit={TAINTED_EXIT}", (lines, done.stderr)
     assert "could not kill" in done.stdout + done.stderr

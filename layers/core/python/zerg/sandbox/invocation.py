@@ -6,10 +6,13 @@ Invariants:
 - Locally the sweep touches only this invocation's calls (their markers): other workers of the
   same process run their own sandboxes at the same time.
 - On Lambda (no namespaces; one invocation per environment at a time, and the function's
-  process tree is all there is) the sweep kills every process that is not this one or its
-  ancestors, and deletes every entry of the temp directory created during the invocation and
-  every call directory of this process, so nothing of one invocation survives into the next one
-  the warm environment serves, of any owner.
+  process tree is all there is) the sweep kills every process but this one and Lambda's init in
+  one ``kill(-1)``, checks over several looks that none is left, and deletes every entry of the
+  temp directory created during the invocation and every call directory of this process, so
+  nothing of one invocation survives into the next one the warm environment serves, of any
+  owner. Should a process survive (one we may not signal), the runtime process exits
+  (:data:`TAINTED_EXIT`) instead of serving another invocation: Lambda then starts a fresh
+  environment, and the state machine's Catch marks the job failed only if it had not finished.
 - "On Lambda" is :func:`zerg.hosting.lambda_runtime`: the runtime's variables *and* this process
   right under Lambda's init, never a process hosting the local engine. The kill runs only when
   the invocation made at least one sandbox call: without one, nothing of ours was started.
@@ -27,6 +30,8 @@ from pathlib import Path
 
 from zerg.config import Settings
 from zerg.sandbox import reaper
+
+TAINTED_EXIT = 75  # EX_TEMPFAIL: this environment must not serve another invocation
 
 _markers: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("zerg_sandbox_calls", default=None)
 
@@ -68,9 +73,11 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
     finally:
         _markers.reset(token)
         sweep.calls = len(markers)
+        survivors: list[int] = []
         if on_lambda:
             if markers:
                 sweep.killed = reaper.kill_all_but_us()
+                survivors = reaper.others_alive()
             for name in sorted(_entries(tmp) - before):
                 reaper.remove_tree(tmp / name)
                 sweep.removed.append(name)
@@ -81,8 +88,26 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
                     sweep.removed.append(f"{sandboxes.name}/{name}")
         elif markers:
             sweep.killed = reaper.kill_marked(markers)
-        if sweep.killed:  # a command escaped its own call's teardown: worth a line
+        if sweep.killed or survivors:  # a command escaped its own call's teardown: worth a line
             from zerg import observability
 
             observability.logger().warning("sandbox sweep at the end of the invocation", extra={
                 "killed": sweep.killed, "calls": sweep.calls, "removed": len(sweep.removed)})
+        if survivors:
+            _end_runtime(survivors)
+
+
+def _end_runtime(survivors: list[int]) -> None:
+    """A process outlived the Lambda sweep: this environment must serve no other invocation, of
+    any owner. Exiting the runtime makes Lambda replace it (this invocation fails; the job keeps
+    whatever status it reached, and the state machine's Catch fails it only if unfinished)."""
+    import sys
+
+    from zerg import observability
+
+    observability.logger().error("sandbox sweep could not kill every process: ending this Lambda environment",
+                                 extra={"survivors": survivors[:20]})
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(TAINTED_EXIT)

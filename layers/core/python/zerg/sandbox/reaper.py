@@ -10,8 +10,8 @@ Invariants:
   slot). A slot is held by an ``flock`` for the whole call, so two calls running at the same time,
   in any processes on the host, never share a uid; the lock dies with its holder.
 - Killing is targeted: a call's processes are those of its uid (root) or those carrying its
-  marker variable, never found by name. Only on Lambda, where the function's process tree is all there is, does
-  :func:`kill_all_but_us` kill everything that is not this process or its ancestors.
+  marker variable, never found by name. Only on Lambda, where the function's process tree is all
+  there is, does :func:`kill_all_but_us` kill everything but this process and Lambda's init.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from pathlib import Path
 SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
 UID_SLOTS = 4096
 MARKER_ENV = "ZERG_SANDBOX_CALL"  # best effort: set in the command's environment to find it again
-LAMBDA_EXTENSIONS = "/opt/extensions/"
 
 
 class SandboxError(RuntimeError):
@@ -304,30 +303,32 @@ def children(pid: int) -> list[int]:
         return [p for p in _pids() if _status(p).get("PPid") == str(pid)]
 
 
-def ancestors(pid: int | None = None) -> set[int]:
-    """``pid`` (default: this process) and every process above it."""
-    chain, current = set(), pid or os.getpid()
-    while current > 0 and current not in chain:
-        chain.add(current)
-        ppid = _status(current).get("PPid")
-        current = int(ppid) if ppid and ppid.isdigit() else 0
-    return chain
-
-
 def kill_all_but_us() -> int:
-    """Lambda only: kill every process that is not this one or an ancestor (an extension's
-    binary under /opt/extensions is spared: a command cannot write there)."""
-    keep = ancestors()
+    """Lambda only (:func:`zerg.hosting.lambda_runtime`: we are the runtime, right under Lambda's
+    init): SIGKILL every process we may signal, in one ``kill(-1)``. The kernel signals them all
+    while holding off forks, so a process that forks and exits in a loop cannot outrun it (a
+    /proc scan followed by one kill per pid can lose that race forever); it spares the caller
+    and PID 1. Returns how many processes were there to kill."""
+    me = os.getpid()
+    found = sum(1 for pid in _pids() if pid not in (1, me) and _live(pid))
+    with contextlib.suppress(ProcessLookupError):  # nothing we may signal
+        os.kill(-1, signal.SIGKILL)
+    return found
 
-    def stray(pid: int) -> bool:
-        if pid in keep:
-            return False
-        try:
-            return not os.readlink(f"/proc/{pid}/exe").startswith(LAMBDA_EXTENSIONS)
-        except OSError:
-            return True  # a zombie or a process we cannot inspect: still ours to kill
 
-    return _kill_rounds(stray)
+def others_alive(passes: int = 5, pause_s: float = 0.05) -> list[int]:
+    """Processes other than PID 1 and this one still alive after ``passes`` looks (SIGKILL takes
+    effect as each victim leaves the kernel; zombies are dead): [] once one look finds none."""
+    import time
+
+    me, left = os.getpid(), []
+    for attempt in range(passes):
+        if attempt:
+            time.sleep(pause_s)
+        left = [pid for pid in _pids() if pid not in (1, me) and _live(pid)]
+        if not left:
+            break
+    return left
 
 
 def remove_owned_by(uid: int, dirs: Iterable[str] = ("/tmp", "/var/tmp", "/dev/shm")) -> None:
