@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
@@ -81,10 +82,12 @@ class CallDir:
         return self.path / "capture"
 
     def release(self) -> None:
-        remove_tree(self.path)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # frees the uid slot
-            self._lock_fd = None
+        try:
+            remove_tree(self.path)
+        finally:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # frees the uid slot, whatever became of the directory
+                self._lock_fd = None
 
 
 def _lock_uid_slot(base: Path) -> tuple[int, int]:
@@ -99,6 +102,22 @@ def _lock_uid_slot(base: Path) -> tuple[int, int]:
             continue
         return SANDBOX_UID_BASE + slot, fd
     raise SandboxError(f"all {UID_SLOTS} sandbox uids are in use")
+
+
+def slot_free(uid: int) -> bool:
+    """True when no live call holds ``uid``'s slot."""
+    path = sandboxes_root() / "uids" / str(uid - SANDBOX_UID_BASE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def new_call_dir() -> CallDir:
@@ -123,22 +142,88 @@ def new_call_dir() -> CallDir:
     return CallDir(path, uid, f"{os.getpid()}-{token}", lock_fd)
 
 
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` whatever the command did to the permissions inside it."""
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    def fix(func: Callable, target: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, 0o700)
-        with contextlib.suppress(FileNotFoundError):
-            func(target)
 
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=fix)
+def remove_tree(path: Path) -> bool:
+    """Remove ``path`` (a directory tree, or one entry) whatever the command did inside it; True
+    when it is gone. Never raises: a failure is logged.
+
+    Nothing is followed and nothing above ``path`` is touched: every entry is reached from its
+    directory's descriptor (``O_NOFOLLOW``), a link is unlinked, never entered. As root nothing is
+    chmod'ed (root needs no permission bits). Otherwise a directory the command made unreadable or
+    read-only, ``path`` included, is given back ``u+rwx`` through a descriptor of that very
+    directory, never by a name that could have been swapped for a link."""
+    path = Path(path)
+    errors: list[str] = []
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        errors.append(f"{path.parent}: {exc.strerror}")
     else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        try:
+            _remove_entry(parent, path.name, str(path), errors)
+        finally:
+            os.close(parent)
+    if errors:
+        from zerg import observability
+
+        observability.logger().warning("sandbox directory not fully removed", extra={
+            "path": str(path), "errors": errors[:5], "error_count": len(errors)})
+    return not errors and not os.path.lexists(path)
+
+
+def _remove_entry(parent: int, name: str, shown: str, errors: list[str]) -> None:
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=parent)  # a file, a link (never followed), a socket...
+            return
+        fd = _open_dir(parent, name)
+        try:
+            for attempt in range(2):  # a second pass for what appeared during the first
+                with os.scandir(fd) as entries:
+                    names = [entry.name for entry in entries]
+                for child in names:
+                    _remove_entry(fd, child, f"{shown}/{child}", errors)
+                try:
+                    os.rmdir(name, dir_fd=parent)
+                    return
+                except OSError as exc:
+                    if exc.errno != errno.ENOTEMPTY or attempt:
+                        raise
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        errors.append(f"{shown}: {exc.strerror}")
+
+
+def _open_dir(parent: int, name: str) -> int:
+    """A descriptor of directory ``name`` (no link followed), made ``u+rwx`` if we are not root
+    and the command took that from us."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except PermissionError:
+        if os.geteuid() == 0:
+            raise
+        # Unreadable: pin the directory itself (O_PATH needs no permission on it), chmod that
+        # inode through /proc, then open it for reading.
+        pinned = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{pinned}", 0o700)
+            fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        finally:
+            os.close(pinned)
+        return fd
+    if os.geteuid() != 0:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o700 != 0o700:
+            os.fchmod(fd, mode | 0o700)  # entries of a read-only directory cannot be unlinked
+    return fd
 
 
 def _alive(pid: int) -> bool:
