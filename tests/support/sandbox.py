@@ -48,9 +48,11 @@ def outside_uid(n: int = 7) -> int:
 
 
 def private_tmp(uid: int) -> Path:
-    """A fresh temp directory owned by ``uid`` (removed by the caller)."""
+    """A fresh temp directory owned by ``uid``, that per-call uids may traverse (removed by the
+    caller)."""
     path = Path(tempfile.mkdtemp(prefix="zerg-ns-test-"))
     os.chown(path, uid, uid)
+    path.chmod(0o711)
     return path
 
 
@@ -62,8 +64,9 @@ def run_in_pid_namespace(script: str, args: list[str], *, uid: int, tmp: Path, e
     runtime's), then Python, then ``after`` (a probe of what is left), then exits, taking
     everything left in the namespace with it. ``userns``: a user namespace too (the namespace
     is then made as ``uid``); without it (root only) the namespace is made as root and only
-    Python runs as ``uid``, so ``before`` may start processes of other uids."""
-    as_uid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if os.geteuid() == 0 else []
+    Python runs as ``uid`` (root itself when ``uid`` is 0), so ``before`` may start processes of
+    other uids."""
+    as_uid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid != os.geteuid() else []
     pythonpath = os.pathsep.join(p for p in sys.path if p)
     inner = "" if userns else " ".join(as_uid) + " "
     shell = f'{before}\n{inner}"$@"; echo "exit=$?"; {after}'

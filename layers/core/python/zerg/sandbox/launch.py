@@ -183,7 +183,8 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         argv, env, cwd = _command(mechanism, call, network, command, output_cap, binary)
         out_path, err_path = call.capture / "stdout", call.capture / "stderr"
         user = call.uid
-        argv, as_user = reaper.as_user(argv, user)
+        # A launcher dies with us (bwrap: --die-with-parent; unshare: a parent-death signal).
+        argv, as_user = reaper.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(

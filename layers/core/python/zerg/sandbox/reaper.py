@@ -18,20 +18,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import secrets
-import shutil
 import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
-UID_SLOTS = 4096
+from zerg.sandbox import uids
+from zerg.sandbox.uids import SANDBOX_UID_BASE, UID_SLOTS, as_user, kill_uid
+
+__all__ = ["SANDBOX_UID_BASE", "UID_SLOTS", "as_user", "kill_uid"]  # the uid side lives in uids.py
+
 MARKER_ENV = "ZERG_SANDBOX_CALL"  # best effort: set in the command's environment to find it again
 
 
@@ -90,41 +90,19 @@ class CallDir:
                 self._lock_fd = None
 
 
-def _lock_uid_slot(base: Path) -> tuple[int, int]:
-    """(uid, lock fd): the lowest slot no live call holds."""
-    locks = _private_dir(base / "uids", 0o700)
-    for slot in range(UID_SLOTS):
-        fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return SANDBOX_UID_BASE + slot, fd
-    raise SandboxError(f"all {UID_SLOTS} sandbox uids are in use")
-
-
 def slot_free(uid: int) -> bool:
     """True when no live call holds ``uid``'s slot."""
-    path = sandboxes_root() / "uids" / str(uid - SANDBOX_UID_BASE)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
+    return uids.slot_free(sandboxes_root(), uid)
 
 
 def new_call_dir() -> CallDir:
     """A fresh call directory (and, as root, the call's own uid, which owns home, tmp and root)."""
     as_root = os.geteuid() == 0
     base = _private_dir(sandboxes_root(), 0o711 if as_root else 0o700)
-    uid, lock_fd = _lock_uid_slot(base) if as_root else (None, None)
+    try:
+        uid, lock_fd = uids.take(base) if as_root else (None, None)
+    except uids.SlotsExhausted as exc:
+        raise SandboxError(str(exc)) from None
     token = secrets.token_hex(6)
     path = base / f"{os.getpid()}-{token}"
     try:
@@ -266,8 +244,15 @@ def _reap_legacy(tmp: Path, older_than_s: float = 3600) -> list[Path]:
 
 
 def reap_leftovers(base: Path | None = None) -> list[Path]:
-    """Remove the call directories of dead processes (a crash's leftovers); return them."""
+    """Kill what a crash left running, then remove the call directories of dead processes (a
+    crash's leftovers); return the directories."""
     base = base or sandboxes_root()
+    try:
+        kill_orphans(base)
+    except OSError as exc:  # never a reason not to start
+        from zerg import observability
+
+        observability.logger().warning("could not look for a crash's sandbox processes", extra={"error": str(exc)})
     removed = _reap_legacy(base.parent)
     try:
         entries = list(os.scandir(base))
@@ -332,33 +317,6 @@ def _kill_rounds(select: Callable[[int], bool], rounds: int = 20) -> int:
     return len(killed)
 
 
-@lru_cache(maxsize=1)
-def _setpriv() -> str | None:
-    return shutil.which("setpriv")
-
-
-def as_user(argv: list[str], uid: int | None) -> tuple[list[str], dict[str, object]]:
-    """(argv, Popen keywords) that run ``argv`` as ``uid``: through util-linux ``setpriv`` where
-    there is one, because Popen(user=...) cannot use vfork, and forking a worker-sized process
-    costs ~3 ms a call (measured against setpriv's extra exec)."""
-    if uid is None:
-        return argv, {}
-    if _setpriv():
-        return [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv], {}
-    return argv, {"user": uid, "group": uid, "extra_groups": []}
-
-
-def kill_uid(uid: int) -> None:
-    """Kill every process whose uid is ``uid`` (a call's own uid: nothing else has it), by a
-    ``kill -9 -1`` run as that uid: the kernel signals every process of the uid in one pass, with
-    forks held off, so a forking loop cannot outrun it, and no /proc scan is needed."""
-    import subprocess
-
-    argv, user = as_user(["/bin/sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], uid)
-    subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=False, **user)
-
-
 def kill_marked(markers: Iterable[str]) -> int:
     """Kill every process of ours carrying one of the calls' marker variables (best effort: a
     command can drop the variable from its children's environment)."""
@@ -377,6 +335,47 @@ def kill_marked(markers: Iterable[str]) -> int:
             return False
 
     return _kill_rounds(marked)
+
+
+def _marker_owner(pid: int) -> int | None:
+    """The zerg process whose call ``pid`` belongs to, from its marker variable (best effort)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read().split(b"\0")
+    except OSError:
+        return None
+    prefix = f"{MARKER_ENV}=".encode()
+    for item in env:
+        if item.startswith(prefix):
+            owner = item[len(prefix):].split(b"-", 1)[0]
+            return int(owner) if owner.isdigit() else None
+    return None
+
+
+def kill_orphans(base: Path) -> int:
+    """Kill the processes of calls whose zerg process is gone (a crash): as root, every process
+    of a sandbox uid whose slot no live call holds (killed while we hold the slot, so no new call
+    can take it meanwhile); anyone, every process of ours whose marker names a dead zerg process.
+    Returns how many uids and processes were found."""
+    me, found = os.geteuid(), 0
+    stray_uids: set[int] = set()
+    orphans: set[int] = set()
+    for pid in _pids():
+        uid = _real_uid(pid)
+        if me == 0 and uids.is_sandbox_uid(uid):
+            stray_uids.add(uid)  # type: ignore[arg-type]  (is_sandbox_uid: not None)
+        elif uid == me and pid != os.getpid():
+            owner = _marker_owner(pid)
+            if owner is not None and owner != os.getpid() and not _alive(owner):
+                orphans.add(pid)
+    for uid in stray_uids:
+        with uids.held_if_free(base, uid) as free:
+            if free:
+                kill_uid(uid)
+                found += 1
+    if orphans:
+        found += _kill_rounds(lambda pid: pid in orphans)
+    return found
 
 
 def children(pid: int) -> list[int]:

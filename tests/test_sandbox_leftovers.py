@@ -1,0 +1,130 @@
+"""What a crashed zerg leaves, with real processes: launchers die with it, a crash's processes
+are killed before their uid serves another call, and at the next start.
+
+Every test that crashes a "zerg" process or kills by uid runs it in a PID namespace of its own
+(tests.support.sandbox): whatever the code under test kills, it kills in there.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+
+import pytest
+
+from tests.support.sandbox import outside_uid, private_tmp, require, require_root, run_in_pid_namespace
+from zerg.config import load_settings
+from zerg.sandbox import BEST_EFFORT, UNSHARE, execute, reaper
+
+CRASH_SCRIPT = """
+import os, signal, sys, threading, time
+from zerg.config import load_settings
+from zerg.sandbox import execute
+command, token = sys.argv[1], sys.argv[2]
+threading.Thread(target=execute, args=(command, 60, load_settings({})), kwargs={"output_cap": 1000,
+                 "mechanism": sys.argv[3]}, daemon=True).start()
+
+def running():
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if fh.read().split(b"\\0")[:2] == [b"sleep", token.encode()]:
+                    return True
+        except OSError:
+            pass
+
+deadline = time.monotonic() + 30
+while not running() and time.monotonic() < deadline:
+    time.sleep(0.02)
+print("running" if running() else "never started", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # the crash
+"""
+
+
+def live_sleepers(token: str, wait: float = 1) -> str:
+    """A probe for the namespace's shell: live ``sleep <token>`` processes, after ``wait`` s."""
+    return f"sleep {wait}; ps -eo stat=,args= | grep -c -E '^[^Z]+ +sleep {token}$' || true"
+
+
+def crash(request, mechanism: str, command: str, token: str, after: str, uid: int | None = None):
+    """Run a zerg process (as ``uid``, default this test's: root in CI) that starts ``command``
+    in a sandbox, then is SIGKILLed while it runs; then ``after``."""
+    uid = os.geteuid() if uid is None else uid
+    tmp = private_tmp(uid)
+    request.addfinalizer(lambda: reaper.remove_tree(tmp))
+    done = run_in_pid_namespace(CRASH_SCRIPT, [command, token, mechanism], uid=uid, tmp=tmp, after=after,
+                                userns=uid != 0)
+    return done.stdout.strip().splitlines(), done
+
+
+def test_an_unshare_sandbox_dies_with_a_crashed_zerg_process(request):
+    """The launcher has a parent-death signal: when zerg is SIGKILLed, the kernel kills it, and
+    the sandbox's PID namespace with it (bwrap does the same with --die-with-parent)."""
+    require(UNSHARE)
+    token = f"300.{secrets.randbelow(10**6)}"
+    lines, done = crash(request, UNSHARE, f"sleep {token}", token, after=live_sleepers(token))
+    assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
+    assert lines[2] == "0", lines
+
+
+@pytest.mark.parametrize("who", ["root", "user"])
+def test_a_crashs_best_effort_processes_are_killed_at_the_next_start(request, who):
+    """A best-effort command that escaped its group outlives the crash; the next zerg process kills
+    it when it starts (as root: by the uid, whose slot nobody holds any more; otherwise: by the
+    marker naming a dead zerg process), before it removes the crash's directories."""
+    if who == "root":
+        require_root("per-call uids")
+    uid = 0 if who == "root" else outside_uid(13)
+    token = f"300.{secrets.randbelow(10**6)}"
+    restart = ("python3 -c 'from zerg.config import load_settings; from zerg.sandbox import detect; "
+               "detect.announce(load_settings({}))' 2>/dev/null; ")
+    before_restart = live_sleepers(token, 0.5)
+    lines, done = crash(request, BEST_EFFORT, f"setsid sleep {token} & sleep 60", token,
+                        after=f"{before_restart}; {restart.replace('python3', os.sys.executable)}"
+                              f"{live_sleepers(token, 0.2)}", uid=uid)
+    assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
+    assert lines[2:4] == ["1", "0"], lines  # alive after the crash, gone once zerg starts again
+
+
+KILL_SCRIPT = """
+import subprocess, sys
+from zerg.sandbox import reaper
+argv, user = reaper.as_user(["true"], int(sys.argv[1]))
+print(subprocess.run(argv, **user).returncode, flush=True)
+"""
+
+
+def test_whatever_runs_as_a_calls_uid_first_kills_what_that_uid_left(request):
+    """As root, a call's launcher starts by killing every process of its uid: a leftover of an
+    earlier call with the same uid cannot see the new call's files."""
+    require_root("per-call uids")
+    uid = outside_uid(12)
+    tmp = private_tmp(0)
+    request.addfinalizer(lambda: reaper.remove_tree(tmp))
+    before = f"setpriv --reuid={uid} --regid={uid} --clear-groups sleep 307.5 &"
+    done = run_in_pid_namespace(KILL_SCRIPT, [str(uid)], uid=0, tmp=tmp, before=before,
+                                after=live_sleepers("307.5", 0.3), userns=False)
+    assert done.stdout.split() == ["0", "exit=0", "0"], (done.stdout, done.stderr)
+
+
+def test_a_sandbox_keeps_running_when_other_threads_that_started_sandboxes_end():
+    """The parent-death signal fires when the *thread* that started a launcher ends. Each call's
+    thread waits for its own launcher, and other threads coming and going never touch it."""
+    mechanism = require(UNSHARE)
+    settings = load_settings({})
+    results = {}
+
+    def long_call():
+        results["long"] = execute("sleep 1.5; echo survived", 30, settings, output_cap=1000, mechanism=mechanism)
+
+    long = threading.Thread(target=long_call)
+    long.start()
+    for n in range(3):  # short-lived threads, each with a call of its own, end while it runs
+        short = threading.Thread(target=lambda n=n: results.__setitem__(n, execute(
+            "echo short", 30, settings, output_cap=1000, mechanism=mechanism)))
+        short.start()
+        short.join()
+    long.join()
+    assert results["long"].exit_code == 0 and results["long"].stdout == "survived\n", results["long"]
+    assert all(results[n].stdout == "short\n" for n in range(3))
