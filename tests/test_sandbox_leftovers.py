@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
 import threading
 
 import pytest
@@ -128,3 +129,66 @@ def test_a_sandbox_keeps_running_when_other_threads_that_started_sandboxes_end()
     long.join()
     assert results["long"].exit_code == 0 and results["long"].stdout == "survived\n", results["long"]
     assert all(results[n].stdout == "short\n" for n in range(3))
+
+
+def _ipc_of(uid: int) -> list:
+    from zerg.sandbox import uids
+
+    return uids.ipc_objects().get(uid, [])
+
+
+def test_ipc_objects_a_best_effort_call_leaves_are_gone_when_it_returns():
+    """As root a best-effort command shares the host's IPC namespace: what it creates there
+    (shared memory, a semaphore, a message queue) is removed with the call."""
+    require_root("per-call uids")
+    out = execute("id -u; ipcmk -M 4096 && ipcmk -S 1 && ipcmk -Q && echo made", 30, load_settings({}),
+                  output_cap=10000, mechanism=BEST_EFFORT)
+    assert "made" in out.stdout, out
+    uid = int(out.stdout.split()[0])
+    assert uid >= reaper.SANDBOX_UID_BASE and _ipc_of(uid) == []
+
+
+def test_a_crashs_ipc_objects_are_removed_at_the_next_start():
+    """IPC objects outlive their processes: those of a sandbox uid whose slot nobody holds go
+    when zerg starts, while a live call's stay."""
+    require_root("per-call uids")
+    from zerg.sandbox import detect, uids
+
+    crashed = reaper.SANDBOX_UID_BASE + uids.UID_SLOTS - 1 - secrets.randbelow(1000)
+    as_crashed = ["setpriv", f"--reuid={crashed}", f"--regid={crashed}", "--clear-groups"]
+    for made in (["-M", "4096"], ["-S", "1"], ["-Q"]):
+        subprocess.run([*as_crashed, "ipcmk", *made], check=True, capture_output=True)
+    assert len(_ipc_of(crashed)) == 3
+    call = reaper.new_call_dir()  # a live call: its uid's objects are not a crash's
+    try:
+        subprocess.run(["setpriv", f"--reuid={call.uid}", f"--regid={call.uid}", "--clear-groups", "ipcmk", "-Q"],
+                       check=True, capture_output=True)
+        detect.announce(load_settings({}))
+        assert _ipc_of(crashed) == [] and len(_ipc_of(call.uid)) == 1
+    finally:
+        call.release()
+        uids.remove_ipc(call.uid)
+
+
+KEY_SCRIPT = (
+    "python3 -c \"import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "add = sys.argv[1] == 'add'; "
+    "r = libc.syscall(248, b'user', b'zerg-test-key', b'left-by-an-earlier-call', 23, -4) if add else "
+    "libc.syscall(250, 10, -4, b'user', b'zerg-test-key', 0); print('key', 'found' if r > 0 else 'none')\" ")
+
+
+def test_a_uid_that_holds_a_kernel_key_never_serves_another_call():
+    """A best-effort command stores a key in its user keyring (@u), which outlives it and which
+    root cannot reliably empty: the uid is never given to a later call, which finds no key."""
+    require_root("per-call uids")
+    settings = load_settings({})
+    first = execute(KEY_SCRIPT + "add; id -u", 30, settings, output_cap=10000, mechanism=BEST_EFFORT)
+    assert first.stdout.split()[:2] == ["key", "found"], first
+    keyed = int(first.stdout.split()[2])
+    from zerg.sandbox import uids
+
+    assert keyed in uids.keyed_uids()
+    later = [execute(KEY_SCRIPT + "find; id -u", 30, settings, output_cap=10000, mechanism=BEST_EFFORT)
+             for _ in range(3)]
+    assert all(r.stdout.split()[:2] == ["key", "none"] for r in later), later
+    assert keyed not in {int(r.stdout.split()[2]) for r in later}

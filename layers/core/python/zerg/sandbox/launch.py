@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from zerg.sandbox import invocation, reaper
+from zerg.sandbox import invocation, reaper, uids
 
 BWRAP, UNSHARE, BEST_EFFORT = "bwrap", "unshare", "best-effort"
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -199,8 +199,9 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
                 _stop(proc, mechanism)
         if user is not None and (timed_out or mechanism == BEST_EFFORT):
             reaper.kill_uid(user)  # nothing else on the host has this uid
-            if mechanism == BEST_EFFORT:
+            if mechanism == BEST_EFFORT:  # the host's /tmp and IPC namespace are shared
                 reaper.remove_owned_by(user)
+                uids.remove_ipc(user)
         elif mechanism == BEST_EFFORT:
             reaper.kill_marked([call.marker])
         duration_ms = int((time.monotonic() - start) * 1000)

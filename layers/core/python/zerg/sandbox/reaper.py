@@ -7,8 +7,8 @@ Invariants:
   removed by :func:`reap_leftovers` at the next start. Directories of live processes are never
   touched.
 - When we are root, each call runs as its own unprivileged host uid (``SANDBOX_UID_BASE`` + a
-  slot). A slot is held by an ``flock`` for the whole call, so two calls running at the same time,
-  in any processes on the host, never share a uid; the lock dies with its holder.
+  slot held for the whole call: see :mod:`zerg.sandbox.uids`), so two calls running at the same
+  time, in any processes on the host, never share a uid.
 - Killing is targeted: a call's processes are those of its uid (root) or those carrying its
   marker variable, never found by name. Only on Lambda, where the function's process tree is all
   there is, does :func:`kill_all_but_us` kill everything but this process and Lambda's init.
@@ -355,7 +355,8 @@ def _marker_owner(pid: int) -> int | None:
 def kill_orphans(base: Path) -> int:
     """Kill the processes of calls whose zerg process is gone (a crash): as root, every process
     of a sandbox uid whose slot no live call holds (killed while we hold the slot, so no new call
-    can take it meanwhile); anyone, every process of ours whose marker names a dead zerg process.
+    can take it meanwhile), whose IPC objects go too; anyone, every process of ours whose marker
+    names a dead zerg process.
     Returns how many uids and processes were found."""
     me, found = os.geteuid(), 0
     stray_uids: set[int] = set()
@@ -368,10 +369,13 @@ def kill_orphans(base: Path) -> int:
             owner = _marker_owner(pid)
             if owner is not None and owner != os.getpid() and not _alive(owner):
                 orphans.add(pid)
+    ipc = uids.ipc_objects() if me == 0 else {}
+    stray_uids.update(uid for uid in ipc if uids.is_sandbox_uid(uid))
     for uid in stray_uids:
         with uids.held_if_free(base, uid) as free:
             if free:
                 kill_uid(uid)
+                uids.remove_ipc(uid, ipc.get(uid, []))
                 found += 1
     if orphans:
         found += _kill_rounds(lambda pid: pid in orphans)

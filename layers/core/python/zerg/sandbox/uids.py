@@ -1,12 +1,21 @@
-"""Per-call host uids (when we are root): their slots, and running something as one.
+"""Per-call host uids (when we are root): their slots, what a uid may carry over, and running
+something as one.
 
 Invariants:
-- A call's uid is ``SANDBOX_UID_BASE`` + a slot. A slot is held by a lock for the whole call, so
-  two calls running at the same time, in any processes on the host, never share a uid; the lock
-  dies with its holder (a crash frees it).
-- Whatever runs as a call's uid starts by killing every other process of that uid (``kill -9 -1``
-  as the uid, first thing, before the launcher or the command exists): what a crashed call left
-  under the uid is gone before a new call can write a file.
+- A call's uid is ``SANDBOX_UID_BASE`` + a slot, drawn at random among ~a million free ones. A
+  slot is held by a lock (an OFD lock on its byte of one host-wide lock file, under ``/run``) for
+  the whole call, so two calls running at the same time, in any zerg process on the host, never
+  share a uid; the lock dies with its holder (a crash frees it). Slots below
+  :data:`LEGACY_SLOTS` were handed out by earlier versions (one ``flock``'ed file per slot under
+  the sandboxes directory): they are never drawn, and count as held while such a lock is.
+- A uid carries nothing from one call to the next:
+  - processes: whatever runs as a call's uid starts by killing every other process of that uid
+    (``kill -9 -1`` as the uid, first thing, before the launcher or the command exists);
+  - System V IPC objects (shared memory, semaphores, message queues: a best-effort command shares
+    the host's IPC namespace) are removed when the slot is taken and after each best-effort call;
+  - kernel keyrings: root has no reliable way to empty another uid's keyrings (the uid can take
+    root's access away from its own keys), so a uid that holds any key (``/proc/key-users``) is
+    never handed out again until the host reboots; random draws keep that from running short.
 - Launchers get a parent-death signal (``setpriv --pdeathsig``): if the zerg process dies, the
   kernel kills them, and with them the sandbox's namespace. Its "parent" is the *thread* that
   started the launcher; that thread waits in :func:`zerg.sandbox.launch.run` until the launcher
@@ -18,40 +27,75 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import shutil
+import struct
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
-UID_SLOTS = 4096
+UID_SLOTS = 1 << 20
+LEGACY_SLOTS = 4096  # earlier versions' slots (lowest free first, a flock'ed file each)
+HOST_LOCK = Path("/run/zerg-sandbox-uids.lock")  # root-only directory, one per host (not per TMPDIR)
+DRAWS = 64  # random slots tried before giving up (all busy or keyed: practically never)
 # Run as the call's uid before anything else: every process that uid still has dies (the shell
 # itself is spared by the kernel), then the launcher replaces the shell.
 PRELUDE = 'kill -9 -1 2>/dev/null; exec "$@"'
+IPC_KINDS = (("shm", "shmid", "-m"), ("sem", "semid", "-s"), ("msg", "msqid", "-q"))
 
 
 class SlotsExhausted(RuntimeError):
     pass
 
 
-def _locks(base: Path) -> Path:
-    return base / "uids"
+def _lock_file(base: Path) -> int:
+    """A new open file description of the slots' lock file: OFD locks belong to it, so each call,
+    in any thread, holds its own. Host-wide under /run, so zerg processes with different temp
+    directories still see each other's slots; ``base`` (the private sandboxes directory) only
+    where /run is missing."""
+    path = HOST_LOCK if HOST_LOCK.parent.is_dir() and os.access(HOST_LOCK.parent, os.W_OK) else base / "uids.lock"
+    return os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def _lock(fd: int, slot: int) -> bool:
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, slot, 1, 0))
+    except (BlockingIOError, PermissionError):  # EAGAIN / EACCES: a live call holds it
+        return False
+    return True
+
+
+def keyed_uids() -> set[int]:
+    """Uids that hold kernel keys (a keyring counts), from ``/proc/key-users``."""
+    try:
+        with open("/proc/key-users") as fh:
+            return {int(line.split(":", 1)[0]) for line in fh if ":" in line}
+    except (OSError, ValueError):
+        return set()
 
 
 def take(base: Path) -> tuple[int, int]:
-    """(uid, lock fd) of the lowest slot no live call holds; close the fd to free it. ``base``
-    is the private sandboxes directory, whose ``uids/`` holds one lock file per slot."""
-    locks = _locks(base)
-    locks.mkdir(mode=0o700, exist_ok=True)
-    for slot in range(UID_SLOTS):
-        fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    """(uid, lock fd) of a random free slot whose uid holds no key, its IPC objects removed;
+    close the fd to free the slot."""
+    keyed = keyed_uids()
+    fd = -1
+    try:
+        for _ in range(DRAWS):
+            slot = LEGACY_SLOTS + secrets.randbelow(UID_SLOTS - LEGACY_SLOTS)
+            uid = SANDBOX_UID_BASE + slot
+            if uid in keyed:
+                continue
+            if fd < 0:
+                fd = _lock_file(base)
+            if _lock(fd, slot):
+                remove_ipc(uid)
+                fd, taken = -1, fd
+                return uid, taken
+    finally:
+        if fd >= 0:
             os.close(fd)
-            continue
-        return SANDBOX_UID_BASE + slot, fd
-    raise SlotsExhausted(f"all {UID_SLOTS} sandbox uids are in use")
+    raise SlotsExhausted(f"no free sandbox uid found in {DRAWS} draws among {UID_SLOTS}")
 
 
 def is_sandbox_uid(uid: int | None) -> bool:
@@ -61,19 +105,25 @@ def is_sandbox_uid(uid: int | None) -> bool:
 @contextlib.contextmanager
 def held_if_free(base: Path, uid: int) -> Iterator[bool]:
     """Hold ``uid``'s slot for the block if no live call holds it (yields True), else yield False."""
-    path = _locks(base) / str(uid - SANDBOX_UID_BASE)
+    slot = uid - SANDBOX_UID_BASE
     try:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fd = _lock_file(base) if slot >= LEGACY_SLOTS else os.open(base / "uids" / str(slot), os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:  # an earlier version's slot it never took
+        yield True
+        return
     except OSError:
         yield False
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
+        if slot >= LEGACY_SLOTS:
+            yield _lock(fd, slot)
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+            else:
+                yield True
     finally:
         os.close(fd)
 
@@ -81,6 +131,45 @@ def held_if_free(base: Path, uid: int) -> Iterator[bool]:
 def slot_free(base: Path, uid: int) -> bool:
     with held_if_free(base, uid) as free:
         return free
+
+
+def ipc_objects() -> dict[int, list[tuple[str, str]]]:
+    """System V IPC objects by owner or creator uid: {uid: [(ipcrm flag, id), ...]}."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for kind, id_column, flag in IPC_KINDS:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                header, *rows = fh.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        names = header.split()
+        at = {name: names.index(name) for name in (id_column, "uid", "cuid")}
+        for row in rows:
+            cols = row.split()
+            for owner in {int(cols[at["uid"]]), int(cols[at["cuid"]])}:
+                found.setdefault(owner, []).append((flag, cols[at[id_column]]))
+    return found
+
+
+def remove_ipc(uid: int, objects: list[tuple[str, str]] | None = None) -> int:
+    """Remove ``uid``'s System V IPC objects (with util-linux ``ipcrm``); how many there were.
+    Reading /proc/sysvipc costs ~0.1 ms; ``ipcrm`` runs only when there is something to remove."""
+    objects = ipc_objects().get(uid, []) if objects is None else objects
+    if not objects:
+        return 0
+    ipcrm = shutil.which("ipcrm")
+    if ipcrm is None:
+        from zerg import observability
+
+        observability.logger().warning("ipcrm not installed: a sandbox uid's IPC objects stay",
+                                       extra={"uid": uid, "objects": len(objects)})
+        return len(objects)
+    import subprocess
+
+    argv = [ipcrm] + [part for flag, ident in objects for part in (flag, ident)]
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    return len(objects)
 
 
 @lru_cache(maxsize=1)
