@@ -192,3 +192,22 @@ def test_a_uid_that_holds_a_kernel_key_never_serves_another_call():
              for _ in range(3)]
     assert all(r.stdout.split()[:2] == ["key", "none"] for r in later), later
     assert keyed not in {int(r.stdout.split()[2]) for r in later}
+
+
+FORK_BOMB = ("python3 -c \"import os, time\nn = 0\ntry:\n    while n < 5000:\n        if os.fork() == 0:\n"
+             "            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as exc:\n"
+             "    print('stopped after', n, exc.strerror)\"")
+
+
+@pytest.mark.parametrize("kind", ["bwrap", UNSHARE, BEST_EFFORT])
+def test_a_fork_bomb_stops_at_the_calls_process_limit(kind):
+    """As root each call's uid may run PROCESS_LIMIT processes at once (RLIMIT_NPROC), at every
+    level; the call still ends cleanly, and nothing of it is left."""
+    require_root("per-call uids")
+    from zerg.sandbox import uids
+
+    mechanism = require(kind) if kind != BEST_EFFORT else kind
+    out = execute(FORK_BOMB + "; echo done", 60, load_settings({}), output_cap=10000, mechanism=mechanism)
+    assert "stopped after" in out.stdout and out.stdout.rstrip().endswith("done"), out
+    started = int(out.stdout.split("stopped after")[1].split()[0])
+    assert 0 < started < uids.PROCESS_LIMIT, out.stdout
