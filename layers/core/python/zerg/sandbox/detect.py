@@ -108,8 +108,9 @@ def announce(settings: Settings) -> Level:
             "zerg: WARNING: container_exec has NO sandbox on this host"
             f" ({why}). Commands run with best effort only: a scrubbed environment and"
             f" {'a per-call uid' if current.per_call_uid else 'this user'}, but they see the host's network,"
-            " process table and every file that uid may read. Install bubblewrap or enable unprivileged"
-            " user namespaces; `zerg doctor` shows the level.",
+            " process table and every file that uid may read"
+            f"{'' if current.per_call_uid else ', and a command that leaves its process group and drops its marker keeps running after its call'}."
+            " Install bubblewrap or enable unprivileged user namespaces; `zerg doctor` shows the level.",
             file=sys.stderr, flush=True,
         )
     return current
