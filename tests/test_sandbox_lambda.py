@@ -53,8 +53,8 @@ def count(name: str) -> str:
     return f"sleep 1; ps -eo stat=,args= | grep -v grep | grep -c -E '^[^Z]+ .*{name}' || true"
 
 
-def lambda_run(request, command: str, *, env=LAMBDA_ENV, linger: float = 0.5, zombies: int = 0, before: str = "", after: str = "true",
-               userns: bool = True):
+def lambda_run(request, command: str, *, env=LAMBDA_ENV, linger: float = 0.5, zombies: int = 0, before: str = "",
+               after: str = "true", userns: bool = True):
     require(UNSHARE)  # util-linux unshare builds the fake environment
     uid = outside_uid()
     tmp = private_tmp(uid)
@@ -84,6 +84,19 @@ def test_setsid_and_double_forks_without_the_marker_are_gone_and_files_deleted(r
     assert report is not None and lines[1] == "exit=0", done.stderr
     assert report["killed"] >= 2 and report["after"] == ["kept-from-before"]
     assert lines[2] == "0", lines
+
+
+def test_ipc_objects_a_command_made_are_gone_after_a_lambda_invocation(request):
+    """Every invocation runs as the function's one uid in one IPC namespace: what a command made
+    there (shared memory, a semaphore, a message queue) is removed with the rest."""
+    import shutil
+
+    if shutil.which("ipcmk") is None:
+        pytest.skip("util-linux ipcmk is not installed")
+    left = "tail -q -n +2 /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg | wc -l"  # the namespace's
+    command = "ipcmk -M 4096 >/dev/null && ipcmk -S 1 >/dev/null && ipcmk -Q >/dev/null && echo made"
+    report, lines, done = lambda_run(request, command, after=left)
+    assert report is not None and lines[1:] == ["exit=0", "0"], (lines, done.stderr)
 
 
 def test_an_invocation_without_a_sandbox_call_kills_nothing(request):

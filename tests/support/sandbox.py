@@ -2,7 +2,8 @@
 
 Anything that kills broadly (``kill -1``, a sweep of every process) runs only inside a namespace
 created here: its PID 1 is a shell started by the test, so when that shell exits the kernel
-kills whatever is left in it, and nothing outside is ever visible to the code under test.
+kills whatever is left in it, and nothing outside is ever visible to the code under test. The
+namespace has an IPC namespace of its own too, so removing a uid's IPC objects stays in there.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def run_in_pid_namespace(script: str, args: list[str], *, uid: int, tmp: Path, e
     shell = f'{before}\n{inner}"$@"; echo "exit=$?"; {after}'
     outer = as_uid if userns else []
     flags = ["--map-current-user"] if userns else []
-    argv = outer + ["unshare", *flags, "--pid", "--fork", "--kill-child", "--mount-proc", "--",
+    argv = outer + ["unshare", *flags, "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc", "--",
                     "/bin/sh", "-c", shell, "sh", sys.executable, "-c", script, *args]
     full_env = {"PATH": os.environ["PATH"], "PYTHONPATH": pythonpath, "TMPDIR": str(tmp), "HOME": str(tmp),
                 **(env or {})}

@@ -7,7 +7,8 @@ Invariants:
   same process run their own sandboxes at the same time.
 - On Lambda (no namespaces; one invocation per environment at a time, and the function's
   process tree is all there is) the sweep kills every process but this one and Lambda's init in
-  one ``kill(-1)``, checks over several looks that none is left, and deletes every entry of the
+  one ``kill(-1)``, checks over several looks that none is left, removes the function uid's
+  System V IPC objects, and deletes every entry of the
   temp directory created during the invocation and every call directory of this process, so
   nothing of one invocation survives into the next one the warm environment serves, of any
   owner. Should a process survive (one we may not signal), the runtime process exits
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerg.config import Settings
-from zerg.sandbox import reaper
+from zerg.sandbox import reaper, uids
 
 TAINTED_EXIT = 75  # EX_TEMPFAIL: this environment must not serve another invocation
 
@@ -78,6 +79,7 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
             if markers:
                 sweep.killed = reaper.kill_all_but_us()
                 survivors = reaper.others_alive()
+                uids.remove_ipc(os.getuid())  # one uid for every invocation: its IPC objects too
             for name in sorted(_entries(tmp) - before):
                 reaper.remove_tree(tmp / name)
                 sweep.removed.append(name)

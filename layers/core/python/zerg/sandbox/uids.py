@@ -7,7 +7,8 @@ Invariants:
   the whole call, so two calls running at the same time, in any zerg process on the host, never
   share a uid; the lock dies with its holder (a crash frees it). Slots below
   :data:`LEGACY_SLOTS` were handed out by earlier versions (one ``flock``'ed file per slot under
-  the sandboxes directory): they are never drawn, and count as held while such a lock is.
+  the sandboxes directory): they are never drawn, and count as held while such a lock is. The
+  slots just above them are not used at all (earlier versions' tests ran uids of their own there).
 - A uid carries nothing from one call to the next:
   - processes: whatever runs as a call's uid starts by killing every other process of that uid
     (``kill -9 -1`` as the uid, first thing, before the launcher or the command exists);
@@ -39,6 +40,7 @@ from pathlib import Path
 SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
 UID_SLOTS = 1 << 20
 LEGACY_SLOTS = 4096  # earlier versions' slots (lowest free first, a flock'ed file each)
+FIRST_SLOT = 2 * LEGACY_SLOTS  # slots in between are never ours: earlier tests put uids there
 HOST_LOCK = Path("/run/zerg-sandbox-uids.lock")  # root-only directory, one per host (not per TMPDIR)
 DRAWS = 64  # random slots tried before giving up (all busy or keyed: practically never)
 PROCESS_LIMIT = 512  # RLIMIT_NPROC of a call's uid: processes and threads, launcher included
@@ -87,7 +89,7 @@ def take(base: Path) -> tuple[int, int]:
     fd = -1
     try:
         for _ in range(DRAWS):
-            slot = LEGACY_SLOTS + secrets.randbelow(UID_SLOTS - LEGACY_SLOTS)
+            slot = FIRST_SLOT + secrets.randbelow(UID_SLOTS - FIRST_SLOT)
             uid = SANDBOX_UID_BASE + slot
             if uid in keyed:
                 continue
@@ -104,7 +106,11 @@ def take(base: Path) -> tuple[int, int]:
 
 
 def is_sandbox_uid(uid: int | None) -> bool:
-    return uid is not None and SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + UID_SLOTS
+    """A uid that a call of this version or an earlier one may have run as."""
+    if uid is None:
+        return False
+    slot = uid - SANDBOX_UID_BASE
+    return 0 <= slot < LEGACY_SLOTS or FIRST_SLOT <= slot < UID_SLOTS
 
 
 @contextlib.contextmanager
