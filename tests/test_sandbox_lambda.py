@@ -8,7 +8,6 @@ Each test builds a Lambda-like environment: a fresh user and PID namespace whose
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

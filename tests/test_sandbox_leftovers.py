@@ -90,8 +90,8 @@ def test_a_crashs_best_effort_processes_are_killed_at_the_next_start(request, wh
 
 KILL_SCRIPT = """
 import subprocess, sys
-from zerg.sandbox import reaper
-argv, user = reaper.as_user(["true"], int(sys.argv[1]))
+from zerg.sandbox import uids
+argv, user = uids.as_user(["true"], int(sys.argv[1]))
 print(subprocess.run(argv, **user).returncode, flush=True)
 """
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from zerg.sandbox import detect, reaper
+from zerg.sandbox import detect, processes, reaper
 
 _available: dict[str, str | None] = {}
 
@@ -96,7 +96,7 @@ def host_pids(token: str) -> list[int]:
 
 def live(pids: list[int]) -> list[int]:
     """Those of ``pids`` still running (not zombies)."""
-    return [pid for pid in pids if reaper._live(pid)]
+    return [pid for pid in pids if processes._live(pid)]
 
 
 def wait_for(predicate, what: str, limit_s: float = 20):

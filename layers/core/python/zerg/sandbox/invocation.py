@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zerg.config import Settings
-from zerg.sandbox import reaper, uids
+from zerg.sandbox import processes, reaper, uids
 
 TAINTED_EXIT = 75  # EX_TEMPFAIL: this environment must not serve another invocation
 
@@ -77,8 +77,8 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
         survivors: list[int] = []
         if on_lambda:
             if markers:
-                sweep.killed = reaper.kill_all_but_us()
-                survivors = reaper.others_alive()
+                sweep.killed = processes.kill_all_but_us()
+                survivors = processes.others_alive()
                 uids.remove_ipc(os.getuid())  # one uid for every invocation: its IPC objects too
             for name in sorted(_entries(tmp) - before):
                 reaper.remove_tree(tmp / name)
@@ -89,7 +89,7 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
                     reaper.remove_tree(sandboxes / name)
                     sweep.removed.append(f"{sandboxes.name}/{name}")
         elif markers:
-            sweep.killed = reaper.kill_marked(markers)
+            sweep.killed = processes.kill_marked(markers)
         if sweep.killed or survivors:  # a command escaped its own call's teardown: worth a line
             from zerg import observability
 

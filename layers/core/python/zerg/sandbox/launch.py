@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from zerg.sandbox import invocation, reaper, uids
+from zerg.sandbox import invocation, processes, reaper, uids
 
 BWRAP, UNSHARE, BEST_EFFORT = "bwrap", "unshare", "best-effort"
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -164,7 +164,7 @@ def _stop(proc: subprocess.Popen, mechanism: str) -> None:
     """Kill what is left of the call, the namespace's init first: the launcher exits only once the
     kernel has emptied the namespace, so waiting for it means waiting for all of it."""
     if proc.poll() is None and mechanism != BEST_EFFORT:
-        for pid in reaper.children(proc.pid):
+        for pid in processes.children(proc.pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -184,7 +184,7 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         out_path, err_path = call.capture / "stdout", call.capture / "stderr"
         user = call.uid
         # A launcher dies with us (bwrap: --die-with-parent; unshare: a parent-death signal).
-        argv, as_user = reaper.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
+        argv, as_user = uids.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
@@ -198,12 +198,12 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
             finally:
                 _stop(proc, mechanism)
         if user is not None and (timed_out or mechanism == BEST_EFFORT):
-            reaper.kill_uid(user)  # nothing else on the host has this uid
+            uids.kill_uid(user)  # nothing else on the host has this uid
             if mechanism == BEST_EFFORT:  # the host's /tmp and IPC namespace are shared
                 reaper.remove_owned_by(user)
                 uids.remove_ipc(user)
         elif mechanism == BEST_EFFORT:
-            reaper.kill_marked([call.marker])
+            processes.kill_marked([call.marker])
         duration_ms = int((time.monotonic() - start) * 1000)
         return SandboxResult(None if timed_out else proc.returncode, _read(out_path, output_cap),
                              _read(err_path, output_cap), timed_out, duration_ms, mechanism)
