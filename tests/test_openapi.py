@@ -191,3 +191,12 @@ def test_building_the_app_does_not_import_the_openapi_models():
             "print('aws_lambda_powertools.event_handler.openapi.models' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_bodiless_answers_document_no_body_and_the_event_stream_documents_each_event(doc):
+    events = doc["paths"]["/api/jarvis/supervisor/events"]["get"]["responses"]
+    assert events["204"]["content"] == {} and doc["paths"]["/api/jarvis/hosts/{alias}"]["delete"]["responses"]["204"]["content"] == {}
+    assert events["200"]["content"]["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/RunEventFrame"}
+    assert set(doc["components"]["schemas"]["RunEventFrame"]["properties"]) == {"id", "event", "data"}
+    files = doc["paths"]["/api/jarvis/workers/{job_id}/files/{path}"]["get"]["responses"]["200"]["content"]
+    assert set(files) == {"text/plain", "application/json", "application/x-ndjson"}

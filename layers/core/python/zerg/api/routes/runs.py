@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found, validation_message
-from zerg.api.models import RunAccepted, RunCancelled, RunDocument, responses
+from zerg.api.models import RunAccepted, RunCancelled, RunDocument, RunEventFrame, responses
 from zerg.auth import Caller
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
@@ -131,9 +131,10 @@ def long_poll_seconds(configured: float, context: Any) -> float:
 
 
 @router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events",
-            responses={**responses(200, "The events after Last-Event-ID, then retry:", None, 401, 404,
+            responses={**responses(200, "The events after Last-Event-ID, then retry:", RunEventFrame, 401, 404,
                                    media_type="text/event-stream"),
-                       204: {"description": "The run's final event was already delivered: stop reconnecting"}})
+                       204: {"description": "The run's final event was already delivered: stop reconnecting",
+                             "content": {}}})  # no body (else Powertools documents JSON)
 def run_events_stream(owner_id: Owner, rt: Rt, run_id: RunIdQuery, last_event_id: LastEventId = None,
                       last_event_id_header: LastEventIdHeader = None):
     """Long-poll under Lambda: the body holds the events after Last-Event-ID (header or

@@ -24,7 +24,7 @@ FILE_MAX_BYTES = 5_000_000
 
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The worker job's id")]
 FILE_RESPONSES = responses(200, "The file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413,
-                           media_type="text/plain")
+                           media_type=("text/plain", "application/json", "application/x-ndjson"))
 
 
 @router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)",
