@@ -216,3 +216,35 @@ def test_head_options_and_trace_get_405_json_with_allow(method, token, served, n
             assert status == 405 and headers["allow"] == allow and headers["content-type"] == "application/json", (path, headers)
             if method != "HEAD":  # a HEAD answer has no body, by definition
                 assert_error(status, body, 405, "method_not_allowed", f"{method} is not allowed on {path}")
+
+
+@pytest.mark.parametrize(("text", "nul"), [
+    (r'{"task": "a\u0000"}', True),
+    (r'{"task": "a\\\u0000"}', True),  # an escaped backslash, then a NUL
+    (r'{"task": "grep \\u0000 dump.bin"}', False),  # the six characters \u0000, as text
+    (r'{"task": "\\\\u0000"}', False),
+    (r'{"task": "[[[{{{", "n": "]]]}}}"}', False),  # brackets in strings are no nesting
+])
+def test_a_nul_is_told_from_the_text_that_names_one(text, nul):
+    from zerg.api.body import parse_body
+    from zerg.api.errors import ApiError
+
+    event = {"body": text, "headers": {"content-type": "application/json"}}
+    if nul:
+        with pytest.raises(ApiError, match=f"task: {NUL_MESSAGE}"):
+            parse_body(event)
+    else:
+        assert parse_body(event) == json.loads(text)
+
+
+def test_nesting_is_counted_outside_strings_and_up_to_the_limit():
+    from zerg.api.body import MAX_DEPTH, parse_body
+    from zerg.api.errors import ApiError
+
+    def event(depth: int, inside: str = "1") -> dict:
+        return {"body": "[" * depth + inside + "]" * depth, "headers": {"content-type": "application/json"}}
+
+    assert parse_body(event(MAX_DEPTH)) is not None
+    assert parse_body(event(MAX_DEPTH - 1, '"' + "[" * 500 + '"')) is not None
+    with pytest.raises(ApiError, match=f"deeper than {MAX_DEPTH} levels"):
+        parse_body(event(MAX_DEPTH + 1))
