@@ -358,6 +358,7 @@ def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from zerg.local.housekeeping import Housekeeping, default_tasks
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
@@ -373,11 +374,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
+    housekeeping = Housekeeping(default_tasks(get_runtime())).start()  # retention sweep and the like
     try:
         server.serve()  # returns after Ctrl-C / SIGTERM, once open requests are done
     except KeyboardInterrupt:  # uvicorn re-raises the signal it handled; stopping is the normal exit
         pass
     finally:
+        housekeeping.stop()
         get_runtime().close()
     return 0
 
