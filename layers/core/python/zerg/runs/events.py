@@ -61,14 +61,18 @@ def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload:
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     lock_run(conn, run_id)
-    if is_closed(conn, run_id):
+    row = conn.execute(  # inserted only while the run's last event is not terminal (one round trip)
+        """INSERT INTO run_events (run_id, owner_id, event_type, payload)
+           SELECT %s, %s, %s, %s
+            WHERE COALESCE((SELECT event_type FROM run_events WHERE run_id = %s ORDER BY id DESC LIMIT 1), '')
+                  <> ALL(%s)
+           RETURNING id""",
+        (run_id, owner_id, event_type, Jsonb(payload), run_id, list(TERMINAL_EVENTS)),
+    ).fetchone()
+    if row is None:
         observability.logger().info("event after the run's terminal event dropped",
                                     extra={"run_id": run_id, "event_type": event_type})
         return None
-    row = conn.execute(
-        "INSERT INTO run_events (run_id, owner_id, event_type, payload) VALUES (%s, %s, %s, %s) RETURNING id",
-        (run_id, owner_id, event_type, Jsonb(payload)),
-    ).fetchone()
     conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(run_id)))
     return row["id"]
 

@@ -127,10 +127,8 @@ class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, job: dict[str, Any], worker_id: str, deadline: float, loop: _Loop,
-                 cancel: CancelSignal) -> None:
-        self.rt, self.job, self.worker_id, self.deadline, self.loop = rt, job, worker_id, deadline, loop
-        self.cancel = cancel
+    def __init__(self, rt: Runtime, worker_id: str, deadline: float, loop: _Loop, cancel: CancelSignal) -> None:
+        self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
 
     def _timed_out(self) -> Stop:
         return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
@@ -139,10 +137,8 @@ class _WorkerHooks(LoopHooks):
         return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
 
     def check(self) -> Stop | None:
-        if not self.cancel.is_set():  # asked now, not at the watcher's next poll: no model call after a cancel
-            job = self.job
-            if reason := cancellation.stop_requested(self.rt, job["id"], job["owner_id"], job["run_id"]):
-                self.cancel.set(reason)
+        # The signal, not the database: the watcher keeps it current (at once for a cancel taken in
+        # this process, within its poll otherwise), so a model call costs no query.
         if stop := self._cancelled():
             return stop
         return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
@@ -168,7 +164,7 @@ class _WorkerHooks(LoopHooks):
 def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop,
                 cancel: CancelSignal) -> None:
     settings = rt.settings
-    hooks = _WorkerHooks(rt, job, worker_id, deadline, loop, cancel)
+    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
     messages: list[dict[str, Any]] = []
     for message in ({"role": "system", "content": WORKER_SYSTEM_PROMPT}, {"role": "user", "content": job["task"]}):
         messages.append(message)
