@@ -7,8 +7,9 @@ Invariants:
 - When :func:`run` returns, nothing the command started is alive and its directory is gone. With
   ``bwrap``/``unshare`` the PID namespace guarantees it: its init exiting makes the kernel kill
   every process in it before the launcher sees the exit; on a timeout or a cancel (the ``cancel``
-  signal fired) the init is killed first and the launcher then waited for. With ``best-effort`` the process group is killed, then every
-  process with the call's uid (as root) or its marker variable (otherwise).
+  signal fired) the init is killed first and the launcher then waited for. With ``best-effort``
+  the process group is killed, then every process with the call's uid (as root) or its marker
+  variable (otherwise).
 - The command's environment is exactly ``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and ``TERM`` (plus
   the marker variable in best effort): no secret, no cloud credential. The parent makes itself
   non-dumpable before the first command, so its own /proc entries (environment, memory) are
