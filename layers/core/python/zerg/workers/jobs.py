@@ -84,7 +84,8 @@ def count_run_jobs(conn: Connection, run_id: int) -> int:
 
 
 def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool) -> None:
-    """Cancel the run's queued jobs (and running ones, when the user cancelled the run)."""
+    """Cancel the run's queued jobs (and running ones, when their workers are known to be gone; a
+    live worker records its own end: see :mod:`zerg.workers.cancellation`)."""
     statuses = list(JOB_UNFINISHED) if include_running else ["queued"]
     conn.execute(
         """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
@@ -147,12 +148,24 @@ def finished_workers(conn: Connection, owner_id: int, *, since: datetime, limit:
     ).fetchall()
 
 
-def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
-    conn.execute(
+def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> bool:
+    """Claim a queued job for its worker. False (nothing changed) when it is no longer queued: it
+    was cancelled meanwhile, so it must not start."""
+    row = conn.execute(
         "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s "
-        "WHERE id = %s AND status <> 'cancelled'",
+        "WHERE id = %s AND status = 'queued' RETURNING id",
         (worker_id, started_at, job_id),
-    )
+    ).fetchone()
+    return row is not None
+
+
+def running_job_ids(conn: Connection, owner_id: int, run_id: int) -> list[int]:
+    """Ids of the owner's jobs of ``run_id`` whose worker is still running."""
+    rows = conn.execute(
+        "SELECT id FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND status = 'running' ORDER BY id",
+        (owner_id, run_id),
+    ).fetchall()
+    return [r["id"] for r in rows]
 
 
 def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
@@ -218,6 +231,28 @@ def worker_owners(conn: Connection, worker_ids: list[str]) -> dict[str, int]:
         "SELECT worker_id, owner_id FROM worker_jobs WHERE worker_id = ANY(%s)", (worker_ids,)
     ).fetchall()
     return {r["worker_id"]: r["owner_id"] for r in rows}
+
+
+def expired_jobs(
+    conn: Connection, before: datetime, *, owner_id: int | None = None, after_id: int = 0, limit: int = 500,
+) -> list[dict[str, Any]]:
+    """Finished jobs created before ``before`` (every owner's, or one owner's), by id from
+    ``after_id`` on: the candidates of the retention sweep (:mod:`zerg.workers.retention`)."""
+    owner_clause = "" if owner_id is None else "AND owner_id = %(owner)s"
+    return conn.execute(
+        f"""SELECT id, owner_id, run_id, worker_id, status, created_at FROM worker_jobs
+            WHERE status = ANY(%(finished)s) AND created_at < %(before)s AND id > %(after)s {owner_clause}
+            ORDER BY id LIMIT %(limit)s""",
+        {"finished": list(JOB_FINISHED), "before": before, "after": after_id, "owner": owner_id, "limit": limit},
+    ).fetchall()
+
+
+def delete_expired_job(conn: Connection, owner_id: int, job_id: int, before: datetime) -> bool:
+    """Remove one job's index row, only if it is still finished and created before ``before``."""
+    return conn.execute(
+        "DELETE FROM worker_jobs WHERE owner_id = %s AND id = %s AND status = ANY(%s) AND created_at < %s RETURNING id",
+        (owner_id, job_id, list(JOB_FINISHED), before),
+    ).fetchone() is not None
 
 
 def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
