@@ -140,12 +140,19 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
             return True
 
     def _exec(channel, command: str) -> None:
+        """Like sshd: each stream forwarded as the command writes it, then the exit status."""
         proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out, err = proc.communicate()
+
+        def forward(pipe, send) -> None:
+            while chunk := os.read(pipe.fileno(), 65536):
+                send(chunk)
+
+        errors = threading.Thread(target=forward, args=(proc.stderr, channel.sendall_stderr), daemon=True)
+        errors.start()
         try:
-            channel.sendall(out)
-            channel.sendall_stderr(err)
-            channel.send_exit_status(proc.returncode)
+            forward(proc.stdout, channel.sendall)
+            errors.join()
+            channel.send_exit_status(proc.wait())
         finally:
             channel.close()
 

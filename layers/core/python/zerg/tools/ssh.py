@@ -12,6 +12,8 @@ Invariants:
   in the tool's output, its errors or the artifacts.
 - Connection or authentication failure is *critical*: the worker fails fast with the reason.
   A command that exits non-zero or times out is an ordinary result for the model to read.
+- Output is streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`); past the
+  artifact bound the channel is closed and the model told so.
 """
 
 from __future__ import annotations
@@ -24,15 +26,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools.base import (
-    ARTIFACT_OUTPUT_CAP,
-    CriticalToolError,
-    Tool,
-    ToolContext,
-    ToolOutcome,
-    error,
-    shell_report,
-)
+from zerg.tools.base import CriticalToolError, Tool, ToolContext, ToolOutcome, error
+from zerg.tools.output import ShellOutput
 
 if TYPE_CHECKING:
     from zerg.hosts.registry import Target
@@ -129,36 +124,28 @@ def _run(client, args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     start = time.monotonic()
     channel = client.get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
     channel.exec_command(args.command)
-    out, err = bytearray(), bytearray()
-    timed_out = False
-    while True:
-        busy = False
-        if channel.recv_ready():
-            chunk = channel.recv(65536)
-            if len(out) < ARTIFACT_OUTPUT_CAP:
-                out += chunk
-            busy = True
-        if channel.recv_stderr_ready():
-            chunk = channel.recv_stderr(65536)
-            if len(err) < ARTIFACT_OUTPUT_CAP:
-                err += chunk
-            busy = True
-        if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-            break
-        if time.monotonic() - start > timeout:
-            timed_out = True
-            break
-        if not busy:
-            time.sleep(0.005)
-    code = None if timed_out else channel.recv_exit_status()
-    channel.close()
-    ms = int((time.monotonic() - start) * 1000)
-    note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
-    text, artifact = shell_report(
-        f"[{args.host}] $ {args.command}", code, out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"), ms, note, ctx.settings.tool_output_cap,
-    )
-    return ToolOutcome(text=text, artifact=artifact, ok=code == 0, exit_code=code)
+    with ShellOutput(ctx, "ssh_exec", f"[{args.host}] $ {args.command}") as output:
+        timed_out = full = False
+        while not full:
+            busy = False
+            if channel.recv_ready():
+                full = not output.stdout(channel.recv(65536))
+                busy = True
+            if channel.recv_stderr_ready():
+                full = not output.stderr(channel.recv_stderr(65536)) or full
+                busy = True
+            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
+            if time.monotonic() - start > timeout:
+                timed_out = True
+                break
+            if not busy:
+                time.sleep(0.005)
+        code = None if timed_out or full else channel.recv_exit_status()
+        channel.close()
+        ms = int((time.monotonic() - start) * 1000)
+        note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
+        return output.finish(code, ms, note)
 
 
 TOOL = Tool(
