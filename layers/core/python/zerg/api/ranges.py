@@ -1,10 +1,13 @@
 """Byte ranges (RFC 9110 §14) on artifact files, so an output too big for one response is read in pieces.
 
 Invariants:
-- One range per response, at most :data:`RANGE_MAX_BYTES`: a Lambda response is at most 6 MB
-  *after* base64 (API Gateway's limit), and a range is bytes, so it is always sent base64-encoded
-  (4 MiB -> 5.6 MB). A longer range is served in its first :data:`RANGE_MAX_BYTES`; the
-  ``Content-Range`` header says which bytes came, so a client asks for the next piece from there.
+- One range per response, at most :data:`RANGE_MAX_BYTES` (1 MiB). A range is bytes, so it is
+  always sent base64-encoded: API Gateway's 6 MB Lambda response limit would allow ~4.4 MiB, but
+  a response holds ~2.7x its size in the server while it is built (the bytes read, their base64,
+  its text), so 1 MiB keeps a read of any file within ~3 MB of memory (``bench/bigoutput.py``),
+  and reading in 1 MiB pieces was no slower than in 4 MiB ones. A longer range is served in its
+  first :data:`RANGE_MAX_BYTES`; ``Content-Range`` says which bytes came, so a client asks for
+  the next piece from there.
 - ``bytes=a-b``, ``bytes=a-`` and ``bytes=-n`` (the last n bytes) are served as 206. Of several
   ranges (``bytes=0-9,20-29``) only the first is served, as a single-part 206 (never
   ``multipart/byteranges``); a client must read ``Content-Range``, as RFC 9110 asks of it.
@@ -24,7 +27,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from zerg.api.errors import ApiError, error_response
 
-RANGE_MAX_BYTES = 4 * 1024 * 1024
+RANGE_MAX_BYTES = 1024 * 1024
 _SPEC = re.compile(r"^(\d{0,19})-(\d{0,19})$")  # 19 digits: every offset an int64 can hold
 
 
@@ -83,11 +86,15 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
 
 
 def partial_content(data: bytes, start: int, size: int, content_type: str) -> Response:
-    """The 206 for ``data`` read from offset ``start`` of a ``size``-byte file.
+    """The 206 for ``data`` read from offset ``start`` of a ``size``-byte file (pass the read itself:
+    its bytes are released as soon as they are encoded, so a response holds ~2.7x its size at most).
 
     The body is base64-encoded here, not left to Powertools: it would JSON-serialize a bytes body
     whose content type is ``application/json`` (a piece of ``metadata.json``)."""
-    response = Response(206, content_type, base64.b64encode(data).decode("ascii"), headers={
-        "Content-Range": f"bytes {start}-{start + len(data) - 1}/{size}", "Accept-Ranges": "bytes"})
+    count = len(data)
+    encoded = base64.b64encode(data)
+    del data
+    response = Response(206, content_type, encoded.decode("ascii"), headers={
+        "Content-Range": f"bytes {start}-{start + count - 1}/{size}", "Accept-Ranges": "bytes"})
     response.base64_encoded = True
     return response
