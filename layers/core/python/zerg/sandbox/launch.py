@@ -38,7 +38,7 @@ SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOME_INSIDE = "/home/sandbox"
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 # Limits set by the shell itself for bwrap and best effort (no preexec_fn: unsafe in a threaded
-# process): no file, the capture files included, may outgrow the bound; no core dumps.
+# process): no file the command writes may outgrow the bound; no core dumps.
 _WRAPPER = 'ulimit -f {blocks} -c 0 2>/dev/null; exec /bin/sh -c "$1"'
 READ_BYTES = 1 << 16  # one read from a pipe: the most output held in memory at once
 DRAIN_S = 2.0  # after teardown, how long a pipe may stay open (an escaped best-effort process)
