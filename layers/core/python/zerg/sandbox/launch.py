@@ -8,9 +8,10 @@ Invariants:
   a timeout would. The command's files are capped by RLIMIT_FSIZE (``output_cap``), core dumps are off.
 - When :func:`run` returns, nothing the command started is alive and its directory is gone. With
   ``bwrap``/``unshare`` the PID namespace guarantees it: its init exiting makes the kernel kill
-  every process in it before the launcher sees the exit; on a timeout the init is killed first and
-  the launcher then waited for. With ``best-effort`` the process group is killed, then every
-  process with the call's uid (as root) or its marker variable (otherwise).
+  every process in it before the launcher sees the exit; on a timeout, a sink refusing more or a
+  cancel (the ``cancel`` signal fired) the init is killed first and the launcher then waited for.
+  With ``best-effort`` the process group is killed, then every process with the call's uid (as
+  root) or its marker variable (otherwise).
 - The command's environment is exactly ``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and ``TERM`` (plus
   the marker variable in best effort): no secret, no cloud credential. The parent makes itself
   non-dumpable before the first command, so its own /proc entries (environment, memory) are
@@ -42,17 +43,29 @@ SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 _WRAPPER = 'ulimit -f {blocks} -c 0 2>/dev/null; exec /bin/sh -c "$1"'
 READ_BYTES = 1 << 16  # one read from a pipe: the most output held in memory at once
 DRAIN_S = 2.0  # after teardown, how long a pipe may stay open (an escaped best-effort process)
+# How a relay ended: the launcher exited, the deadline passed, the cancel fired, the sink refused
+# more, or (draining after teardown) both pipes reached end of file.
+EXITED, TIMED_OUT, CANCELLED, FULL, EOF = "exited", "timed out", "cancelled", "full", "eof"
+
+
+class Cancel(Protocol):
+    """What :func:`run` needs of a cancel signal (``zerg.tools.base.CancelSignal``)."""
+
+    def is_set(self) -> bool: ...
+
+    def fileno(self) -> int: ...
 
 
 @dataclass(frozen=True)
 class SandboxResult:
-    exit_code: int | None  # None: killed at the timeout
+    exit_code: int | None  # None: killed at the timeout, by a cancel or over the sink's bound
     stdout: str
     stderr: str
     timed_out: bool
     duration_ms: int
     mechanism: str
     over_cap: bool = False  # the sink refused more output: the call was ended (exit_code None)
+    cancelled: bool = False  # the cancel signal fired: the sandbox was killed
 
 
 class OutputSink(Protocol):
@@ -179,34 +192,42 @@ def _pidfd(proc: subprocess.Popen) -> int | None:
         return None
 
 
-def _relay(proc: subprocess.Popen, sink: OutputSink, deadline: float, *, until_exit: bool) -> str:
-    """Feed the pipes to ``sink`` as bytes arrive. Ends with "exited" (the launcher, when
-    ``until_exit``; woken by a pidfd at once, no polling sleeps), "eof" (both pipes closed, when
-    not ``until_exit``), "timeout" (``deadline`` passed) or "full" (the sink refused more)."""
+def _relay(proc: subprocess.Popen, sink: OutputSink, deadline: float, *, until_exit: bool,
+           cancel: Cancel | None = None) -> str:
+    """Feed the pipes to ``sink`` as bytes arrive. Ends with EXITED (the launcher, when
+    ``until_exit``; woken by a pidfd at once, no polling sleeps), EOF (both pipes closed, when not
+    ``until_exit``), TIMED_OUT (``deadline`` passed), CANCELLED (``cancel`` fired: woken by its
+    descriptor) or FULL (the sink refused more)."""
+    if cancel is not None and cancel.is_set():
+        return CANCELLED
     selector = selectors.DefaultSelector()
     pidfd = _pidfd(proc) if until_exit else None
     try:
         for pipe, take in ((proc.stdout, sink.stdout), (proc.stderr, sink.stderr)):
             selector.register(pipe, selectors.EVENT_READ, take)
         if pidfd is not None:
-            selector.register(pidfd, selectors.EVENT_READ, None)
+            selector.register(pidfd, selectors.EVENT_READ, EXITED)
+        if cancel is not None:
+            selector.register(cancel.fileno(), selectors.EVENT_READ, CANCELLED)
         polled = until_exit and pidfd is None
         while True:
             if polled and proc.poll() is not None:
-                return "exited"
+                return EXITED
             if not until_exit and not selector.get_map():
-                return "eof"
+                return EOF
             left = deadline - time.monotonic()
             if left <= 0:
-                return "timeout"
-            for key, _ in selector.select(min(left, 0.05) if polled else left):
-                if key.data is None:
-                    return "exited"
+                return TIMED_OUT
+            ready = [key for key, _ in selector.select(min(left, 0.05) if polled else left)]
+            woken = {key.data for key in ready if isinstance(key.data, str)}
+            if woken:  # exited wins over a cancel in the same instant: the command ran to its end
+                return EXITED if EXITED in woken else CANCELLED
+            for key in ready:
                 data = os.read(key.fd, READ_BYTES)
                 if not data:
                     selector.unregister(key.fileobj)
                 elif not key.data(data):
-                    return "full"
+                    return FULL
     finally:
         selector.close()
         if pidfd is not None:
@@ -228,9 +249,11 @@ def _stop(proc: subprocess.Popen, mechanism: str) -> None:
 
 
 def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = None, network: bool = False,
-        output_cap: int, sink: OutputSink | None = None) -> SandboxResult:
+        output_cap: int, sink: OutputSink | None = None, cancel: Cancel | None = None) -> SandboxResult:
     """Run ``command`` with ``/bin/sh -c`` in a new sandbox of ``mechanism``. With a ``sink`` the
-    output goes there as it arrives (the result's stdout and stderr are then empty)."""
+    output goes there as it arrives (the result's stdout and stderr are then empty). It is ended
+    early when ``timeout_s`` passes or ``cancel`` fires (then everything it started is gone before
+    we return)."""
     harden_parent()
     collected = _Collect(output_cap) if sink is None else None
     sink = sink or collected
@@ -246,12 +269,12 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
             **as_user,
         )
         try:
-            ended = "timeout"
+            ended = TIMED_OUT
             try:
-                ended = _relay(proc, sink, start + max(0.01, timeout_s), until_exit=True)
+                ended = _relay(proc, sink, start + max(0.01, timeout_s), until_exit=True, cancel=cancel)
             finally:
                 _stop(proc, mechanism)
-            interrupted = ended != "exited"
+            interrupted = ended != EXITED
             if user is not None and (interrupted or mechanism == BEST_EFFORT):
                 reaper.kill_uid(user)  # nothing else on the host has this uid
                 if mechanism == BEST_EFFORT:
@@ -259,10 +282,10 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
             elif mechanism == BEST_EFFORT:
                 reaper.kill_marked([call.marker])
             duration_ms = int((time.monotonic() - start) * 1000)
-            # What the pipes still hold once every writer is gone (bounded: an escaped process may hold one).
-            if ended != "full" and _relay(proc, sink, time.monotonic() + DRAIN_S, until_exit=False) == "full":
-                ended = "full"
-            if ended == "full":
+            # What the pipes still hold once every writer is gone (bounded: an escaped process may
+            # hold one); a cancelled call keeps it too, so its artifact shows how far the command got.
+            over_cap = ended == FULL or _relay(proc, sink, time.monotonic() + DRAIN_S, until_exit=False) == FULL
+            if over_cap:
                 _relay(proc, _Discard(), time.monotonic() + DRAIN_S, until_exit=False)
         finally:
             proc.stdout.close()
@@ -270,8 +293,8 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         out = err = ""
         if collected is not None:
             out, err = collected.out.decode("utf-8", "replace"), collected.err.decode("utf-8", "replace")
-        return SandboxResult(None if interrupted else proc.returncode, out, err, ended == "timeout", duration_ms,
-                             mechanism, over_cap=ended == "full")
+        return SandboxResult(None if interrupted else proc.returncode, out, err, ended == TIMED_OUT, duration_ms,
+                             mechanism, over_cap=over_cap, cancelled=ended == CANCELLED)
     finally:
         if mechanism == BEST_EFFORT:  # only there can a process escape its call's teardown
             invocation.record(call.marker)

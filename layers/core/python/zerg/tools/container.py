@@ -4,7 +4,8 @@ Each call gets a fresh sandbox: with bubblewrap or util-linux ``unshare``, its o
 mount, IPC, UTS and network namespaces over a read-only view of the host's system directories,
 with a private /tmp and home; on a host without either (and on Lambda), today's best effort: a
 scrubbed environment, a per-call uid when we are root, a process group and a targeted sweep.
-Whatever the mechanism, the call returns only once every process it started is gone. Output is
+Whatever the mechanism, the call returns only once every process it started is gone, also when
+the run is cancelled mid-command (the context's cancel signal kills the sandbox). Output is
 streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`: bounded memory) and
 capped for the model; a command printing more than the artifact bound is stopped there.
 """
@@ -27,13 +28,19 @@ def container_exec(args: ContainerExecArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.sandbox import execute
     from zerg.sandbox.reaper import SandboxError
 
+    if ctx.cancelled():
+        return error(f"not run: {ctx.cancel.reason}")
     timeout = ctx.bounded(args.timeout_s)
     with ShellOutput(ctx, "container_exec", f"$ {args.command}") as output:
         try:
-            result = execute(args.command, timeout, ctx.settings, output_cap=ARTIFACT_OUTPUT_CAP, sink=output)
+            result = execute(args.command, timeout, ctx.settings, output_cap=ARTIFACT_OUTPUT_CAP, sink=output,
+                             cancel=ctx.cancel)
         except SandboxError as exc:
             return error(f"container_exec could not prepare a sandbox: {exc}")
-        note = f"killed after {timeout:.1f}s timeout" if result.timed_out else ""
+        if result.cancelled:
+            note = f"killed: {ctx.cancel.reason}; the sandbox and everything in it are gone"
+        else:
+            note = f"killed after {timeout:.1f}s timeout" if result.timed_out else ""
         return output.finish(result.exit_code, result.duration_ms, note)
 
 
