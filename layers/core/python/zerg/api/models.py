@@ -178,6 +178,7 @@ ERRORS: dict[int, str] = {
     409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",
     415: "The body is not application/json",
+    416: "The Range asked for is outside the file (Content-Range: bytes */SIZE gives its size)",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",
 }
@@ -189,14 +190,14 @@ def responses(status: int, description: str, model: type[BaseModel] | None = Non
 
     (With ``responses`` given, Powertools drops its automatic success entry, so it is listed here.)
     Every route answers 422 (validation) and 500 (never a trace) besides ``errors``. Without a
-    model, a success in ``media_type`` (one or several) is any JSON, or text for other types;
-    without a model or a media type other than JSON it has no body (204)."""
+    model, a success in ``media_type`` (one or several) is of that type with no schema (a file as
+    it is); without a model or a media type other than JSON it has no body (204)."""
     success: dict[str, Any] = {"description": description}
     if model is not None:
         success["content"] = {media_type: {"model": model}}
     elif media_type != "application/json":
         types = (media_type,) if isinstance(media_type, str) else media_type
-        success["content"] = {t: {"schema": {} if t == "application/json" else {"type": "string"}} for t in types}
+        success["content"] = {t: {} for t in types}
     else:  # no body (204): without "content", Powertools would document application/json
         success["content"] = {}
     documented: dict[int, dict[str, Any]] = {status: success}

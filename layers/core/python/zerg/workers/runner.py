@@ -1,7 +1,8 @@
 """WorkerRunner: one disposable agent, one task, every byte persisted as it happens.
 
 Invariants:
-- Each tool output is written to ``tool_calls/NNN_tool.txt`` the moment the call finishes and
+- Each tool output is written to ``tool_calls/NNN_tool.txt`` as it is produced (the shell tools
+  stream it there while the command runs, the others save it the moment the call finishes) and
   each message is appended to ``thread.jsonl`` as it happens: a crash or timeout loses nothing
   that was already produced.
 - ``status`` is system-determined: ``success`` when the loop ended with a final message,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from zerg import observability
@@ -150,7 +152,7 @@ class _WorkerHooks(LoopHooks):
         self.rt.store.append_thread(self.worker_id, message)
 
     def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
-        path = self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
+        path = outcome.artifact_path or self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
         self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
         self.loop.outputs.append((path, outcome.text))
         if stop := self._cancelled():  # its command was ended: no further call
@@ -171,7 +173,8 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, de
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt, cancel=cancel),
+        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt,
+                        open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
