@@ -257,19 +257,28 @@ def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
 def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
     """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
     the handler's result shape, or ``{"stream": (caller, run, after)}`` to follow live."""
+    from psycopg import OperationalError
+
     from zerg.api import sse
-    from zerg.api.errors import ApiError
+    from zerg.api.errors import ApiError, unavailable
     from zerg.api.routes.runs import stream_request
     from zerg.runtime import get_runtime
 
     try:
         caller, run_id, after = stream_request(event)
+        if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
+            return {"statusCode": 204, "headers": {}, "body": ""}
+    except OperationalError as exc:  # the database is unreachable: the API's 503, as on every route
+        return _error_result(unavailable(exc))
     except ApiError as exc:
-        return {"statusCode": exc.status, "headers": {"content-type": "application/json"},
-                "body": error_body(exc.error, exc.message)}
-    if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
-        return {"statusCode": 204, "headers": {}, "body": ""}
+        return _error_result(exc)
     return {"stream": (caller, run_id, after)}
+
+
+def _error_result(exc: Any) -> dict[str, Any]:
+    """An ``ApiError`` in the handler's result shape."""
+    return {"statusCode": exc.status, "headers": {"content-type": "application/json", **exc.headers},
+            "body": error_body(exc.error, exc.message)}
 
 
 class LocalServer:
