@@ -16,6 +16,9 @@ Invariants:
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
+- ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
+  ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
+  of it stays ``running`` in the index.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.tools import ToolContext
 from zerg.tools.base import Tool, ToolOutcome, parse_args
 from zerg.workers import jobs
+from zerg.workers.reconcile import reconcile_run
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
 OUTCOME_RESULT_BYTES = 4_000
@@ -91,6 +95,7 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:
         return {"jobs": [], "done": True}
+    reconcile_run(rt, owner_id, run_id)  # a worker that could not record its outcome: metadata.json says it
     messages = list(run["working_messages"])
     count = _fill_pending(rt, run, messages)
     with rt.pool.connection() as conn:
@@ -228,6 +233,8 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     if run["status"] in RUN_FINAL:
         return {"run_id": run_id, "status": run["status"]}
     answer = run["result"] or "The run ended without an answer."
+    # Never "success" while a job of the run is still running in the index (its metadata may say failed).
+    reconcile_run(rt, owner_id, run_id, close_unfinished=True)
     with rt.pool.connection() as conn:
         closed = runs.complete_run(conn, run, answer)
         status = "success" if closed else runs.get_run(conn, owner_id, run_id)["status"]

@@ -11,6 +11,10 @@ Invariants:
   synthesised from the last tool outputs, marked as such.
 - A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
   was interrupted mid-run (a Lambda retry) marks it failed and keeps its partial artifacts.
+- The database is bookkeeping, not the work: a worker keeps working through an outage (its cancel
+  check cannot tell, so it goes on), and its start and final bookkeeping retry with back-off for
+  ``ZERG_DB_RETRY_S`` (:func:`zerg.db.retry_unavailable`). What still cannot be written is
+  reconciled from ``metadata.json`` later (:mod:`zerg.workers.reconcile`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from psycopg import OperationalError
+
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.runs import events
@@ -95,9 +102,18 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     model = job["model"] or settings.worker_model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
-    with rt.pool.connection() as conn:
-        jobs.mark_started(conn, job_id, worker_id, started)
-        events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+
+    def record_start() -> None:
+        with rt.pool.connection() as conn:
+            jobs.mark_started(conn, job_id, worker_id, started)
+            events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+
+    try:
+        retry_unavailable(record_start, budget_s=settings.db_retry_s, what=f"the start of job {job_id}")
+    except OperationalError as exc:  # the index never learnt this worker: its metadata must not say running
+        store.save_result(worker_id, f"[Worker failed: the database was unreachable at its start: {exc}]")
+        store.complete_worker(worker_id, "failed", error="the database was unreachable at the worker's start")
+        raise
 
     deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
@@ -124,9 +140,12 @@ class _WorkerHooks(LoopHooks):
         return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
 
     def check(self) -> Stop | None:
-        with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
-            if jobs.job_status(conn, self.job_id) == "cancelled":
-                return Stop("cancelled by the user", status="failed")
+        try:
+            with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
+                if jobs.job_status(conn, self.job_id) == "cancelled":
+                    return Stop("cancelled by the user", status="failed")
+        except OperationalError:  # no cancel could be written either: keep working, ask again next step
+            pass
         return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
@@ -195,11 +214,15 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
             "tool_calls": loop.calls,
         },
     )
-    with rt.pool.connection() as conn:
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
-        })
+
+    def record() -> None:
+        with rt.pool.connection() as conn:
+            if jobs.mark_finished(conn, job_id, meta):  # False: a retry whose first commit had landed
+                events.emit(conn, run_id, owner_id, "worker_complete", {
+                    "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
+                })
+
+    retry_unavailable(record, budget_s=rt.settings.db_retry_s, what=f"the outcome of job {job_id}")
     observability.metric("WorkerDuration", meta["duration_ms"] or 0, "Milliseconds", status=loop.status)
     return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
 
@@ -208,8 +231,14 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     """Fail a job whose worker crashed or was interrupted (the state machine's Catch path).
 
     Idempotent: a job that already finished keeps its status. Partial artifacts stay; the
-    worker gets a result.txt explaining the failure if it had none.
+    worker gets a result.txt explaining the failure if it had none. Retried while the database
+    is unreachable (being idempotent, a retry after a landed commit changes nothing).
     """
+    return retry_unavailable(lambda: _mark_job_failed(rt, job_id, owner_id, run_id, error),
+                             budget_s=rt.settings.db_retry_s, what=f"the failure of job {job_id}")
+
+
+def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error: str) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
         return done
@@ -230,8 +259,8 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
-        })
+        if jobs.mark_finished(conn, job_id, meta):
+            events.emit(conn, run_id, owner_id, "worker_complete", {
+                "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
+            })
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
