@@ -27,6 +27,8 @@ FIGURES = {
     "run": ["workers  concurrency   wall ms   handlers ms   engine ms", "(parallel)"],
     "cli": ['== zerg run "check disk"', "zerg run, wall", "interpreter start and exit", "CLI imports",
             "engine imports", "engine start", "the run itself", "run duration as recorded"],
+    "db": ["== connection checkout", "checkout, plain", "checkout, verified", "check cost per checkout",
+           "== checkouts per API request", "GET /api/jarvis/thread"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }
