@@ -17,7 +17,7 @@ from zerg.supervisor import turn
 from zerg.supervisor.turn import PENDING
 from zerg.timestamps import parse_iso, utcnow
 from zerg.workers import jobs
-from zerg.workers.reconcile import reconcile_index, reconcile_run
+from zerg.workers.reconcile import reconcile_index, reconcile_run, run_reconcile
 
 
 def outage_leftover(rt, pool, owner_id: int, run_id: int, task: str, status: str | None,
@@ -59,6 +59,19 @@ def test_finalize_never_ends_success_while_a_job_stays_running_in_the_index(runt
     completes = [p["job_id"] for e, p in events if e == "worker_complete"]
     assert sorted(completes) == sorted([failed, died, never])
     assert events[-1][0] == "supervisor_complete"  # every worker_complete comes before it
+
+
+def test_a_failed_runs_error_event_shows_the_outcomes_metadata_json_recorded(runtime_env, pool, owner):
+    rt = runtime_env()
+    run_id, _ = make_run(pool, owner)
+    done, _ = outage_leftover(rt, pool, owner, run_id, "finished", "success")
+
+    assert turn.fail(rt, run_id, owner, {"Error": "States.TaskFailed", "Cause": "resume failed"})["status"] == "failed"
+
+    kind, payload = run_events(pool, run_id)[-1]
+    assert kind == "error"
+    assert {"job_id": done, "status": "success", "summary": None} in payload["details"]["workers"]
+    assert index_row(pool, done)["status"] == "success"
 
 
 def test_reconciling_another_owners_run_touches_nothing(runtime_env, pool, owner, other_owner):
@@ -120,6 +133,7 @@ def test_reconcile_index_repairs_settled_rows_of_every_owner_and_leaves_the_rest
     assert [p["job_id"] for e, p in run_events(pool, mine_run) if e == "worker_complete"] == [mine]
     assert not [e for e, _ in run_events(pool, theirs_run) if e == "worker_complete"]
 
+    assert set(run_reconcile(rt)) == {"checked", "repaired", "skipped"}  # the housekeeping task's log line
     again = reconcile_index(rt, limit=100_000)  # idempotent: nothing left to repair for these
     assert not {mine, theirs} & set(again.repaired)
     assert reconcile_index(rt, settle_s=0, limit=100_000).repaired.count(fresh) == 1

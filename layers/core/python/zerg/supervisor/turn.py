@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, ToolCall
 from zerg.llm.untrusted import UNTRUSTED
@@ -251,6 +252,11 @@ def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
     timed_out = isinstance(error, dict) and error.get("Error") in ("States.Timeout", "Sandbox.Timedout")
     status = "timeout" if timed_out else "failed"
     message = describe_step_error(error, "run timed out" if timed_out else "run failed")
+    try:  # the error event's partial results then show what the workers' metadata.json says
+        reconcile_run(rt, owner_id, run_id)
+    except Exception:  # best effort: recording the failure matters more
+        observability.logger().warning("jobs not reconciled before failing the run", exc_info=True,
+                                       extra={"run_id": run_id})
     with rt.pool.connection() as conn:
         if runs.fail_run(conn, run, status, message) is None:
             status = runs.get_run(conn, owner_id, run_id)["status"]

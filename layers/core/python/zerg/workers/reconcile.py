@@ -115,3 +115,12 @@ def reconcile_index(rt: Runtime, *, settle_s: float | None = None, limit: int = 
         if _repair(rt, row, meta):
             report.repaired.append(row["id"])
     return report
+
+
+RECONCILE_INTERVAL_S = 300.0  # zerg serve's housekeeping: every 5 minutes
+
+
+def run_reconcile(rt: Runtime) -> dict[str, int]:
+    """:func:`reconcile_index` as a housekeeping task: its counts, for the log."""
+    report = reconcile_index(rt)
+    return {"checked": report.checked, "repaired": len(report.repaired), "skipped": len(report.skipped)}
