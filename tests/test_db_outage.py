@@ -154,6 +154,8 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down_and
     operations = every_operation(doc)
     assert len(operations) >= 19 and any(url.startswith("/api/jarvis/supervisor/events") for _, url, _, _ in operations)
     assert client.get("/api/jarvis/thread").status_code == 200  # the pool holds live connections
+    pool = runtime.get_runtime().pool
+    pool.pop_stats()
 
     outage_db.stop()
 
@@ -161,9 +163,12 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down_and
         method, url, headers, body = op
         return f"{method} {url}", client.request(method, url, headers=headers, json=body)
 
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        for what, resp in pool.map(send, operations):
+    with ThreadPoolExecutor(max_workers=6) as senders:
+        for what, resp in senders.map(send, operations):
             assert_unavailable(resp, what)
+    # Only the first request waited out ZERG_DB_WAIT_S for a connection; the server then knew the
+    # database was down and refused the others at once (a direct connection attempt each).
+    assert pool.pop_stats().get("requests_errors", 0) == 1
     # The event stream too: a real 503 response, not a dropped connection.
     with client.stream("GET", "/api/jarvis/supervisor/events?run_id=1", headers={"last-event-id": "3"}) as resp:
         resp.read()

@@ -9,9 +9,9 @@ Invariants:
 - A pooled connection is verified (one empty query) before it is handed out; the first broken one
   drains every idle connection (they died with the same server), so the first request after the
   database comes back gets a fresh connection instead of a stale one.
-- An unreachable database is ``psycopg.OperationalError`` (``PoolTimeout`` after ``ZERG_DB_WAIT_S``,
-  :class:`DatabaseUnavailable` when the embedded server cannot start): the API answers it with
-  503, never 500 (``zerg.api.errors.unavailable``).
+- An unreachable database is ``psycopg.OperationalError`` (``PoolTimeout`` after ``ZERG_DB_WAIT_S``;
+  :class:`DatabaseUnavailable` at once while it is known to refuse connections, or when the
+  embedded server cannot start): the API answers it with 503, never 500 (``zerg.api.errors.unavailable``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import functools
 import logging
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -199,18 +199,43 @@ def verified_pool_class() -> type["ConnectionPool"]:
     from psycopg_pool import ConnectionPool
 
     class VerifiedPool(ConnectionPool):
-        """A pool that checks each connection as it hands it out.
+        """A pool that checks each connection as it hands it out, and fails fast while the database
+        is known to be down.
 
-        The equivalent of ``check=ConnectionPool.check_connection``, minus its back-off: psycopg's
-        check loop sleeps 1, 2, 4... s between stale connections, so a pool full of connections
-        to a restarted server could make the first request after recovery time out. Here the first
+        The check is ``check=ConnectionPool.check_connection`` minus psycopg's back-off: its check
+        loop sleeps 1, 2, 4... s between stale connections, so a pool full of connections to a
+        restarted server could make the first request after recovery time out. Here the first
         failed check drains the idle connections at once (replacements connect in the background)
-        and the caller waits for a fresh one. Cost: one round trip per checkout."""
+        and the caller waits for a fresh one. Cost: one round trip per checkout.
+
+        Once a caller found no working connection in time, the next ones (while none is idle) first
+        try one direct connection: refused, they fail at once (``DatabaseUnavailable``) instead of
+        each waiting the full ``timeout``; accepted, the database is back and they wait as usual."""
+
+        _down = False  # set by a caller that timed out, cleared by the next one served
 
         def getconn(self, timeout: float | None = None):
             from psycopg_pool import PoolTimeout
 
-            wait = self.timeout if timeout is None else timeout
+            if self._down and not self.get_stats().get("pool_available"):
+                self._probe()
+            try:
+                conn = self._checked(self.timeout if timeout is None else timeout)
+            except PoolTimeout:
+                self._down = True
+                raise
+            self._down = False
+            return conn
+
+        def _probe(self) -> None:
+            try:
+                psycopg.connect(self.conninfo, connect_timeout=2).close()
+            except psycopg.OperationalError as exc:
+                raise DatabaseUnavailable(f"the database refuses connections: {exc}".strip()) from None
+
+        def _checked(self, wait: float):
+            from psycopg_pool import PoolTimeout
+
             deadline = time.monotonic() + wait
             while True:
                 left = deadline - time.monotonic()
