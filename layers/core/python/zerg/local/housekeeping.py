@@ -123,9 +123,11 @@ def _ms(started: float) -> int:
 
 def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
     """What ``zerg serve`` runs in the background, from the settings. One line per task."""
-    from zerg.workers import retention
+    from zerg.workers import reconcile, retention
 
     tasks: list[PeriodicTask] = []
     if rt.settings.artifact_retention_days is not None:
         tasks.append(PeriodicTask("retention", DAY_S, partial(retention.run_retention, rt)))
+    tasks.append(PeriodicTask("reconcile", reconcile.RECONCILE_INTERVAL_S, partial(reconcile.run_reconcile, rt),
+                              first_delay_s=reconcile.RECONCILE_INTERVAL_S))  # the index vs metadata.json
     return tasks
