@@ -11,24 +11,24 @@ from tests.support.factories import unique_name
 from zerg.owners import create_owner
 
 OPERATIONS = {  # (path, method): (success status, error statuses it documents)
-    ("/api/jarvis/auth", "post"): (200, {400, 401, 422}),
-    ("/api/jarvis/supervisor", "post"): (202, {400, 401, 413, 422, 503}),
+    ("/api/jarvis/auth", "post"): (200, {400, 401, 415, 422}),
+    ("/api/jarvis/supervisor", "post"): (202, {400, 401, 413, 415, 422, 503}),
     ("/api/jarvis/supervisor/events", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}/cancel", "post"): (200, {401, 404, 422}),
     ("/api/jarvis/workers", "get"): (200, {401, 422}),
     ("/api/jarvis/workers/{job_id}", "get"): (200, {401, 404, 422}),
-    ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 422}),
-    ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 416, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 416, 422}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
     ("/api/jarvis/logout", "post"): (200, {401, 422}),
-    ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 422}),
+    ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 415, 422}),
     ("/api/jarvis/sessions", "get"): (200, {401, 422}),
     ("/api/jarvis/sessions/{session_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/devices/{device_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/hosts", "get"): (200, {401, 422}),
     ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
-    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 422, 503}),
+    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 415, 422, 503}),
     ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
 }
 
@@ -72,6 +72,14 @@ def test_workers_list_documents_every_query_parameter_with_its_bounds(doc):
     assert ("header", "idempotency-key") in _params(doc, "/api/jarvis/supervisor", "post")
 
 
+def test_file_routes_document_the_range_header_and_the_partial_content(doc):
+    for path in ("/api/jarvis/workers/{job_id}/files/{path}", "/api/jarvis/workers/{job_id}/files/{folder}/{name}"):
+        header = _params(doc, path)["header", "range"]
+        assert not header["required"] and "bytes=START-END" in header["description"], path
+        responses = doc["paths"][path]["get"]["responses"]
+        assert "Content-Range" in responses["206"]["description"] and "Range" in responses["416"]["description"]
+
+
 def test_path_ids_are_integers(doc):
     for path, name in (("/api/jarvis/runs/{run_id}", "run_id"), ("/api/jarvis/workers/{job_id}", "job_id"),
                        ("/api/jarvis/workers/{job_id}/files/{path}", "job_id")):
@@ -94,7 +102,8 @@ def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
     assert doc["components"]["schemas"]["ErrorBody"]["required"] == ["error", "message"]
     for (path, method), (success, errors) in OPERATIONS.items():
         responses = doc["paths"][path][method]["responses"]
-        assert {int(code) for code in responses} == {success, *errors, 500} | ({204} if path.endswith("/events") else set()), path
+        extra = {204} if path.endswith("/events") else {206} if "/files/" in path else set()  # no body / a byte range
+        assert {int(code) for code in responses} == {success, *errors, 500} | extra, path
         for code in (*errors, 500):
             schema = responses[str(code)]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)
@@ -191,3 +200,12 @@ def test_building_the_app_does_not_import_the_openapi_models():
             "print('aws_lambda_powertools.event_handler.openapi.models' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_bodiless_answers_document_no_body_and_the_event_stream_documents_each_event(doc):
+    events = doc["paths"]["/api/jarvis/supervisor/events"]["get"]["responses"]
+    assert events["204"]["content"] == {} and doc["paths"]["/api/jarvis/hosts/{alias}"]["delete"]["responses"]["204"]["content"] == {}
+    assert events["200"]["content"]["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/RunEventFrame"}
+    assert set(doc["components"]["schemas"]["RunEventFrame"]["properties"]) == {"id", "event", "data"}
+    files = doc["paths"]["/api/jarvis/workers/{job_id}/files/{path}"]["get"]["responses"]["200"]["content"]
+    assert set(files) == {"text/plain", "application/json", "application/x-ndjson"}

@@ -17,8 +17,9 @@ RUN_FINAL: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
 
 JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
-# What a worker's own run can end with (its metadata.json): the system decided it.
-WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout")
-# A job that will not change any more: a worker outcome, or cancelled by the user.
-JOB_FINISHED: tuple[str, ...] = (*WORKER_OUTCOMES, "cancelled")
+# What a worker's own run can end with (its metadata.json): the system decided it. ``cancelled``:
+# its run was cancelled and it was stopped (its commands killed), so metadata and index agree.
+WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
+# A job that will not change any more: a worker outcome (a job cancelled before it started too).
+JOB_FINISHED: tuple[str, ...] = WORKER_OUTCOMES
 JOB_UNFINISHED: tuple[str, ...] = ("queued", "running")

@@ -10,6 +10,10 @@ Invariants:
   run writes nothing to the thread.
 - ``runs.tokens_*``/``cost_usd`` are the run's totals (supervisor + workers + summaries), set when
   the run ends; the ``supervisor_*`` columns accumulate while it runs.
+- A cancelled run's terminal ``error`` event is written only once none of its jobs is running:
+  the cancel closes the run and cancels its queued jobs; each running worker, told to stop, ends
+  its commands, records its job and calls :func:`finish_cancel`; whoever sees no running job left
+  writes the event, exactly once (under the run's event lock).
 """
 
 from __future__ import annotations
@@ -167,7 +171,10 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
 
 
 def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
-    """Mark a running run and its unfinished jobs cancelled; emit the closing ``error`` event.
+    """Mark a running run cancelled and its queued jobs with it (they never start); write the closing
+    ``error`` event now if no job is running, else leave it to the last worker to stop
+    (:func:`finish_cancel`). Stopping those workers is
+    :func:`zerg.workers.cancellation.stop_run_workers`, after this transaction commits.
 
     Returns the run (None if not the owner's). A finished run is returned unchanged.
     """
@@ -176,11 +183,29 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] |
         return None
     with conn.transaction():
         if _close(conn, run_id, "cancelled", error="cancelled by the user"):
-            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=True)
+            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=False)
             _set_totals(conn, run_id)
-            events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
-            _finished("cancelled")
+            finish_cancel(conn, owner_id, run_id)
     return get_run(conn, owner_id, run_id)
+
+
+def finish_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """Write a cancelled run's terminal ``error`` event if none of its jobs is running and it has
+    none yet; True if this call wrote it. Call it in the transaction that records a job's end."""
+    events.lock_run(conn, run_id)  # serialises the closers: the last one sees every other's job ended
+    if run_status(conn, owner_id, run_id) != "cancelled" or events.is_closed(conn, run_id):
+        return False
+    if jobs.running_job_ids(conn, owner_id, run_id):
+        return False
+    _set_totals(conn, run_id)  # now with the stopped workers' usage
+    events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
+    _finished("cancelled")
+    return True
+
+
+def run_status(conn: Connection, owner_id: int, run_id: int) -> str | None:
+    row = conn.execute("SELECT status FROM runs WHERE owner_id = %s AND id = %s", (owner_id, run_id)).fetchone()
+    return None if row is None else row["status"]
 
 
 def set_execution_arn(conn: Connection, run_id: int, arn: str) -> None:

@@ -84,7 +84,8 @@ def count_run_jobs(conn: Connection, run_id: int) -> int:
 
 
 def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool) -> None:
-    """Cancel the run's queued jobs (and running ones, when the user cancelled the run)."""
+    """Cancel the run's queued jobs (and running ones, when their workers are known to be gone; a
+    live worker records its own end: see :mod:`zerg.workers.cancellation`)."""
     statuses = list(JOB_UNFINISHED) if include_running else ["queued"]
     conn.execute(
         """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
@@ -147,34 +148,49 @@ def finished_workers(conn: Connection, owner_id: int, *, since: datetime, limit:
     ).fetchall()
 
 
-def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
-    conn.execute(
+def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> bool:
+    """Claim a queued job for its worker. False (nothing changed) when it is no longer queued: it
+    was cancelled meanwhile, so it must not start."""
+    row = conn.execute(
         "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s "
-        "WHERE id = %s AND status <> 'cancelled'",
+        "WHERE id = %s AND status = 'queued' RETURNING id",
         (worker_id, started_at, job_id),
-    )
+    ).fetchone()
+    return row is not None
 
 
-def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
-    """Copy a completed worker's metadata (status, timings, error, usage) onto its row.
+def running_job_ids(conn: Connection, owner_id: int, run_id: int) -> list[int]:
+    """Ids of the owner's jobs of ``run_id`` whose worker is still running."""
+    rows = conn.execute(
+        "SELECT id FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND status = 'running' ORDER BY id",
+        (owner_id, run_id),
+    ).fetchall()
+    return [r["id"] for r in rows]
+
+
+def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> bool:
+    """Copy a completed worker's metadata (status, timings, error, usage) onto its row; False when
+    the row already holds exactly this outcome (a retried write whose commit had landed).
 
     A job the user cancelled stays ``cancelled`` (its artifacts still say what the worker did)."""
-    conn.execute(
+    finished_at = parse_iso(meta["finished_at"])
+    return conn.execute(
         """UPDATE worker_jobs SET status = CASE WHEN status = 'cancelled' THEN status ELSE %s END,
                   error = %s, finished_at = %s, duration_ms = %s,
                   tokens_in = %s, tokens_out = %s, cost_usd = %s
-           WHERE id = %s""",
+           WHERE id = %s AND finished_at IS DISTINCT FROM %s""",
         (
             meta["status"],
             meta.get("error"),
-            parse_iso(meta["finished_at"]),
+            finished_at,
             meta.get("duration_ms"),
             meta.get("tokens_in") or 0,
             meta.get("tokens_out") or 0,
             meta.get("cost_usd"),
             job_id,
+            finished_at,
         ),
-    )
+    ).rowcount == 1
 
 
 def mark_failed_unstarted(conn: Connection, job_id: int, error: str) -> None:
@@ -220,6 +236,28 @@ def worker_owners(conn: Connection, worker_ids: list[str]) -> dict[str, int]:
     return {r["worker_id"]: r["owner_id"] for r in rows}
 
 
+def expired_jobs(
+    conn: Connection, before: datetime, *, owner_id: int | None = None, after_id: int = 0, limit: int = 500,
+) -> list[dict[str, Any]]:
+    """Finished jobs created before ``before`` (every owner's, or one owner's), by id from
+    ``after_id`` on: the candidates of the retention sweep (:mod:`zerg.workers.retention`)."""
+    owner_clause = "" if owner_id is None else "AND owner_id = %(owner)s"
+    return conn.execute(
+        f"""SELECT id, owner_id, run_id, worker_id, status, created_at FROM worker_jobs
+            WHERE status = ANY(%(finished)s) AND created_at < %(before)s AND id > %(after)s {owner_clause}
+            ORDER BY id LIMIT %(limit)s""",
+        {"finished": list(JOB_FINISHED), "before": before, "after": after_id, "owner": owner_id, "limit": limit},
+    ).fetchall()
+
+
+def delete_expired_job(conn: Connection, owner_id: int, job_id: int, before: datetime) -> bool:
+    """Remove one job's index row, only if it is still finished and created before ``before``."""
+    return conn.execute(
+        "DELETE FROM worker_jobs WHERE owner_id = %s AND id = %s AND status = ANY(%s) AND created_at < %s RETURNING id",
+        (owner_id, job_id, list(JOB_FINISHED), before),
+    ).fetchone() is not None
+
+
 def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
     """Ids of the owner's jobs still queued or running (a failed run can leave a worker running)."""
     rows = conn.execute(
@@ -227,6 +265,17 @@ def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
         (owner_id, list(JOB_UNFINISHED)),
     ).fetchall()
     return [r["id"] for r in rows]
+
+
+def unfinished_started_jobs(conn: Connection, *, run_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
+    """Queued or running jobs whose worker started (they have a worker id), of one run or of every
+    owner, oldest first: the rows whose ``metadata.json`` may already say more (reconciliation)."""
+    return conn.execute(
+        """SELECT id, owner_id, run_id, worker_id, status FROM worker_jobs
+           WHERE status = ANY(%s) AND worker_id IS NOT NULL AND (%s::bigint IS NULL OR run_id = %s)
+           ORDER BY id LIMIT %s""",
+        (list(JOB_UNFINISHED), run_id, run_id, limit),
+    ).fetchall()
 
 
 def cancel_owner_jobs(conn: Connection, owner_id: int) -> int:

@@ -1,34 +1,48 @@
 """WorkerRunner: one disposable agent, one task, every byte persisted as it happens.
 
 Invariants:
-- Each tool output is written to ``tool_calls/NNN_tool.txt`` the moment the call finishes and
+- Each tool output is written to ``tool_calls/NNN_tool.txt`` as it is produced (the shell tools
+  stream it there while the command runs, the others save it the moment the call finishes) and
   each message is appended to ``thread.jsonl`` as it happens: a crash or timeout loses nothing
   that was already produced.
 - ``status`` is system-determined: ``success`` when the loop ended with a final message,
   ``failed`` on an exception, a critical tool error or exhausted iterations, ``timeout`` when
-  the deadline passed. What the model says about success never changes it.
+  the deadline passed, ``cancelled`` when its run was cancelled (or closed) and it was stopped.
+  What the model says about success never changes it.
+- A cancel stops the work, not just the loop: the running command is ended (its tool waits on the
+  cancel signal of :mod:`zerg.workers.cancellation`) before the job is recorded, and a job
+  cancelled before it started never starts (the claim in ``jobs.mark_started`` is conditional).
 - ``result.txt`` is never empty: an empty final message, a failure or a timeout yields a result
   synthesised from the last tool outputs, marked as such.
 - A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
   was interrupted mid-run (a Lambda retry) marks it failed and keeps its partial artifacts.
+- The database is bookkeeping, not the work: a worker keeps working through an outage (its cancel
+  watcher asks again at its next poll), and its start and final bookkeeping retry with back-off for
+  ``ZERG_DB_RETRY_S`` (:func:`zerg.db.retry_unavailable`). What still cannot be written is
+  reconciled from ``metadata.json`` later (:mod:`zerg.workers.reconcile`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from psycopg import OperationalError
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.runs import events
+from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED, WORKER_OUTCOMES
 from zerg.timestamps import utcnow
-from zerg.tools import ToolContext, ToolOutcome, worker_tools
-from zerg.workers import jobs
+from zerg.tools import CancelSignal, ToolContext, ToolOutcome, worker_tools
+from zerg.workers import cancellation, jobs
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
@@ -95,21 +109,39 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     model = job["model"] or settings.worker_model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
-    with rt.pool.connection() as conn:
-        jobs.mark_started(conn, job_id, worker_id, started)
-        events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+
+    def record_start() -> bool:
+        with rt.pool.connection() as conn:
+            claimed = jobs.mark_started(conn, job_id, worker_id, started)
+            if claimed:
+                events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+        return claimed
+
+    try:
+        claimed = retry_unavailable(record_start, budget_s=settings.db_retry_s, what=f"the start of job {job_id}")
+    except OperationalError as exc:  # the index never learnt this worker: its metadata must not say running
+        store.save_result(worker_id, f"[Worker failed: the database was unreachable at its start: {exc}]")
+        store.complete_worker(worker_id, "failed", error="the database was unreachable at the worker's start")
+        raise
+    if not claimed:
+        current = _load_job(rt, job_id, owner_id, run_id)
+        if current["worker_id"] != worker_id:  # cancelled (or claimed elsewhere) since we read it: it never starts here
+            store.delete_worker(worker_id)
+            return _finished(current) or WorkerOutcome(job_id, None, "cancelled")
+        # else ours after all: a retried claim whose first commit had landed
 
     deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
-    try:
-        _agent_loop(rt, job, worker_id, model, deadline, loop)
-    except LLMError as exc:
-        if time.monotonic() >= deadline:
-            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
-        else:
-            loop.status, loop.error = "failed", str(exc)
-    except Exception as exc:  # the system decides: an exception is a failure, whatever was said
-        loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
+    with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
+        try:
+            _agent_loop(rt, job, worker_id, model, deadline, loop, cancel)
+        except LLMError as exc:
+            if time.monotonic() >= deadline:
+                loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
+            else:
+                loop.status, loop.error = "failed", str(exc)
+        except Exception as exc:  # the system decides: an exception is a failure, whatever was said
+            loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
@@ -117,16 +149,20 @@ class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, job_id: int, worker_id: str, deadline: float, loop: _Loop) -> None:
-        self.rt, self.job_id, self.worker_id, self.deadline, self.loop = rt, job_id, worker_id, deadline, loop
+    def __init__(self, rt: Runtime, worker_id: str, deadline: float, loop: _Loop, cancel: CancelSignal) -> None:
+        self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
 
     def _timed_out(self) -> Stop:
         return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
 
+    def _cancelled(self) -> Stop | None:
+        return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
+
     def check(self) -> Stop | None:
-        with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
-            if jobs.job_status(conn, self.job_id) == "cancelled":
-                return Stop("cancelled by the user", status="failed")
+        # The signal, not the database: the watcher keeps it current (at once for a cancel taken in
+        # this process, within its poll otherwise), so a model call costs no query.
+        if stop := self._cancelled():
+            return stop
         return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
@@ -136,25 +172,29 @@ class _WorkerHooks(LoopHooks):
         self.rt.store.append_thread(self.worker_id, message)
 
     def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
-        path = self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
+        path = outcome.artifact_path or self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
         self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
         self.loop.outputs.append((path, outcome.text))
+        if stop := self._cancelled():  # its command was ended: no further call
+            return stop
         return Stop(outcome.critical, status="failed") if outcome.critical else None
 
     def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
         return self._timed_out() if time.monotonic() >= self.deadline else None
 
 
-def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop) -> None:
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop,
+                cancel: CancelSignal) -> None:
     settings = rt.settings
-    hooks = _WorkerHooks(rt, job["id"], worker_id, deadline, loop)
+    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
     messages: list[dict[str, Any]] = []
     for message in ({"role": "system", "content": WORKER_SYSTEM_PROMPT}, {"role": "user", "content": job["task"]}):
         messages.append(message)
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt),
+        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt,
+                        open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
@@ -195,11 +235,16 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
             "tool_calls": loop.calls,
         },
     )
-    with rt.pool.connection() as conn:
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
-        })
+
+    def record() -> None:
+        with rt.pool.connection() as conn:
+            if jobs.mark_finished(conn, job_id, meta):  # False: a retry whose first commit had landed
+                events.emit(conn, run_id, owner_id, "worker_complete", {
+                    "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
+                })
+            runs.finish_cancel(conn, owner_id, run_id)  # the last worker of a cancelled run closes its events
+
+    retry_unavailable(record, budget_s=rt.settings.db_retry_s, what=f"the outcome of job {job_id}")
     observability.metric("WorkerDuration", meta["duration_ms"] or 0, "Milliseconds", status=loop.status)
     return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
 
@@ -208,8 +253,14 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     """Fail a job whose worker crashed or was interrupted (the state machine's Catch path).
 
     Idempotent: a job that already finished keeps its status. Partial artifacts stay; the
-    worker gets a result.txt explaining the failure if it had none.
+    worker gets a result.txt explaining the failure if it had none. Retried while the database
+    is unreachable (being idempotent, a retry after a landed commit changes nothing).
     """
+    return retry_unavailable(lambda: _mark_job_failed(rt, job_id, owner_id, run_id, error),
+                             budget_s=rt.settings.db_retry_s, what=f"the failure of job {job_id}")
+
+
+def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error: str) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
         return done
@@ -221,6 +272,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
             events.emit(conn, run_id, owner_id, "worker_complete", {
                 "job_id": job_id, "worker_id": None, "status": "failed", "duration_ms": None,
             })
+            runs.finish_cancel(conn, owner_id, run_id)
         return WorkerOutcome(job_id, None, "failed", None, error)
     store = rt.store
     if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
@@ -230,8 +282,9 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
-        })
+        if jobs.mark_finished(conn, job_id, meta):
+            events.emit(conn, run_id, owner_id, "worker_complete", {
+                "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
+            })
+        runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
