@@ -155,6 +155,16 @@ def children(pid: int) -> list[int]:
         return [p for p in _pids() if _status(p).get("PPid") == str(pid)]
 
 
+def ancestors(pid: int | None = None) -> set[int]:
+    """``pid`` (default: this process) and every process above it."""
+    chain, current = set(), pid or os.getpid()
+    while current > 0 and current not in chain:
+        chain.add(current)
+        ppid = _status(current).get("PPid")
+        current = int(ppid) if ppid and ppid.isdigit() else 0
+    return chain
+
+
 def kill_all_but_us() -> int:
     """Lambda only (:func:`zerg.hosting.lambda_runtime`: we are the runtime, right under Lambda's
     init): SIGKILL every process we may signal, in one ``kill(-1)``. The kernel signals them all

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zerg.sandbox import processes, uids
+from zerg.sandbox.processes import ancestors
 from zerg.sandbox.uids import SANDBOX_UID_BASE, UID_SLOTS
 
-__all__ = ["SANDBOX_UID_BASE", "UID_SLOTS"]  # the uid side lives in uids.py, processes in processes.py
+# The uid side lives in uids.py, processes in processes.py; these names stay importable from here.
+__all__ = ["SANDBOX_UID_BASE", "UID_SLOTS", "ancestors"]
 
 MARKER_ENV = processes.MARKER_ENV
 
