@@ -11,24 +11,35 @@ Invariants:
   synthesised from the last tool outputs, marked as such.
 - A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
   was interrupted mid-run (a Lambda retry) marks it failed and keeps its partial artifacts.
+- The run's deadline bounds every worker (:mod:`zerg.runs.deadline`): a worker still running at
+  the run's answer-by time stops and its job is ``cancelled`` with that reason (in the index and in
+  ``metadata.json``); a job that had not started by then never starts.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.config import Settings
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
+from zerg.runs import deadline as run_deadline
 from zerg.runs import events
+from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import JOB_FINISHED, WORKER_OUTCOMES
+from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
 from zerg.tools import ToolContext, ToolOutcome, worker_tools
 from zerg.workers import jobs
+
+if TYPE_CHECKING:
+    from zerg.artifacts import WorkerArtifactStore
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
@@ -40,6 +51,7 @@ and any errors you hit. Never claim something you did not observe in a tool outp
 
 """ + PROMPT_RULE
 
+log = logging.getLogger(__name__)
 SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
 
 
@@ -84,6 +96,27 @@ def _finished(job: dict[str, Any]) -> WorkerOutcome | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Deadline:
+    """When this worker must stop (monotonic clock) and why: its own timeout or the run's deadline."""
+
+    at: float
+    stop: Stop
+
+    @staticmethod
+    def of(settings: Settings, run_started_at: datetime | None) -> "_Deadline":
+        own = settings.worker_timeout_s
+        left = own if run_started_at is None else run_deadline.seconds_left(
+            run_deadline.answer_by(run_started_at, settings))
+        if left < own:
+            return _Deadline(time.monotonic() + left, Stop(_deadline_reason(settings), status="cancelled"))
+        return _Deadline(time.monotonic() + own, Stop(f"worker timed out after {own:g}s", status="timeout"))
+
+
+def _deadline_reason(settings: Settings) -> str:
+    return f"cancelled at {run_deadline.describe(settings)}: the supervisor answers with what exists"
+
+
 def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
@@ -92,6 +125,11 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
         return mark_job_failed(rt, job_id, owner_id, run_id, "worker was interrupted before it finished (retried invocation); partial artifacts kept")
 
     store, settings = rt.store, rt.settings
+    with rt.pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, run_id)
+    deadline = _Deadline.of(settings, run["started_at"] if run else None)
+    if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
+        return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
     model = job["model"] or settings.worker_model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
@@ -99,13 +137,12 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
         jobs.mark_started(conn, job_id, worker_id, started)
         events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
 
-    deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
     try:
         _agent_loop(rt, job, worker_id, model, deadline, loop)
     except LLMError as exc:
-        if time.monotonic() >= deadline:
-            loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
+        if time.monotonic() >= deadline.at:
+            loop.status, loop.error = deadline.stop.status, f"{deadline.stop.reason} (waiting for the model)"
         else:
             loop.status, loop.error = "failed", str(exc)
     except Exception as exc:  # the system decides: an exception is a failure, whatever was said
@@ -113,24 +150,30 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
+def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reason: str) -> WorkerOutcome:
+    with rt.pool.connection() as conn:
+        runs.mark_deadline_reached(conn, run_id)
+        if jobs.cancel_job(conn, job_id, reason):
+            events.emit(conn, run_id, owner_id, "worker_complete",
+                        {"job_id": job_id, "worker_id": None, "status": "cancelled", "duration_ms": None})
+    return WorkerOutcome(job_id, None, "cancelled", None, reason)
+
+
 class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, job_id: int, worker_id: str, deadline: float, loop: _Loop) -> None:
+    def __init__(self, rt: Runtime, job_id: int, worker_id: str, deadline: _Deadline, loop: _Loop) -> None:
         self.rt, self.job_id, self.worker_id, self.deadline, self.loop = rt, job_id, worker_id, deadline, loop
-
-    def _timed_out(self) -> Stop:
-        return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
 
     def check(self) -> Stop | None:
         with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
             if jobs.job_status(conn, self.job_id) == "cancelled":
                 return Stop("cancelled by the user", status="failed")
-        return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
+        return self.deadline.stop if self.deadline.at - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
-        return min(self.deadline - time.monotonic(), self.rt.settings.llm_timeout_s)
+        return min(self.deadline.at - time.monotonic(), self.rt.settings.llm_timeout_s)
 
     def message(self, message: dict[str, Any]) -> None:
         self.rt.store.append_thread(self.worker_id, message)
@@ -142,10 +185,10 @@ class _WorkerHooks(LoopHooks):
         return Stop(outcome.critical, status="failed") if outcome.critical else None
 
     def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
-        return self._timed_out() if time.monotonic() >= self.deadline else None
+        return self.deadline.stop if time.monotonic() >= self.deadline.at else None
 
 
-def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop) -> None:
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: _Deadline, loop: _Loop) -> None:
     settings = rt.settings
     hooks = _WorkerHooks(rt, job["id"], worker_id, deadline, loop)
     messages: list[dict[str, Any]] = []
@@ -154,7 +197,7 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, de
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt),
+        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
@@ -196,6 +239,9 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
         },
     )
     with rt.pool.connection() as conn:
+        if loop.status == "cancelled":  # stopped at the run's deadline: the index says so too
+            runs.mark_deadline_reached(conn, run_id)
+            jobs.cancel_job(conn, job_id, loop.error or "cancelled")
         jobs.mark_finished(conn, job_id, meta)
         events.emit(conn, run_id, owner_id, "worker_complete", {
             "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
@@ -226,7 +272,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
         store.save_result(worker_id, f"[Worker failed: {error}]")
     meta = store.read_metadata(worker_id)
-    if meta.get("status") not in WORKER_OUTCOMES:
+    if meta.get("status") not in JOB_FINISHED:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:
@@ -235,3 +281,27 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
             "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
         })
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
+
+
+def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, reason: str) -> None:
+    """Close the artifacts of a worker nobody is running any more (its run's process stopped, or
+    it outlived its timeout): a ``result.txt`` saying so, with the tail of its last tool output,
+    when it had none, and ``status`` in ``metadata.json``. Everything it wrote stays readable.
+
+    Best effort: a store this process may not write (the ingress on AWS only reads) leaves the
+    artifacts as they were, with a log line; the index row is what clients read first."""
+    try:
+        files = store.list_files(worker_id)
+        if not any(f.path == "result.txt" for f in files):
+            lines = [f"[Worker {status}: {reason}]"]
+            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file)
+            if outputs:
+                tail = store.tail(worker_id, outputs[-1], 2000).decode("utf-8", "replace")
+                lines += [SYNTHESISED_MARK, "", f"== {outputs[-1]} ==", tail]
+            else:
+                lines.append("No tool output was recorded.")
+            store.save_result(worker_id, "\n".join(lines))
+        if store.read_metadata(worker_id).get("status") not in JOB_FINISHED:
+            store.complete_worker(worker_id, status, error=reason)
+    except Exception as exc:
+        log.warning("could not close the artifacts of worker %s: %s: %s", worker_id, type(exc).__name__, exc)
