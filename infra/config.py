@@ -39,6 +39,8 @@ class StageConfig:
     log_level: str = "INFO"
     log_retention_days: int = 30
     inbound_retention_days: int = 30
+    # Workers older than this lose their artifacts and index rows (a daily sweep); 0 = keep forever.
+    artifact_retention_days: int = 0
     db_min_capacity: float = 0.5
     db_max_capacity: float = 4.0
     api_rate_limit: int = 20
@@ -72,6 +74,7 @@ class StageConfig:
             ("log_level", self.log_level in {"DEBUG", "INFO", "WARNING", "ERROR"}),
             ("log_retention_days", self.log_retention_days in RETENTION_DAYS),
             ("inbound_retention_days", self.inbound_retention_days >= 1),
+            ("artifact_retention_days", 0 <= self.artifact_retention_days <= 36_500),
             ("db_min_capacity", 0 <= self.db_min_capacity <= self.db_max_capacity <= 256),
             ("api_rate_limit", 1 <= self.api_rate_limit <= self.api_burst_limit),
         ]

@@ -1,5 +1,6 @@
-"""Ingress Lambda: the entry for every external event: the Jarvis HTTP API (API Gateway HTTP API
-v2 events) and the run state machine's execution status changes (EventBridge)."""
+"""Ingress Lambda: the entry for every external event. Today: the Jarvis HTTP API (API Gateway
+HTTP API v2 events), scheduled housekeeping (``{"trigger": "housekeeping", "task": NAME}`` from
+an EventBridge rule) and the run state machine's execution status changes (EventBridge)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,41 @@ from typing import Any
 from zerg import observability
 from zerg.api.app import resolve
 
+# Lambda's remaining time below which a housekeeping task starts no new piece of work.
+HOUSEKEEPING_MARGIN_MS = 5_000
+
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    if isinstance(event, dict) and event.get("trigger") == "housekeeping":
+        return housekeeping(event, context)
     if isinstance(event, dict) and event.get("source") == "aws.states":
-        return _execution_status(event)
+        return execution_status(event)
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
     with observability.invocation("events", request_id):
         return resolve(event, context)
 
 
-def _execution_status(event: dict[str, Any]) -> dict[str, Any]:
+def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    from zerg.handler_input import HousekeepingEvent, parse_event
+    from zerg.runtime import get_runtime
+    from zerg.workers.retention import run_retention
+
+    ev = parse_event(HousekeepingEvent, event, "housekeeping")
+    tasks = {"retention": run_retention}  # one entry per HousekeepingEvent.task
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    should_stop = (lambda: remaining() < HOUSEKEEPING_MARGIN_MS) if remaining else None
+    with observability.invocation("events", f"housekeeping:{ev.task}") as log:
+        try:
+            result = tasks[ev.task](get_runtime(), should_stop=should_stop)
+        except Exception:  # EventBridge's asynchronous invoke retries; the log says what broke
+            log.exception("housekeeping task failed", extra={"task": ev.task})
+            raise
+        log.info("housekeeping task done", extra={"task": ev.task, "result": result})
+    return {"trigger": "housekeeping", "task": ev.task, "result": result}
+
+
+def execution_status(event: dict[str, Any]) -> dict[str, Any]:
+    """A run's execution failed, timed out or was aborted: close the run (zerg.runs.execution_status)."""
     from zerg.runs.execution_status import on_execution_status
     from zerg.runtime import get_runtime
 

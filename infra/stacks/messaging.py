@@ -9,6 +9,9 @@ Invariants:
   and a message in the DLQ raises an alarm.
 - This stack references the workflow stack, never the other way round: grants to workflow
   roles are policies owned here, and the SNS -> Lambda subscription and permission live here.
+- Housekeeping: with ``artifact_retention_days`` set, a daily rule invokes ingress with
+  ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
+  DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -31,6 +36,8 @@ from constructs import Construct
 from infra.config import StageConfig
 
 INBOUND_EMAIL_PREFIX = "inbound/email/"
+# The ingress event of the daily retention sweep (zerg.handler_input.HousekeepingEvent).
+HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
 
 
 class MessagingStack(Stack):
@@ -45,6 +52,7 @@ class MessagingStack(Stack):
         self._inbound_sms(ingress)
         self._email(bucket, ingress, supervisor)
         self._schedules(state_machine, ingress)
+        self._housekeeping(bucket, ingress)
         self._alarms(state_machine)
         CfnOutput(self, "AlertTopicArn", value=self.alert_topic.topic_arn)
         CfnOutput(self, "InboundSmsTopicArn", value=self.inbound_sms_topic.topic_arn)
@@ -148,6 +156,31 @@ class MessagingStack(Stack):
         CfnOutput(self, "ScheduleGroupName", value=self.schedule_group.schedule_group_name)
         CfnOutput(self, "SchedulerRoleArn", value=self.scheduler_role.role_arn)
         CfnOutput(self, "ScheduleDlqArn", value=self.schedule_dlq.queue_arn)
+
+    def _housekeeping(self, bucket: s3.IBucket, ingress: lambda_.Function) -> None:
+        if not self.config.artifact_retention_days:
+            return
+        self.retention_rule = events.Rule(
+            self, "RetentionSweep",
+            rule_name=self.config.prefix("retention-sweep"),
+            description="Daily: delete workers older than the artifact retention that nothing pins",
+            schedule=events.Schedule.rate(Duration.days(1)),
+            targets=[targets.LambdaFunction(
+                ingress,
+                event=events.RuleTargetInput.from_object(HOUSEKEEPING_RETENTION),
+                dead_letter_queue=self.schedule_dlq,
+                retry_attempts=2,
+                max_event_age=Duration.hours(6),
+            )],
+        )
+        iam.Policy(
+            self, "IngressExpiresArtifacts",
+            roles=[ingress.role],
+            statements=[iam.PolicyStatement(
+                actions=["s3:DeleteObject", "s3:DeleteObjectVersion"],
+                resources=[bucket.arn_for_objects("workers/*")],
+            )],
+        )
 
     def _alarms(self, state_machine: sfn.IStateMachine) -> None:
         action = cw_actions.SnsAction(self.alert_topic)

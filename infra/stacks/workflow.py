@@ -68,6 +68,12 @@ def function_specs() -> dict[str, FunctionSpec]:
     }
 
 
+def retention_environment(config: StageConfig) -> dict[str, str]:
+    """Ingress runs the retention sweep: it is told the retention only when the stage sets one."""
+    days = config.artifact_retention_days
+    return {"ZERG_ARTIFACT_RETENTION_DAYS": str(days)} if days else {}
+
+
 def migrations_hash() -> str:
     digest = hashlib.sha256()
     for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
@@ -135,6 +141,8 @@ class WorkflowStack(Stack):
         data.bucket.grant_read(self.ingress)
         data.jwt_secret.grant_read(self.ingress)
         self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
+        for key, value in retention_environment(self.config).items():  # its sweep's delete grant: Messaging
+            self.ingress.add_environment(key, value)
 
     def _grant_host_keys(self) -> None:
         key = self.data.host_keys_key

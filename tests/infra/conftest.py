@@ -29,6 +29,7 @@ CONTEXT = {
     "alert_email": "ops@zerg.test",
     "jarvis_origin": "https://jarvis.zerg.test",
     "map_concurrency": "7",  # as `-c map_concurrency=7` delivers it: a string
+    "artifact_retention_days": "30",  # the daily retention sweep and its grants exist
 }
 
 

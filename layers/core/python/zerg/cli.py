@@ -160,6 +160,25 @@ def cmd_workers_reindex(args: argparse.Namespace) -> int:
     return 0 if not report.skipped else 1
 
 
+def cmd_workers_gc(args: argparse.Namespace) -> int:
+    from zerg.artifacts import get_store
+    from zerg.db import get_pool
+    from zerg.migrate import migrate
+    from zerg.workers.retention import sweep
+
+    days = args.days or get_settings().artifact_retention_days
+    if days is None:
+        raise CliError("ZERG_ARTIFACT_RETENTION_DAYS is unset, so workers are kept forever: set it or pass --days N")
+    owner_id = None
+    with _connection() as conn:
+        migrate(conn)
+        if args.owner is not None:
+            owner_id = _owner(conn, args.owner)
+    report = sweep(get_pool(), get_store(), days=days, owner_id=owner_id, dry_run=args.dry_run)
+    print("\n".join(report.lines()))
+    return 0 if not report.failed else 1
+
+
 def _owner(conn, name: str | None) -> int:
     """The owner a command acts for: ``--owner NAME``, else the local owner (created on first use)."""
     from zerg.owners import local_owner, owner_by_name
@@ -350,6 +369,7 @@ def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from zerg.local.housekeeping import Housekeeping, default_tasks
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
@@ -364,17 +384,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server = make_server(args.host, args.port, tls_cert=tls_cert, tls_key=tls_key)
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    from zerg.runs.orphans import reap_periodically
-
-    _reap_orphans(get_runtime())
-    stop_sweeps = reap_periodically(get_runtime())  # orphan sweeps while serving (zerg.runs.orphans)
+    _reap_orphans(get_runtime())  # then every minute, as a housekeeping task
     print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
+    housekeeping = Housekeeping(default_tasks(get_runtime())).start()  # retention sweep and the like
     try:
         server.serve()  # returns after Ctrl-C / SIGTERM, once open requests are done
     except KeyboardInterrupt:  # uvicorn re-raises the signal it handled; stopping is the normal exit
         pass
     finally:
-        stop_sweeps.set()
+        housekeeping.stop()
         get_runtime().close()
     return 0
 
@@ -456,6 +474,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return run_doctor(get_settings())
 
 
+def _positive_days(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 36_500:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days from 1 to 36500")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zerg", description="Zerg: the assistant's backend brain.")
     groups = parser.add_subparsers(dest="group", required=True)
@@ -527,6 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     workers.add_parser(
         "reindex", help="rebuild the worker_jobs index from every metadata.json"
     ).set_defaults(func=cmd_workers_reindex)
+    gc = workers.add_parser("gc", help="delete workers older than ZERG_ARTIFACT_RETENTION_DAYS that nothing pins")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    gc.add_argument("--owner", metavar="NAME", help="only this owner's workers (default: every owner's)")
+    gc.add_argument("--days", type=_positive_days, metavar="N", help="retention in days (default ZERG_ARTIFACT_RETENTION_DAYS)")
+    gc.set_defaults(func=cmd_workers_gc)
 
     hosts = groups.add_parser("hosts", help="the owner's SSH hosts for ssh_exec").add_subparsers(dest="cmd", required=True)
     h_add = hosts.add_parser("add", help="register an SSH host; the private key is sealed for the owner")

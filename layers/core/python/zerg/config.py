@@ -105,6 +105,11 @@ class Settings(BaseModel):
     artifact_bucket: str | None = Field(
         default=None, alias="ZERG_ARTIFACT_BUCKET"
     )
+    artifact_retention_days: int | None = Field(
+        default=None, ge=1, le=36_500, alias="ZERG_ARTIFACT_RETENTION_DAYS",
+        description="Workers older than this many days lose their artifacts and index rows unless pinned; "
+                    "unset = keep forever.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="ZERG_LOG_LEVEL"
     )

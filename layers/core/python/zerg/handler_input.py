@@ -8,7 +8,7 @@ Functions shows it as the error cause, and nothing has been touched yet.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,6 +36,14 @@ class JobEvent(BaseModel):
     job_id: int = Field(gt=0)
     run_id: int = Field(gt=0)
     owner_id: int = Field(gt=0)
+
+
+class HousekeepingEvent(BaseModel):
+    """What a scheduled EventBridge rule sends the ingress function: which housekeeping task to run."""
+
+    model_config = ConfigDict(extra="forbid")
+    trigger: Literal["housekeeping"]
+    task: Literal["retention"]
 
 
 def describe_step_error(error: Any, prefix: str) -> str:

@@ -1,8 +1,8 @@
 """Orphan recovery on the local runtime: runs whose executing process is gone, runs far past
 their deadline, and jobs that outlived their worker timeout.
 
-:func:`reap_orphans` is one sweep; ``zerg serve`` runs it at start and periodically, ``zerg run``
-at start. On AWS the same closing (:func:`zerg.runs.store.fail_run`) is reached from the
+:func:`reap_orphans` is one sweep; ``zerg serve`` runs it at start and then every
+:data:`SWEEP_EVERY_S` (a housekeeping task, :mod:`zerg.local.housekeeping`), ``zerg run`` at start. On AWS the same closing (:func:`zerg.runs.store.fail_run`) is reached from the
 state machine's execution-status events instead (:mod:`zerg.runs.execution_status`).
 
 Invariants:
@@ -23,7 +23,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,7 @@ log = logging.getLogger(__name__)
 
 UNCLAIMED_GRACE_S = 300.0  # a local run with neither executor nor execution this long after its start
 JOB_GRACE_S = 60.0  # past the worker timeout, for the worker's own final bookkeeping
-SWEEP_EVERY_S = 60.0  # zerg serve's periodic sweep
+SWEEP_EVERY_S = 60.0  # zerg serve's housekeeping task
 
 
 @dataclass
@@ -166,18 +165,8 @@ def _stop_local_execution(rt: "Runtime", run: dict[str, Any]) -> None:
             log.debug("could not stop the execution of run %s", run["id"], exc_info=True)
 
 
-def reap_periodically(rt: "Runtime", every_s: float = SWEEP_EVERY_S) -> threading.Event:
-    """Run :func:`reap_orphans` every ``every_s`` in a daemon thread until the returned event is set.
-
-    (``zerg serve``'s hook; a host with its own periodic loop calls :func:`reap_orphans` from it.)"""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(every_s):
-            try:
-                reap_orphans(rt)
-            except Exception:  # e.g. the database is away: the next sweep tries again
-                log.exception("orphan sweep failed")
-
-    threading.Thread(target=loop, name="zerg-orphan-sweep", daemon=True).start()
-    return stop
+def sweep_counts(rt: "Runtime") -> dict[str, int]:
+    """:func:`reap_orphans` as a housekeeping task: what it closed, as counts for the log line."""
+    report = reap_orphans(rt)
+    return {"interrupted": len(report.interrupted), "timed_out_runs": len(report.timed_out_runs),
+            "timed_out_jobs": len(report.timed_out_jobs), "errors": len(report.errors)}

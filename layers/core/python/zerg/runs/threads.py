@@ -73,6 +73,20 @@ def page_messages(conn: Connection, owner_id: int, thread_id: int, *, before_id:
     ).fetchall()
 
 
+def cited_job_ids(conn: Connection, owner_id: int) -> set[int]:
+    """Job ids the owner's thread messages cite as provenance (an answer's ``metadata.job_ids``,
+    written by :func:`zerg.runs.store.complete_run`): the workers the conversation stands on."""
+    rows = conn.execute(
+        """SELECT DISTINCT cited.job_id::bigint AS job_id
+           FROM thread_messages AS m,
+                jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.metadata->'job_ids') = 'array'
+                                               THEN m.metadata->'job_ids' ELSE '[]'::jsonb END) AS cited(job_id)
+           WHERE m.owner_id = %s AND cited.job_id ~ '^[0-9]{1,18}$'""",
+        (owner_id,),
+    ).fetchall()
+    return {r["job_id"] for r in rows}
+
+
 def export_threads(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's threads, for ``zerg owners export``."""
     with conn.cursor() as cur:

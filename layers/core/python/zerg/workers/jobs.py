@@ -254,6 +254,28 @@ def worker_owners(conn: Connection, worker_ids: list[str]) -> dict[str, int]:
     return {r["worker_id"]: r["owner_id"] for r in rows}
 
 
+def expired_jobs(
+    conn: Connection, before: datetime, *, owner_id: int | None = None, after_id: int = 0, limit: int = 500,
+) -> list[dict[str, Any]]:
+    """Finished jobs created before ``before`` (every owner's, or one owner's), by id from
+    ``after_id`` on: the candidates of the retention sweep (:mod:`zerg.workers.retention`)."""
+    owner_clause = "" if owner_id is None else "AND owner_id = %(owner)s"
+    return conn.execute(
+        f"""SELECT id, owner_id, run_id, worker_id, status, created_at FROM worker_jobs
+            WHERE status = ANY(%(finished)s) AND created_at < %(before)s AND id > %(after)s {owner_clause}
+            ORDER BY id LIMIT %(limit)s""",
+        {"finished": list(JOB_FINISHED), "before": before, "after": after_id, "owner": owner_id, "limit": limit},
+    ).fetchall()
+
+
+def delete_expired_job(conn: Connection, owner_id: int, job_id: int, before: datetime) -> bool:
+    """Remove one job's index row, only if it is still finished and created before ``before``."""
+    return conn.execute(
+        "DELETE FROM worker_jobs WHERE owner_id = %s AND id = %s AND status = ANY(%s) AND created_at < %s RETURNING id",
+        (owner_id, job_id, list(JOB_FINISHED), before),
+    ).fetchone() is not None
+
+
 def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
     """Ids of the owner's jobs still queued or running (a failed run can leave a worker running)."""
     rows = conn.execute(

@@ -1,0 +1,91 @@
+"""Housekeeping on AWS: the daily retention rule invoking ingress, its DLQ, and the narrow delete
+grant it needs; none of it when the stage keeps artifacts forever."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+
+from zerg.handler_input import HousekeepingEvent, parse_event
+
+
+def _retention_rule(synth) -> dict:
+    (rule,) = [r for r in synth.resources("Messaging", "AWS::Events::Rule").values()
+               if r["Properties"].get("Name") == "zerg-test-retention-sweep"]
+    return rule["Properties"]
+
+
+def test_a_daily_rule_sends_ingress_the_retention_event_the_handler_accepts(synth):
+    props = _retention_rule(synth)
+    assert props["ScheduleExpression"] == "rate(1 day)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert event == {"trigger": "housekeeping", "task": "retention"}
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "retention"  # what the handler validates
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600}
+    (dlq_id,) = [k for k in synth.resources("Messaging", "AWS::SQS::Queue") if "ScheduleDlq" in k]
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}  # the queue that alarms
+
+
+def test_eventbridge_may_invoke_ingress_and_write_the_dlq_only_from_that_rule(synth):
+    template = synth.assertion("Messaging")
+    (rule_id,) = [k for k, r in synth.resources("Messaging", "AWS::Events::Rule").items()
+                  if r["Properties"].get("Name") == "zerg-test-retention-sweep"]
+    template.has_resource_properties("AWS::Lambda::Permission", {
+        "Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+        "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}})
+    template.has_resource_properties("AWS::SQS::QueuePolicy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Action": "sqs:SendMessage", "Principal": {"Service": "events.amazonaws.com"},
+                           "Condition": {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}}}})])}})
+
+
+def test_ingress_may_delete_worker_objects_only_and_knows_the_retention(synth):
+    statements = synth.statements_of_role(synth.role_of("events"))
+    deletes = [s for s in statements if any(a.startswith("s3:Delete") for a in ([s["Action"]] if isinstance(
+        s["Action"], str) else s["Action"]))]
+    assert len(deletes) == 1
+    assert sorted(deletes[0]["Action"]) == ["s3:DeleteObject", "s3:DeleteObjectVersion"]
+    resource = json.dumps(deletes[0]["Resource"])
+    assert resource.endswith('"/workers/*"]]}') and "GetAttArtifacts" in resource  # the artifacts bucket
+    env = synth.function("events")[1]["Properties"]["Environment"]["Variables"]
+    assert env["ZERG_ARTIFACT_RETENTION_DAYS"] == "30"
+    for name in ("supervisor", "worker", "summary"):  # only ingress sweeps
+        assert "ZERG_ARTIFACT_RETENTION_DAYS" not in synth.function(name)[1]["Properties"]["Environment"]["Variables"]
+
+
+def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk import aws_stepfunctions as sfn
+    from aws_cdk.assertions import Template
+
+    from infra.config import StageConfig
+    from infra.stacks.messaging import MessagingStack
+    from infra.stacks.workflow import retention_environment
+
+    config = StageConfig(stage="test")
+    assert config.artifact_retention_days == 0 and retention_environment(config) == {}
+    assert retention_environment(config.replace(artifact_retention_days=90)) == {"ZERG_ARTIFACT_RETENTION_DAYS": "90"}
+    app = App(builtin_cloud_formation_validation=False)
+    deps = Stack(app, "Deps")
+    code = lambda_.Code.from_inline("def handler(event, context):\n    return event\n")
+    ingress, supervisor = (lambda_.Function(deps, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler",
+                                            code=code) for name in ("Ingress", "Supervisor"))
+    machine = sfn.StateMachine(deps, "Machine", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(deps, "P")))
+    stack = MessagingStack(app, "Messaging", config=config, bucket=s3.Bucket(deps, "Bucket"),
+                           state_machine=machine, ingress=ingress, supervisor=supervisor)
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::Events::Rule", 0)
+    assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
+
+
+@pytest.mark.parametrize("days", [-1, 36_501])
+def test_an_out_of_range_retention_fails_the_synth_naming_the_key(days):
+    from infra.config import ConfigError, StageConfig
+
+    with pytest.raises(ConfigError, match="artifact_retention_days"):
+        StageConfig(artifact_retention_days=days).validate()

@@ -1,0 +1,115 @@
+"""``zerg serve``'s housekeeping loop: named periodic tasks, each on its own schedule, one failing
+task never stopping the others, every run logged; and ``zerg serve`` really runs the retention sweep."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from zerg import observability
+from zerg.local.housekeeping import DAY_S, Housekeeping, PeriodicTask, default_tasks
+
+
+@pytest.fixture
+def log_lines():
+    handler = observability.logger().registered_handler
+    buffer = io.StringIO()
+    old = handler.setStream(buffer)
+    yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
+    handler.setStream(old)
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    """Poll until ``condition()``; a generous bound that only ends a hung test, never a measured one."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)
+
+
+def test_the_loop_runs_each_task_again_and_again_and_survives_a_failing_one(log_lines):
+    counted = []
+
+    def explode():
+        raise RuntimeError("reaper broke")
+
+    with Housekeeping([PeriodicTask("broken", 0.01, explode),
+                       PeriodicTask("counter", 0.01, lambda: counted.append(1) or {"count": len(counted)})]) as hk:
+        wait_for(lambda: len(counted) >= 3 and hk.stats["broken"].failures >= 3)
+    assert hk.stats["broken"].runs == hk.stats["broken"].failures  # failed every time, and kept being run
+    assert hk.stats["broken"].last_error == "RuntimeError: reaper broke"
+    assert hk.stats["counter"].failures == 0 and hk.stats["counter"].last_result == {"count": hk.stats["counter"].runs}
+    lines = log_lines()
+    failed = [line for line in lines if line["message"] == "housekeeping task failed"]
+    assert failed and failed[0]["task"] == "broken" and "reaper broke" in failed[0]["reason"]
+    assert "Traceback" in failed[0]["exception"]
+    done = [line for line in lines if line["message"] == "housekeeping task done"]
+    assert done and {line["task"] for line in done} == {"counter"} and "duration_ms" in done[0]
+    assert any(line["message"] == "housekeeping started" for line in lines)
+
+
+def test_stop_ends_every_loop_and_no_task_runs_after_it():
+    runs = []
+    hk = Housekeeping([PeriodicTask("tick", 0.01, lambda: runs.append(1))]).start()
+    wait_for(lambda: len(runs) >= 2)
+    hk.stop()
+    assert not any(t.name.startswith("zerg-housekeeping-") and t.is_alive() for t in threading.enumerate())
+    after = len(runs)
+    time.sleep(0.05)  # a few intervals: a loop still running would have added a run
+    assert len(runs) == after
+
+
+def test_a_task_runs_first_after_its_first_delay_then_at_its_interval():
+    started = threading.Event()
+    hk = Housekeeping([PeriodicTask("later", DAY_S, started.set, first_delay_s=DAY_S),
+                       PeriodicTask("now", DAY_S, lambda: None)]).start()
+    wait_for(lambda: hk.stats["now"].runs == 1)
+    hk.stop()
+    assert not started.is_set() and hk.stats["later"].runs == 0 and hk.stats["now"].runs == 1
+
+
+def test_task_names_are_unique_and_intervals_positive():
+    with pytest.raises(ValueError, match="unique"):
+        Housekeeping([PeriodicTask("a", 1, lambda: None), PeriodicTask("a", 2, lambda: None)])
+    with pytest.raises(ValueError, match="interval"):
+        PeriodicTask("zero", 0, lambda: None)
+
+
+def test_zerg_serve_sweeps_retention_only_when_it_is_configured(runtime_env):
+    (orphans,) = default_tasks(runtime_env())  # zerg serve swept once before serving: a minute in
+    assert (orphans.name, orphans.interval_s, orphans.first_delay_s) == ("orphans", 60.0, 60.0)
+    _, task = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30"))
+    assert (task.name, task.interval_s, task.first_delay_s) == ("retention", DAY_S, 0.0)
+
+
+def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_one(database_url, pool, owner, tmp_path):
+    from tests.support.aged_workers import gone, kept, worker
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    old = worker(pool, store, owner, "old", days_old=40)
+    cited = worker(pool, store, owner, "cited", days_old=40, run="success")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))} | {
+        "DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"),
+        "ZERG_DATA_DIR": str(tmp_path / "data"), "ZERG_ARTIFACT_RETENTION_DAYS": "30"}
+    server = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: gone(pool, store, old) or server.poll() is not None, timeout=120)
+        assert server.poll() is None, server.communicate()
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+    assert kept(pool, store, cited)
+    done = [json.loads(line) for line in err.splitlines() if '"housekeeping task done"' in line]
+    assert done[0]["task"] == "retention" and done[0]["result"]["kept_pinned"] >= 1
