@@ -374,3 +374,21 @@ def test_closing_the_local_starter_interrupts_the_runs_it_still_executed(runtime
         run = runs.get_run(conn, owner, started.run_id)
     assert run["status"] == "interrupted" and f"pid {os.getpid()}" in run["error"]
     assert run_events(pool, started.run_id)[-1][1]["status"] == "interrupted"
+
+
+def test_a_run_whose_local_execution_was_aborted_is_closed_as_the_aws_rule_closes_one(runtime_env, llm, pool, owner):
+    llm.script({"delay": 3.0, "content": "too late"})  # the plan's model call, while the execution is stopped
+    rt = runtime_env()
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "check something")
+    arn = rt.starter.start(started.run_id, owner, started.thread_id)
+    wait_for(lambda: llm.requests, "the plan's model call")
+    rt.starter.stop(arn, "stopped by hand")  # the execution ends; nothing closed the run
+    assert rt.starter.engine().wait(arn, timeout=60)["status"] == "ABORTED"
+    with pool.connection() as conn:
+        assert runs.get_run(conn, owner, started.run_id)["status"] == "running"
+    report = orphans.reap_orphans(rt)
+    assert started.run_id in report.interrupted
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, started.run_id)
+    assert run["status"] == "interrupted" and run["error"] == "interrupted: its execution was aborted (stopped by hand)"

@@ -392,6 +392,7 @@ class LocalStarter:
         self._heartbeat: Any = None
         self._lock = threading.Lock()
         self._started: dict[int, str] = {}  # run id -> execution arn: starting twice returns the first
+        self._causes: dict[str, str] = {}  # execution arn -> why we stopped it (moto does not keep it)
 
     def _pool(self) -> Any:
         from zerg.db import get_pool
@@ -423,7 +424,20 @@ class LocalStarter:
         with self._lock:
             return self._started.get(run_id)
 
+    def ended_execution(self, run_id: int) -> dict[str, Any] | None:
+        """DescribeExecution of this starter's execution of ``run_id`` once it is no longer running
+        (None while it runs, or when it is not ours): what an execution-status event says on AWS."""
+        with self._lock:
+            arn, engine = self._started.get(run_id), self._engine
+        if arn is None or engine is None:
+            return None
+        desc = engine.describe(arn)
+        if desc["status"] == "RUNNING":
+            return None
+        return {**desc, "cause": desc.get("cause") or self._causes.get(arn)}
+
     def stop(self, execution_arn: str, cause: str) -> None:
+        self._causes[execution_arn] = cause
         self.engine().stop_execution(execution_arn, cause)
 
     def close(self) -> None:
@@ -434,7 +448,7 @@ class LocalStarter:
             if self._heartbeat is not None:
                 self._heartbeat.stop()
                 self._heartbeat = None
-            started, self._started = list(self._started), {}
+            started, self._started, self._causes = list(self._started), {}, {}
         if started:
             self._interrupt(started)
 

@@ -62,6 +62,15 @@ class ExecutionStatusChange(BaseModel):
     detail: ExecutionDetail
 
 
+def closing(status: str, error: str | None = None, cause: str | None = None) -> tuple[str, str] | None:
+    """(run status, message) for an execution that ended ``status``; None when that needs no closing.
+    Shared with the local runtime's sweep (:mod:`zerg.runs.orphans`), which watches its own engine."""
+    if status not in CLOSING:
+        return None
+    why = ": ".join(p for p in (error, (cause or "")[:300]) if p)
+    return CLOSING[status], _MESSAGE[status] + (f" ({why})" if why else "")
+
+
 def is_execution_status_change(event: Any) -> bool:
     return isinstance(event, dict) and event.get("source") == SOURCE and event.get("detail-type") == DETAIL_TYPE
 
@@ -83,10 +92,10 @@ def on_execution_status(rt: "Runtime", event: Any) -> dict[str, Any]:
     """Close the run of an execution that ended FAILED / TIMED_OUT / ABORTED; say what was done."""
     change = parse_event(ExecutionStatusChange, event, "execution status")
     detail = change.detail
-    status = CLOSING.get(detail.status)
+    verdict = closing(detail.status, detail.error, detail.cause)
     run_id = _run_id(detail.name)
     ignored = {"run_id": run_id, "closed": False}
-    if status is None:
+    if verdict is None:
         return {**ignored, "reason": f"execution {detail.status.lower()}: nothing to close"}
     if rt.settings.state_machine_arn and detail.stateMachineArn != rt.settings.state_machine_arn:
         return {**ignored, "reason": "another state machine's execution"}
@@ -97,7 +106,6 @@ def on_execution_status(rt: "Runtime", event: Any) -> dict[str, Any]:
         if run is None:
             log.warning("execution %s names run %s, which is not that execution's", detail.executionArn, run_id)
             return {**ignored, "reason": "no run of this execution"}
-        why = ": ".join(p for p in (detail.error, (detail.cause or "")[:300]) if p)
-        message = _MESSAGE[detail.status] + (f" ({why})" if why else "")
+        status, message = verdict
         closed = runs.fail_run(conn, run, status, message, cancel_running=True) is not None
     return {"run_id": run_id, "closed": closed, "status": status if closed else run["status"]}

@@ -13,6 +13,9 @@ Invariants:
 - Such a run ends ``interrupted`` with one ``error`` event carrying the partial results; its
   unfinished jobs are ``cancelled`` with the reason. A run whose executor lives but that is
   :data:`zerg.runs.deadline.BACKSTOP_GRACE_S` past its deadline ends ``timeout`` the same way.
+- A run whose execution this very process's engine ended FAILED, TIMED_OUT or ABORTED while the run
+  stayed open is closed as the AWS execution-status rule closes one (``failed``, ``timeout``,
+  ``interrupted``): the same ASL, the same backstop in both runtimes.
 - A job ``running`` for longer than the worker timeout plus :data:`JOB_GRACE_S` becomes
   ``timeout``: no worker outlives its own deadline by that much.
 - Closing is the conditional update of the store, so a sweep racing the run's own end (or another
@@ -69,9 +72,11 @@ class ReapReport:
         return out
 
 
-def _verdict(rt: "Runtime", run: dict[str, Any]) -> tuple[str, str] | None:
+def _verdict(rt: "Runtime", run: dict[str, Any], me: str) -> tuple[str, str] | None:
     """(status, message) to close ``run`` with, or None to leave it."""
     now = run["db_now"]
+    if run["executor"] == me and (ended := _own_execution_ended(rt, run["id"])):
+        return ended
     who = executor.parse(run["executor"])
     if who is not None and executor.gone(who, run["heartbeat_at"], now):
         return "interrupted", (f"interrupted: the process executing the run ({who.describe()}) stopped "
@@ -86,6 +91,17 @@ def _verdict(rt: "Runtime", run: dict[str, Any]) -> tuple[str, str] | None:
         if -late > run_deadline.BACKSTOP_GRACE_S:
             return "timeout", f"run timed out: {run_deadline.describe(rt.settings)} passed with no answer"
     return None
+
+
+def _own_execution_ended(rt: "Runtime", run_id: int) -> tuple[str, str] | None:
+    """This process's engine ended the run's execution FAILED, TIMED_OUT or ABORTED without the run
+    closing (its FailRun step failed too, or the backstop timeout hit): close it as the AWS
+    execution-status rule does."""
+    from zerg.runs.execution_status import closing
+
+    starter = rt.__dict__.get("starter")  # the runtime's starter if it has one; never built here
+    desc = starter.ended_execution(run_id) if hasattr(starter, "ended_execution") else None
+    return None if desc is None else closing(desc["status"], desc.get("error"), desc.get("cause"))
 
 
 def close_run(pool: "ConnectionPool", store: "WorkerArtifactStore", run: dict[str, Any], status: str,
@@ -137,7 +153,7 @@ def reap_orphans(rt: "Runtime") -> ReapReport:
         candidates = runs.unfinished_runs_of_every_owner(conn)
     for run in candidates:
         try:
-            verdict = _verdict(rt, run)
+            verdict = _verdict(rt, run, me)
             if verdict and close_run(rt.pool, rt.store, run, *verdict):
                 (report.interrupted if verdict[0] == "interrupted" else report.timed_out_runs).append(run["id"])
                 if verdict[0] == "timeout" and run["executor"] == me:
