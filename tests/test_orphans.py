@@ -55,6 +55,11 @@ def sleeping(llm) -> bool:
     return sum(1 for r in llm.requests if role_of(r) == "worker") >= 2
 
 
+def running_sleep(artifacts: Path, seconds: int) -> bool:
+    """A worker's trace holds the ``sleep`` call (appended just before the command starts)."""
+    return any(f"sleep {seconds}" in p.read_text() for p in artifacts.glob("workers/*/thread.jsonl"))
+
+
 def recovered(lines: list[str]) -> set[int]:
     """The run ids a host said it recovered as interrupted."""
     found = set()
@@ -144,7 +149,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
         accepted = client.post("/api/jarvis/supervisor", json={"task": "check something slow"})
         assert accepted.status_code == 202, accepted.text
         run_id = accepted.json()["run_id"]
-        wait_for(lambda: sleeping(llm), "the worker's sleep")
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep")
         first.kill9()
     finally:
         first.stop()
@@ -186,7 +191,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
     killed = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: sleeping(llm), "the worker's sleep", timeout=120)
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", timeout=120)
     finally:
         killed.kill()
         out, _ = killed.communicate(timeout=30)
@@ -210,7 +215,7 @@ def test_ctrl_c_on_zerg_run_cancels_its_run_and_says_so(database_url, pool, tmp_
     proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: sleeping(llm), "the worker's sleep", timeout=120)
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 300), "the worker's sleep", timeout=120)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)  # a hang guard: the sleep has 300 s left
     finally:
@@ -224,9 +229,9 @@ def test_ctrl_c_on_zerg_run_cancels_its_run_and_says_so(database_url, pool, tmp_
         run = conn.execute("SELECT status, error FROM runs WHERE id = %s", (run_id,)).fetchone()
         job = conn.execute("SELECT status, error FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()
     assert run == {"status": "cancelled", "error": "cancelled by the user (Ctrl-C on zerg run)"}
-    assert job == {"status": "cancelled", "error": run["error"]}
-    kinds = [k for k, _ in run_events(pool, run_id)]
-    assert "error" in kinds
+    assert job["status"] == "cancelled" and job["error"].startswith("cancelled by the user")
+    kind, payload = run_events(pool, run_id)[-1]  # its workers stopped, then the final event
+    assert kind == "error" and payload["status"] == "cancelled" and payload["message"] == run["error"]
 
 
 # --- the sweep's rules, one by one ---------------------------------------------------------
@@ -392,3 +397,23 @@ def test_a_run_whose_local_execution_was_aborted_is_closed_as_the_aws_rule_close
     with pool.connection() as conn:
         run = runs.get_run(conn, owner, started.run_id)
     assert run["status"] == "interrupted" and run["error"] == "interrupted: its execution was aborted (stopped by hand)"
+
+
+def test_a_cancelled_run_whose_workers_process_died_gets_its_final_event_from_the_sweep(runtime_env, pool, owner):
+    rt = runtime_env()
+    me = executor.this_process()
+    dead = executor.Executor(me.host, me.boot_id, _dead_pid(), me.started).token
+    ids = {}
+    for name, token in (("dead", dead), ("alive", me.token)):
+        ids[name], _ = make_run(pool, owner, name)
+        _claim(pool, ids[name], token)
+        job = make_job(pool, owner, ids[name], f"{name} worker")
+        with pool.connection() as conn:
+            jobs.mark_started(conn, job, f"w-{name}-{ids[name]}", utcnow())
+            runs.cancel_run(conn, owner, ids[name])  # the worker would record its end, then the event
+    assert [k for k, _ in run_events(pool, ids["dead"])] == []  # waiting for a worker that is gone
+    report = orphans.reap_orphans(rt)
+    assert ids["dead"] in report.closed_cancels and ids["alive"] not in report.closed_cancels
+    kind, payload = run_events(pool, ids["dead"])[-1]
+    assert kind == "error" and payload["status"] == "cancelled" and payload["partial"][0]["status"] == "cancelled"
+    assert run_events(pool, ids["alive"]) == []  # its worker lives: it reports itself

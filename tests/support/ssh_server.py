@@ -2,7 +2,9 @@
 
 OpenSSH's ``sshd`` when the machine has it (started with temporary host and client keys, no
 PAM, its own pid file); otherwise an in-process paramiko server whose exec handler runs the
-command as a real subprocess. Either way the client side is the production ``ssh_exec``.
+command as a real subprocess in a session of its own and, like sshd, answers the RFC 4254
+``signal`` request by killing that session's process group. Either way the client side is the
+production ``ssh_exec``.
 """
 
 from __future__ import annotations
@@ -121,9 +123,37 @@ def _paramiko(client_key: Path, client_pub: str, host_key_path: Path, host_pub: 
 
 def serve_paramiko(host_key_path: str, authorized: str) -> None:
     """Child-process entry: an SSH server whose exec handler runs real subprocesses."""
+    import signal
+
     import paramiko
+    from paramiko.common import MSG_CHANNEL_REQUEST, cMSG_CHANNEL_FAILURE, cMSG_CHANNEL_SUCCESS
 
     host_key = paramiko.Ed25519Key.from_private_key_file(host_key_path)
+    commands: dict[object, subprocess.Popen] = {}  # channel -> its running command
+    handle_request = paramiko.Transport._channel_handler_table[MSG_CHANNEL_REQUEST]
+
+    def handle_signal(channel, m) -> None:
+        """sshd's ``session_signal_req``: killpg() the command's session (paramiko's server has no
+        hook for this request type, so it is read here before paramiko's own handler)."""
+        start = m.packet.tell()
+        if m.get_text() != "signal":
+            m.packet.seek(start)
+            return handle_request(channel, m)
+        want_reply, name = m.get_boolean(), m.get_text()
+        proc, number = commands.get(channel), getattr(signal, f"SIG{name}", None)
+        ok = proc is not None and isinstance(number, int)
+        if ok:
+            try:
+                os.killpg(proc.pid, number)
+            except ProcessLookupError:
+                pass
+        if want_reply:
+            reply = paramiko.Message()
+            reply.add_byte(cMSG_CHANNEL_SUCCESS if ok else cMSG_CHANNEL_FAILURE)
+            reply.add_int(channel.remote_chanid)
+            channel.transport._send_user_message(reply)
+
+    paramiko.Transport._channel_handler_table[MSG_CHANNEL_REQUEST] = handle_signal  # the transport's dispatch
 
     class Server(paramiko.ServerInterface):
         def get_allowed_auths(self, username):
@@ -140,12 +170,17 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
             return True
 
     def _exec(channel, command: str) -> None:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out, err = proc.communicate()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)  # as sshd does: the command's own process group
+        commands[channel] = proc
+        try:
+            out, err = proc.communicate()
+        finally:
+            commands.pop(channel, None)
         try:
             channel.sendall(out)
             channel.sendall_stderr(err)
-            channel.send_exit_status(proc.returncode)
+            channel.send_exit_status(proc.returncode if proc.returncode >= 0 else 128 - proc.returncode)
         finally:
             channel.close()
 

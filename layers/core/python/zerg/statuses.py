@@ -21,10 +21,10 @@ RUN_UNFINISHED: tuple[str, ...] = ("queued", "running")
 
 JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
-# What a worker's own run can end with (its metadata.json): the system decided it.
-WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout")
-# A job that will not change any more: a worker outcome, or cancelled (by the user, the run's
-# deadline, or the run's interruption). A worker stopped from outside records ``cancelled`` in its
-# metadata.json too, so the index and the artifacts agree.
-JOB_FINISHED: tuple[str, ...] = (*WORKER_OUTCOMES, "cancelled")
+# What a worker's own run can end with (its metadata.json): the system decided it. ``cancelled``:
+# it was stopped from outside (its run was cancelled, reached its deadline or was interrupted; its
+# commands were killed), so metadata and index agree.
+WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
+# A job that will not change any more: a worker outcome (a job cancelled before it started too).
+JOB_FINISHED: tuple[str, ...] = WORKER_OUTCOMES
 JOB_UNFINISHED: tuple[str, ...] = ("queued", "running")

@@ -464,7 +464,12 @@ class LocalStarter:
             pool = self._pool()
             with pool.connection() as conn:
                 unfinished = runs.executed_by(conn, self.executor.token, run_ids)
+                waiting = [r for r in runs.cancelled_awaiting_workers(conn)
+                           if r["id"] in run_ids and r["executor"] == self.executor.token]
             for run in unfinished:
                 close_run(pool, get_store(self.settings), run, "interrupted", message)
+            for run in waiting:  # cancelled, its workers stopping with this process: end its events
+                with pool.connection() as conn:
+                    runs.finish_abandoned_cancel(conn, run["owner_id"], run["id"])
         except Exception as exc:  # e.g. the database is away: the next orphan sweep closes them
             log.warning("could not close the runs this process executed: %s: %s", type(exc).__name__, exc)

@@ -32,6 +32,7 @@ class RunReport:
 
 
 CTRL_C_REASON = "cancelled by the user (Ctrl-C on zerg run)"
+CANCEL_WAIT_S = 5.0  # as long as the API's cancel waits for the workers to end their commands
 
 
 def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, poll_s: float = 0.1) -> RunReport:
@@ -82,7 +83,11 @@ def _follow(rt: Runtime, starter, started: runs.RunStart, owner_id: int, out: Pr
 
 
 def _cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
-    """The user pressed Ctrl-C: the run and its unfinished jobs end ``cancelled``, its execution stops."""
+    """The user pressed Ctrl-C: the run ends ``cancelled``, its execution stops, its workers end their
+    commands (waited for up to ``CANCEL_WAIT_S``) and the final event is written. A worker that has
+    not stopped by then is recorded cancelled here: this process, which runs it, is about to exit."""
+    from zerg.workers.cancellation import stop_run_workers
+
     with rt.pool.connection() as conn:
         runs.cancel_run(conn, owner_id, run_id, reason=CTRL_C_REASON)
     arn = starter.execution_of(run_id)
@@ -91,6 +96,9 @@ def _cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
             starter.stop(arn, CTRL_C_REASON)
         except Exception:  # the run is already cancelled; its remaining steps no-op
             pass
+    if stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S):
+        with rt.pool.connection() as conn:
+            runs.finish_abandoned_cancel(conn, owner_id, run_id)
 
 
 def print_report(rt: Runtime, report: RunReport, owner_id: int, out: Printer = print) -> None:

@@ -9,6 +9,9 @@ Invariants:
   only be allocated after the earlier one's transaction has ended.
 - There is one way to emit an event (:func:`emit`) and one list of event types (the seed's
   contract); an unknown type is a programming error, refused.
+- Nothing follows a run's terminal event (``supervisor_complete`` or ``error``): under the same
+  per-run lock, :func:`emit` drops an event for a run whose last event is terminal (a worker of a
+  cancelled or failed run that finished late) and returns None.
 - Reads are scoped by owner.
 """
 
@@ -19,6 +22,8 @@ from typing import Any
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
+
+from zerg import observability
 
 EVENT_TYPES = frozenset(
     {
@@ -37,15 +42,37 @@ NOTIFY_CHANNEL = "zerg_run_events"
 _LOCK_SPACE = 0x5A455645  # advisory-lock namespace for "events of run N"
 
 
-def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload: dict[str, Any]) -> int:
-    """Append one event; return its id. Listeners on ``zerg_run_events`` are woken on commit."""
+def lock_run(conn: Connection, run_id: int) -> None:
+    """Take the run's event lock until the transaction ends (what :func:`emit` does first)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, run_id % 2**31))
+
+
+def is_closed(conn: Connection, run_id: int) -> bool:
+    """Whether the run's last event is terminal (hold :func:`lock_run` for an answer that lasts)."""
+    row = conn.execute(
+        "SELECT event_type FROM run_events WHERE run_id = %s ORDER BY id DESC LIMIT 1", (run_id,)
+    ).fetchone()
+    return row is not None and row["event_type"] in TERMINAL_EVENTS
+
+
+def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload: dict[str, Any]) -> int | None:
+    """Append one event; return its id, or None when the run's terminal event was already written
+    (the event is dropped). Listeners on ``zerg_run_events`` are woken on commit."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
-    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, run_id % 2**31))
-    row = conn.execute(
-        "INSERT INTO run_events (run_id, owner_id, event_type, payload) VALUES (%s, %s, %s, %s) RETURNING id",
-        (run_id, owner_id, event_type, Jsonb(payload)),
+    lock_run(conn, run_id)
+    row = conn.execute(  # inserted only while the run's last event is not terminal (one round trip)
+        """INSERT INTO run_events (run_id, owner_id, event_type, payload)
+           SELECT %s, %s, %s, %s
+            WHERE COALESCE((SELECT event_type FROM run_events WHERE run_id = %s ORDER BY id DESC LIMIT 1), '')
+                  <> ALL(%s)
+           RETURNING id""",
+        (run_id, owner_id, event_type, Jsonb(payload), run_id, list(TERMINAL_EVENTS)),
     ).fetchone()
+    if row is None:
+        observability.logger().info("event after the run's terminal event dropped",
+                                    extra={"run_id": run_id, "event_type": event_type})
+        return None
     conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(run_id)))
     return row["id"]
 

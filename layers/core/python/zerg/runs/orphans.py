@@ -18,6 +18,9 @@ Invariants:
   ``interrupted``): the same ASL, the same backstop in both runtimes.
 - A job ``running`` for longer than the worker timeout plus :data:`JOB_GRACE_S` becomes
   ``timeout``: no worker outlives its own deadline by that much.
+- A cancelled run waits for its running workers to record their end before its final event
+  (:func:`zerg.runs.store.finish_cancel`); when the process running them is gone, the sweep records
+  them ``cancelled`` and writes that event, so no stream of the run waits forever.
 - Closing is the conditional update of the store, so a sweep racing the run's own end (or another
   sweep) changes nothing twice. Every artifact written so far stays; a worker cut off gets a
   ``result.txt`` saying so and its final status in ``metadata.json``.
@@ -32,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, executor
 from zerg.runs import store as runs
-from zerg.statuses import RUN_FINAL
 from zerg.workers import jobs
 
 if TYPE_CHECKING:
@@ -53,10 +55,12 @@ class ReapReport:
     interrupted: list[int] = field(default_factory=list)  # run ids
     timed_out_runs: list[int] = field(default_factory=list)
     timed_out_jobs: list[int] = field(default_factory=list)
+    closed_cancels: list[int] = field(default_factory=list)  # cancelled runs whose workers' process died
     errors: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.interrupted or self.timed_out_runs or self.timed_out_jobs or self.errors)
+        return bool(self.interrupted or self.timed_out_runs or self.timed_out_jobs or self.closed_cancels
+                    or self.errors)
 
     def lines(self) -> list[str]:
         out = []
@@ -68,6 +72,9 @@ class ReapReport:
         if self.timed_out_jobs:
             out.append("marked job(s) running past the worker timeout as timeout: "
                        + ", ".join(map(str, self.timed_out_jobs)))
+        if self.closed_cancels:
+            out.append("ended cancelled run(s) whose workers' process had stopped: "
+                       + ", ".join(map(str, self.closed_cancels)))
         out.extend(f"orphan sweep: {e}" for e in self.errors)
         return out
 
@@ -123,6 +130,21 @@ def close_run(pool: "ConnectionPool", store: "WorkerArtifactStore", run: dict[st
     return True
 
 
+def _finish_abandoned_cancels(rt: "Runtime", report: ReapReport) -> None:
+    """A cancelled run waits for its running workers to record their end before its final event;
+    when the process running them is gone, they never will: record them cancelled and end the run's
+    events (its SSE streams end too)."""
+    with rt.pool.connection() as conn:
+        waiting = runs.cancelled_awaiting_workers(conn)
+    for run in waiting:
+        who = executor.parse(run["executor"])
+        if who is None or not executor.gone(who, run["heartbeat_at"], run["db_now"]):
+            continue  # a live process (or Step Functions) still runs its workers: they report themselves
+        with rt.pool.connection() as conn:
+            if runs.finish_abandoned_cancel(conn, run["owner_id"], run["id"]):
+                report.closed_cancels.append(run["id"])
+
+
 def _time_out_jobs(rt: "Runtime", report: ReapReport) -> None:
     from zerg.workers.runner import settle_abandoned
 
@@ -135,9 +157,10 @@ def _time_out_jobs(rt: "Runtime", report: ReapReport) -> None:
             if not jobs.time_out_job(conn, job["id"], message):
                 continue
             run = runs.get_run(conn, job["owner_id"], job["run_id"]) if job["run_id"] else None
-            if run is not None and run["status"] not in RUN_FINAL:  # never an event after the terminal one
+            if run is not None:  # emit drops it after the run's terminal event
                 events.emit(conn, run["id"], run["owner_id"], "worker_complete",
                             {"job_id": job["id"], "worker_id": job["worker_id"], "status": "timeout", "duration_ms": None})
+                runs.finish_cancel(conn, run["owner_id"], run["id"])  # a cancelled run waiting for it ends
         if job["worker_id"]:
             settle_abandoned(rt.store, job["worker_id"], "timeout", message)
         report.timed_out_jobs.append(job["id"])
@@ -162,6 +185,11 @@ def reap_orphans(rt: "Runtime") -> ReapReport:
             log.exception("orphan sweep: run %s", run["id"])
             report.errors.append(f"run {run['id']}: {type(exc).__name__}: {exc}")
     try:
+        _finish_abandoned_cancels(rt, report)
+    except Exception as exc:
+        log.exception("orphan sweep: cancelled runs")
+        report.errors.append(f"cancelled runs: {type(exc).__name__}: {exc}")
+    try:
         _time_out_jobs(rt, report)
     except Exception as exc:
         log.exception("orphan sweep: stale jobs")
@@ -185,4 +213,5 @@ def sweep_counts(rt: "Runtime") -> dict[str, int]:
     """:func:`reap_orphans` as a housekeeping task: what it closed, as counts for the log line."""
     report = reap_orphans(rt)
     return {"interrupted": len(report.interrupted), "timed_out_runs": len(report.timed_out_runs),
-            "timed_out_jobs": len(report.timed_out_jobs), "errors": len(report.errors)}
+            "timed_out_jobs": len(report.timed_out_jobs), "closed_cancels": len(report.closed_cancels),
+            "errors": len(report.errors)}

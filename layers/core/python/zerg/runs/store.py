@@ -14,6 +14,10 @@ Invariants:
   are cancelled there with the same reason.
 - ``runs.tokens_*``/``cost_usd`` are the run's totals (supervisor + workers + summaries), set when
   the run ends; the ``supervisor_*`` columns accumulate while it runs.
+- A cancelled run's terminal ``error`` event is written only once none of its jobs is running:
+  the cancel closes the run and cancels its queued jobs; each running worker, told to stop, ends
+  its commands, records its job and calls :func:`finish_cancel`; whoever sees no running job left
+  writes the event, exactly once (under the run's event lock).
 """
 
 from __future__ import annotations
@@ -215,7 +219,10 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
 
 def cancel_run(conn: Connection, owner_id: int, run_id: int, *,
                reason: str = "cancelled by the user") -> dict[str, Any] | None:
-    """Mark a running run and its unfinished jobs cancelled; emit the closing ``error`` event.
+    """Mark a running run cancelled and its queued jobs with it (they never start); write the closing
+    ``error`` event now if no job is running, else leave it to the last worker to stop
+    (:func:`finish_cancel`). Stopping those workers is
+    :func:`zerg.workers.cancellation.stop_run_workers`, after this transaction commits.
 
     Returns the run (None if not the owner's). A finished run is returned unchanged.
     """
@@ -224,11 +231,51 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int, *,
         return None
     with conn.transaction():
         if _close(conn, run_id, "cancelled", error=reason):
-            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=True, reason=reason)
+            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=False, reason=reason)
             _set_totals(conn, run_id)
-            events.emit(conn, run_id, owner_id, "error", error_payload(conn, run, "cancelled", reason))
-            _finished("cancelled")
+            finish_cancel(conn, owner_id, run_id)
     return get_run(conn, owner_id, run_id)
+
+
+def finish_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """Write a cancelled run's terminal ``error`` event if none of its jobs is running and it has
+    none yet; True if this call wrote it. Call it in the transaction that records a job's end."""
+    events.lock_run(conn, run_id)  # serialises the closers: the last one sees every other's job ended
+    if run_status(conn, owner_id, run_id) != "cancelled" or events.is_closed(conn, run_id):
+        return False
+    if jobs.running_job_ids(conn, owner_id, run_id):
+        return False
+    _set_totals(conn, run_id)  # now with the stopped workers' usage
+    run = get_run(conn, owner_id, run_id)
+    events.emit(conn, run_id, owner_id, "error", error_payload(conn, run, "cancelled", run["error"]))
+    _finished("cancelled")
+    return True
+
+
+def finish_abandoned_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """A cancelled run whose running workers will never record their end (their process is gone or
+    going): cancel their jobs here, with the run's reason, and write the terminal event."""
+    with conn.transaction():
+        run = get_run(conn, owner_id, run_id)
+        if run is None or run["status"] != "cancelled":
+            return False
+        jobs.cancel_unfinished(conn, owner_id, run_id, include_running=True, reason=run["error"])
+        return finish_cancel(conn, owner_id, run_id)
+
+
+def cancelled_awaiting_workers(conn: Connection) -> list[dict[str, Any]]:
+    """Every owner's cancelled runs that still have a running job (their terminal event waits for
+    it), for the orphan sweep: who executes each, and the database's clock."""
+    return conn.execute(
+        """SELECT r.id, r.owner_id, r.executor, r.heartbeat_at, now() AS db_now FROM runs r
+           WHERE r.status = 'cancelled'
+             AND r.id IN (SELECT run_id FROM worker_jobs WHERE status = 'running') ORDER BY r.id"""
+    ).fetchall()
+
+
+def run_status(conn: Connection, owner_id: int, run_id: int) -> str | None:
+    row = conn.execute("SELECT status FROM runs WHERE owner_id = %s AND id = %s", (owner_id, run_id)).fetchone()
+    return None if row is None else row["status"]
 
 
 def set_execution_arn(conn: Connection, run_id: int, arn: str) -> None:

@@ -15,18 +15,19 @@ import shutil
 from zerg.config import Settings
 from zerg.sandbox.detect import Level, announce, level
 from zerg.sandbox.invocation import invocation
-from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, SandboxResult, run
+from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, Cancel, SandboxResult, run
 
 __all__ = ["BEST_EFFORT", "BWRAP", "UNSHARE", "Level", "SandboxResult", "announce", "execute", "invocation", "level"]
 
 
 def execute(command: str, timeout_s: float, settings: Settings, *, output_cap: int,
-            mechanism: str | None = None) -> SandboxResult:
-    """Run ``command`` in a fresh sandbox of this host's level (or of ``mechanism``, if given)."""
+            mechanism: str | None = None, cancel: Cancel | None = None) -> SandboxResult:
+    """Run ``command`` in a fresh sandbox of this host's level (or of ``mechanism``, if given),
+    killed early if ``cancel`` fires."""
     current = level(settings)
     if mechanism is None or mechanism == current.mechanism:
         mechanism, binary = current.mechanism, current.binary
     else:
         binary = shutil.which(mechanism) if mechanism != BEST_EFFORT else None
     return run(command, timeout_s, mechanism=mechanism, binary=binary, network=settings.sandbox_network,
-               output_cap=output_cap)
+               output_cap=output_cap, cancel=cancel)

@@ -6,9 +6,10 @@ Invariants:
   ``output_cap`` bytes; the command's files are capped by RLIMIT_FSIZE, core dumps are off.
 - When :func:`run` returns, nothing the command started is alive and its directory is gone. With
   ``bwrap``/``unshare`` the PID namespace guarantees it: its init exiting makes the kernel kill
-  every process in it before the launcher sees the exit; on a timeout the init is killed first and
-  the launcher then waited for. With ``best-effort`` the process group is killed, then every
-  process with the call's uid (as root) or its marker variable (otherwise).
+  every process in it before the launcher sees the exit; on a timeout or a cancel (the ``cancel``
+  signal fired) the init is killed first and the launcher then waited for. With ``best-effort``
+  the process group is killed, then every process with the call's uid (as root) or its marker
+  variable (otherwise).
 - The command's environment is exactly ``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and ``TERM`` (plus
   the marker variable in best effort): no secret, no cloud credential. The parent makes itself
   non-dumpable before the first command, so its own /proc entries (environment, memory) are
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from zerg.sandbox import invocation, reaper
 
@@ -38,14 +40,23 @@ SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 _WRAPPER = 'ulimit -f {blocks} -c 0 2>/dev/null; exec /bin/sh -c "$1"'
 
 
+class Cancel(Protocol):
+    """What :func:`run` needs of a cancel signal (``zerg.tools.base.CancelSignal``)."""
+
+    def is_set(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class SandboxResult:
-    exit_code: int | None  # None: killed at the timeout
+    exit_code: int | None  # None: killed at the timeout or by a cancel
     stdout: str
     stderr: str
     timed_out: bool
     duration_ms: int
     mechanism: str
+    cancelled: bool = False  # the cancel signal fired: the sandbox was killed
 
 
 _hardened = False
@@ -139,23 +150,39 @@ def _read(path: Path, cap: int) -> str:
         return ""
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """True when the launcher exited within ``timeout_s``. Woken by a pidfd the moment it exits:
-    ``Popen.wait(timeout)`` polls with doubling sleeps, which added up to ~15 ms to a 20 ms call."""
+EXITED, TIMED_OUT, CANCELLED = "exited", "timed out", "cancelled"
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, cancel: Cancel | None = None) -> str:
+    """How the wait for the launcher ended: it exited, ``timeout_s`` passed, or ``cancel`` fired.
+    Woken by a pidfd the moment it exits (``Popen.wait(timeout)`` polls with doubling sleeps, which
+    added up to ~15 ms to a 20 ms call) and by the cancel signal's descriptor the moment it is set."""
+    if cancel is not None and cancel.is_set():
+        return CANCELLED
     try:
         fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux >= 5.3: the polling wait
-        try:
-            proc.wait(timeout=timeout_s)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+    except (AttributeError, OSError):  # not Linux >= 5.3: the polling wait, in slices for the cancel
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic())))
+                return EXITED
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    return CANCELLED
+                if time.monotonic() >= deadline:
+                    return TIMED_OUT
     try:
         import select
 
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        return bool(poller.poll(max(0.0, timeout_s) * 1000))
+        if cancel is not None:
+            poller.register(cancel.fileno(), select.POLLIN)
+        ready = {f for f, _ in poller.poll(max(0.0, timeout_s) * 1000)}
+        if fd in ready:  # exited: even if the cancel fired in the same instant, it ran to its end
+            return EXITED
+        return CANCELLED if ready else TIMED_OUT
     finally:
         os.close(fd)
 
@@ -175,8 +202,9 @@ def _stop(proc: subprocess.Popen, mechanism: str) -> None:
 
 
 def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = None, network: bool = False,
-        output_cap: int) -> SandboxResult:
-    """Run ``command`` with ``/bin/sh -c`` in a new sandbox of ``mechanism``."""
+        output_cap: int, cancel: Cancel | None = None) -> SandboxResult:
+    """Run ``command`` with ``/bin/sh -c`` in a new sandbox of ``mechanism``; end it early when
+    ``timeout_s`` passes or ``cancel`` fires (then everything it started is gone before we return)."""
     harden_parent()
     call = reaper.new_call_dir()
     try:
@@ -191,22 +219,23 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
                 start_new_session=True,  # the launcher's own group: nothing of ours is in it
                 **as_user,
             )
-            timed_out = True
+            ended = TIMED_OUT
             try:
-                timed_out = not _wait(proc, max(0.01, timeout_s))
+                ended = _wait(proc, max(0.01, timeout_s), cancel)
             finally:
                 _stop(proc, mechanism)
-        if user is not None and (timed_out or mechanism == BEST_EFFORT):
+        early = ended != EXITED
+        if user is not None and (early or mechanism == BEST_EFFORT):
             reaper.kill_uid(user)  # nothing else on the host has this uid
             if mechanism == BEST_EFFORT:
                 reaper.remove_owned_by(user)
         elif mechanism == BEST_EFFORT:
             reaper.kill_marked([call.marker])
         duration_ms = int((time.monotonic() - start) * 1000)
-        return SandboxResult(None if timed_out else proc.returncode, _read(out_path, output_cap),
-                             _read(err_path, output_cap), timed_out, duration_ms, mechanism)
+        return SandboxResult(None if early else proc.returncode, _read(out_path, output_cap),
+                             _read(err_path, output_cap), ended == TIMED_OUT, duration_ms, mechanism,
+                             cancelled=ended == CANCELLED)
     finally:
         if mechanism == BEST_EFFORT:  # only there can a process escape its call's teardown
             invocation.record(call.marker)
         call.release()
-

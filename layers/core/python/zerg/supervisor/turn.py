@@ -35,7 +35,7 @@ from zerg.runs import deadline as run_deadline
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import RUN_FINAL, WORKER_OUTCOMES
+from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
 from zerg.supervisor.evidence import build_evidence_mount
 from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.tools import ToolContext
@@ -265,7 +265,7 @@ def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[st
         rows = jobs.run_jobs(conn, run["owner_id"], run["id"])
         events.emit(conn, run["id"], run["owner_id"], "supervisor_thinking",
                     {"message": "Time is nearly up: answering with what exists..."})
-    unfinished = [j for j in rows if j["status"] not in WORKER_OUTCOMES]
+    unfinished = [j for j in rows if j["status"] in (*JOB_UNFINISHED, "cancelled")]  # did not finish their task
     named = ", ".join(f"#{j['id']} ({j['task'][:80]})" for j in unfinished)
     messages.append({"role": "user", "content": (
         f"[Zerg] {run_deadline.describe(rt.settings).capitalize()} is near: answer now with what the workers "

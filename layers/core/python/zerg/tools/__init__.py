@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zerg.tools.base import CriticalToolError, Tool, ToolContext, ToolOutcome, invoke
+from zerg.tools.base import CancelSignal, CriticalToolError, Tool, ToolContext, ToolOutcome, invoke
 
 
 def worker_tools() -> dict[str, Tool]:
@@ -12,4 +12,4 @@ def worker_tools() -> dict[str, Tool]:
     return {t.name: t for t in (ssh.TOOL, container.TOOL, http.TOOL, clock.TOOL)}
 
 
-__all__ = ["CriticalToolError", "Tool", "ToolContext", "ToolOutcome", "invoke", "worker_tools"]
+__all__ = ["CancelSignal", "CriticalToolError", "Tool", "ToolContext", "ToolOutcome", "invoke", "worker_tools"]

@@ -7,11 +7,16 @@ Invariants:
 - The one exception is :class:`CriticalToolError` (e.g. SSH authentication failed): the worker
   stops at once and fails with that reason, instead of letting the model flail.
 - The model sees capped output; the artifact keeps the full output (up to a storage bound).
+- A tool that runs a command honours :attr:`ToolContext.cancel`: it does not start once the signal
+  is set, and when it fires mid-command it ends the command (sandbox killed, SSH channel signalled
+  and closed) before it returns.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +37,54 @@ class CriticalToolError(RuntimeError):
     """The worker cannot go on (connection/auth failure): fail fast with this reason."""
 
 
+class CancelSignal:
+    """Set once, when the work must stop (the run was cancelled); never cleared.
+
+    Waitable as an event (:meth:`wait`) and, for ``poll()``, as a file descriptor that becomes
+    readable when the signal is set: a sandbox waits on its process and on this at once.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._pipe: tuple[int, int] | None = None
+        self._closed = False
+        self.reason: str | None = None
+
+    def set(self, reason: str) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            if self._pipe is not None and not self._closed:
+                os.write(self._pipe[1], b"x")
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+    def fileno(self) -> int:
+        """A descriptor that is readable once the signal is set (created on first use)."""
+        with self._lock:
+            if self._closed:
+                raise ValueError("the cancel signal is closed")
+            if self._pipe is None:
+                self._pipe = os.pipe()
+                if self._event.is_set():
+                    os.write(self._pipe[1], b"x")
+            return self._pipe[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pipe, self._pipe = self._pipe, None
+        for fd in pipe or ():
+            os.close(fd)
+
+
 @dataclass
 class ToolContext:
     settings: Settings
@@ -39,6 +92,10 @@ class ToolContext:
     owner_id: int | None = None
     run_id: int | None = None
     runtime: "Runtime | None" = None  # for tools that read the database or artifacts
+    cancel: CancelSignal | None = None  # set when the run is cancelled: end the command now
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

@@ -12,6 +12,10 @@ Invariants:
   in the tool's output, its errors or the artifacts.
 - Connection or authentication failure is *critical*: the worker fails fast with the reason.
   A command that exits non-zero or times out is an ordinary result for the model to read.
+- Cancel ends the remote command: when the context's cancel signal fires, the server is asked to
+  SIGKILL it (the RFC 4254 ``signal`` request; OpenSSH's sshd kills the command's process group)
+  and the call waits for the server to report the session ended before closing the channel. A
+  server that ignores the request (forced commands, some servers) is said so in the output.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from zerg.hosts.registry import Target
 
 CONNECT_TIMEOUT_S = 5.0
+KILL_GRACE_S = 3.0  # how long a cancelled call waits for the server to confirm the command ended
 
 
 class SSHExecArgs(BaseModel):
@@ -93,6 +98,8 @@ def _client(target: "Target", ctx: ToolContext):
 def ssh_exec(args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     import paramiko
 
+    if ctx.cancelled():
+        return error(f"not run: {ctx.cancel.reason}")
     target = _resolve(ctx, args.host)
     if isinstance(target, ToolOutcome):
         return target
@@ -130,35 +137,71 @@ def _run(client, args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     channel = client.get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
     channel.exec_command(args.command)
     out, err = bytearray(), bytearray()
-    timed_out = False
+    timed_out = cancelled = False
     while True:
-        busy = False
-        if channel.recv_ready():
-            chunk = channel.recv(65536)
-            if len(out) < ARTIFACT_OUTPUT_CAP:
-                out += chunk
-            busy = True
-        if channel.recv_stderr_ready():
-            chunk = channel.recv_stderr(65536)
-            if len(err) < ARTIFACT_OUTPUT_CAP:
-                err += chunk
-            busy = True
+        busy = _drain(channel, out, err)
         if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+            break
+        if ctx.cancelled():
+            cancelled = True
             break
         if time.monotonic() - start > timeout:
             timed_out = True
             break
         if not busy:
             time.sleep(0.005)
-    code = None if timed_out else channel.recv_exit_status()
+    note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
+    if cancelled:
+        ended = _kill_remote(channel)
+        while _drain(channel, out, err):  # what it wrote before it was killed
+            pass
+        note = (f"killed: {ctx.cancel.reason}; the server ended the remote command" if ended else
+                f"stopped: {ctx.cancel.reason}; asked the server to kill the remote command and closed the "
+                "channel, but it did not confirm the command ended (it may still be running)")
+    code = None if timed_out or cancelled else channel.recv_exit_status()
     channel.close()
     ms = int((time.monotonic() - start) * 1000)
-    note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
     text, artifact = shell_report(
         f"[{args.host}] $ {args.command}", code, out.decode("utf-8", "replace"),
         err.decode("utf-8", "replace"), ms, note, ctx.settings.tool_output_cap,
     )
     return ToolOutcome(text=text, artifact=artifact, ok=code == 0, exit_code=code)
+
+
+def _drain(channel, out: bytearray, err: bytearray) -> bool:
+    """Read what the channel has (each stream kept up to the artifact cap); True if anything came."""
+    busy = False
+    if channel.recv_ready():
+        chunk = channel.recv(65536)
+        if len(out) < ARTIFACT_OUTPUT_CAP:
+            out += chunk
+        busy = True
+    if channel.recv_stderr_ready():
+        chunk = channel.recv_stderr(65536)
+        if len(err) < ARTIFACT_OUTPUT_CAP:
+            err += chunk
+        busy = True
+    return busy
+
+
+def _kill_remote(channel) -> bool:
+    """Ask the server to SIGKILL the channel's command, then wait for it to report the session
+    ended (exit status, exit signal or close). True when it did within ``KILL_GRACE_S``."""
+    from paramiko.common import cMSG_CHANNEL_REQUEST
+    from paramiko.message import Message
+
+    request = Message()
+    request.add_byte(cMSG_CHANNEL_REQUEST)
+    request.add_int(channel.remote_chanid)
+    request.add_string("signal")
+    # No reply asked: paramiko closes a channel whose request failed, which would read as "ended".
+    request.add_boolean(False)
+    request.add_string("KILL")
+    try:  # paramiko has no public call for the signal request (its exec_command sends the same way)
+        channel.transport._send_user_message(request)
+    except Exception:  # the connection is gone: so is the session, as far as we can tell
+        return channel.exit_status_ready()
+    return channel.status_event.wait(KILL_GRACE_S)
 
 
 TOOL = Tool(

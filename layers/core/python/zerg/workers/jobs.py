@@ -85,8 +85,9 @@ def count_run_jobs(conn: Connection, run_id: int) -> int:
 
 def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool,
                       reason: str | None = None) -> None:
-    """Cancel the run's queued jobs (and running ones, when the run was cancelled, interrupted or
-    timed out), recording ``reason`` as their error."""
+    """Cancel the run's queued jobs (and running ones, when their workers are known to be gone or
+    will never be collected; a live worker records its own end: see :mod:`zerg.workers.cancellation`),
+    recording ``reason`` as their error."""
     statuses = list(JOB_UNFINISHED) if include_running else ["queued"]
     conn.execute(
         """UPDATE worker_jobs SET status = 'cancelled', error = COALESCE(%s, error),
@@ -181,12 +182,24 @@ def finished_workers(conn: Connection, owner_id: int, *, since: datetime, limit:
     ).fetchall()
 
 
-def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> None:
-    conn.execute(
+def mark_started(conn: Connection, job_id: int, worker_id: str, started_at: datetime) -> bool:
+    """Claim a queued job for its worker. False (nothing changed) when it is no longer queued: it
+    was cancelled meanwhile, so it must not start."""
+    row = conn.execute(
         "UPDATE worker_jobs SET worker_id = %s, status = 'running', started_at = %s "
-        "WHERE id = %s AND status <> 'cancelled'",
+        "WHERE id = %s AND status = 'queued' RETURNING id",
         (worker_id, started_at, job_id),
-    )
+    ).fetchone()
+    return row is not None
+
+
+def running_job_ids(conn: Connection, owner_id: int, run_id: int) -> list[int]:
+    """Ids of the owner's jobs of ``run_id`` whose worker is still running."""
+    rows = conn.execute(
+        "SELECT id FROM worker_jobs WHERE owner_id = %s AND run_id = %s AND status = 'running' ORDER BY id",
+        (owner_id, run_id),
+    ).fetchall()
+    return [r["id"] for r in rows]
 
 
 def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:

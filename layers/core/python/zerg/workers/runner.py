@@ -6,7 +6,11 @@ Invariants:
   that was already produced.
 - ``status`` is system-determined: ``success`` when the loop ended with a final message,
   ``failed`` on an exception, a critical tool error or exhausted iterations, ``timeout`` when
-  the deadline passed. What the model says about success never changes it.
+  the deadline passed, ``cancelled`` when its run was cancelled (or closed) and it was stopped.
+  What the model says about success never changes it.
+- A cancel stops the work, not just the loop: the running command is ended (its tool waits on the
+  cancel signal of :mod:`zerg.workers.cancellation`) before the job is recorded, and a job
+  cancelled before it started never starts (the claim in ``jobs.mark_started`` is conditional).
 - ``result.txt`` is never empty: an empty final message, a failure or a timeout yields a result
   synthesised from the last tool outputs, marked as such.
 - A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
@@ -35,8 +39,8 @@ from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
-from zerg.tools import ToolContext, ToolOutcome, worker_tools
-from zerg.workers import jobs
+from zerg.tools import CancelSignal, ToolContext, ToolOutcome, worker_tools
+from zerg.workers import cancellation, jobs
 
 if TYPE_CHECKING:
     from zerg.artifacts import WorkerArtifactStore
@@ -79,6 +83,7 @@ class _Loop:
     spent: AgentUsage = field(default_factory=AgentUsage)
     calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
+    at_run_deadline: bool = False  # stopped (cancelled) because the run's deadline came near
 
 
 def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
@@ -102,6 +107,7 @@ class _Deadline:
 
     at: float
     stop: Stop
+    run_bound: bool = False  # the run's answer-by time comes before the worker's own timeout
 
     @staticmethod
     def of(settings: Settings, run_started_at: datetime | None) -> "_Deadline":
@@ -109,7 +115,7 @@ class _Deadline:
         left = own if run_started_at is None else run_deadline.seconds_left(
             run_deadline.answer_by(run_started_at, settings))
         if left < own:
-            return _Deadline(time.monotonic() + left, Stop(_deadline_reason(settings), status="cancelled"))
+            return _Deadline(time.monotonic() + left, Stop(_deadline_reason(settings), status="cancelled"), True)
         return _Deadline(time.monotonic() + own, Stop(f"worker timed out after {own:g}s", status="timeout"))
 
 
@@ -134,19 +140,25 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
     with rt.pool.connection() as conn:
-        jobs.mark_started(conn, job_id, worker_id, started)
-        events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+        claimed = jobs.mark_started(conn, job_id, worker_id, started)
+        if claimed:
+            events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+    if not claimed:  # cancelled (or claimed elsewhere) since we read it: it never starts here
+        store.delete_worker(worker_id)
+        return _finished(_load_job(rt, job_id, owner_id, run_id)) or WorkerOutcome(job_id, None, "cancelled")
 
     loop = _Loop()
-    try:
-        _agent_loop(rt, job, worker_id, model, deadline, loop)
-    except LLMError as exc:
-        if time.monotonic() >= deadline.at:
-            loop.status, loop.error = deadline.stop.status, f"{deadline.stop.reason} (waiting for the model)"
-        else:
-            loop.status, loop.error = "failed", str(exc)
-    except Exception as exc:  # the system decides: an exception is a failure, whatever was said
-        loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
+    with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
+        try:
+            _agent_loop(rt, job, worker_id, model, deadline, loop, cancel)
+        except LLMError as exc:
+            if time.monotonic() >= deadline.at:
+                loop.status, loop.error = deadline.stop.status, f"{deadline.stop.reason} (waiting for the model)"
+                loop.at_run_deadline = deadline.run_bound
+            else:
+                loop.status, loop.error = "failed", str(exc)
+        except Exception as exc:  # the system decides: an exception is a failure, whatever was said
+            loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
@@ -163,13 +175,17 @@ class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, job_id: int, worker_id: str, deadline: _Deadline, loop: _Loop) -> None:
-        self.rt, self.job_id, self.worker_id, self.deadline, self.loop = rt, job_id, worker_id, deadline, loop
+    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
+        self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
+
+    def _cancelled(self) -> Stop | None:
+        return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
 
     def check(self) -> Stop | None:
-        with self.rt.pool.connection() as conn:  # the user cancelled the run: no more commands on their servers
-            if jobs.job_status(conn, self.job_id) == "cancelled":
-                return Stop("cancelled by the user", status="failed")
+        # The signal, not the database: the watcher keeps it current (at once for a cancel taken in
+        # this process, within its poll otherwise), so a model call costs no query.
+        if stop := self._cancelled():
+            return stop
         return self.deadline.stop if self.deadline.at - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
@@ -182,27 +198,31 @@ class _WorkerHooks(LoopHooks):
         path = self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
         self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
         self.loop.outputs.append((path, outcome.text))
+        if stop := self._cancelled():  # its command was ended: no further call
+            return stop
         return Stop(outcome.critical, status="failed") if outcome.critical else None
 
     def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
         return self.deadline.stop if time.monotonic() >= self.deadline.at else None
 
 
-def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: _Deadline, loop: _Loop) -> None:
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: _Deadline, loop: _Loop,
+                cancel: CancelSignal) -> None:
     settings = rt.settings
-    hooks = _WorkerHooks(rt, job["id"], worker_id, deadline, loop)
+    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
     messages: list[dict[str, Any]] = []
     for message in ({"role": "system", "content": WORKER_SYSTEM_PROMPT}, {"role": "user", "content": job["task"]}):
         messages.append(message)
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt),
+        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt, cancel=cancel),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
     if result.stop:
         loop.status, loop.error = result.stop.status or "failed", result.stop.reason
+        loop.at_run_deadline = result.stop is deadline.stop and deadline.run_bound
     elif result.exhausted:
         loop.status = "failed"
         loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
@@ -239,13 +259,13 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
         },
     )
     with rt.pool.connection() as conn:
-        if loop.status == "cancelled":  # stopped at the run's deadline: the index says so too
+        if loop.at_run_deadline:  # stopped for the run's deadline: the supervisor answers next
             runs.mark_deadline_reached(conn, run_id)
-            jobs.cancel_job(conn, job_id, loop.error or "cancelled")
         jobs.mark_finished(conn, job_id, meta)
         events.emit(conn, run_id, owner_id, "worker_complete", {
             "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
         })
+        runs.finish_cancel(conn, owner_id, run_id)  # the last worker of a cancelled run closes its events
     observability.metric("WorkerDuration", meta["duration_ms"] or 0, "Milliseconds", status=loop.status)
     return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
 
@@ -267,6 +287,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
             events.emit(conn, run_id, owner_id, "worker_complete", {
                 "job_id": job_id, "worker_id": None, "status": "failed", "duration_ms": None,
             })
+            runs.finish_cancel(conn, owner_id, run_id)
         return WorkerOutcome(job_id, None, "failed", None, error)
     store = rt.store
     if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
@@ -280,6 +301,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
         events.emit(conn, run_id, owner_id, "worker_complete", {
             "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
         })
+        runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
 
 

@@ -20,6 +20,7 @@ from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
 
 router = Router()
+CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end their commands
 
 
 class StartRunBody(BaseModel):
@@ -161,6 +162,10 @@ def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
              responses=responses(200, "The run's status after the cancel (a finished run is unchanged)",
                                  RunCancelled, 401, 404))
 def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
+    """Queued workers never start; running ones have their commands ended (waited for up to
+    ``CANCEL_WAIT_S``); the run's final ``error`` event follows the last of them."""
+    from zerg.workers.cancellation import stop_run_workers
+
     with rt.pool.connection() as conn:
         before = runs.get_run(conn, owner_id, run_id)
         if before is None:
@@ -171,4 +176,6 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
             rt.starter.stop(before["execution_arn"], "cancelled by the user")
         except Exception:  # the run is already marked cancelled; its steps will no-op
             pass
+    if before["status"] not in RUN_FINAL:
+        stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S)
     return json_response({"run_id": run_id, "status": run["status"]})
