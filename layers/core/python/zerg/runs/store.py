@@ -10,8 +10,8 @@ Invariants:
   run that reached its deadline and answered with what existed (it ends ``timeout``). A failed,
   cancelled or interrupted run writes nothing to the thread.
 - A run that does not succeed ends with one ``error`` event ``{run_id, status, message, partial:
-  [{job_id, status, summary}]}``, written in the transaction that closes it; its unfinished jobs
-  are cancelled there with the same reason.
+  [{job_id, status, summary}]}``, written in the transaction that closes it (for a cancel: once its
+  last running worker stopped, see below); its unfinished jobs are cancelled with the same reason.
 - ``runs.tokens_*``/``cost_usd`` are the run's totals (supervisor + workers + summaries), set when
   the run ends; the ``supervisor_*`` columns accumulate while it runs.
 - A cancelled run's terminal ``error`` event is written only once none of its jobs is running:
