@@ -263,3 +263,132 @@ def test_local_delete_removes_a_symlink_never_its_target(tmp_path):
     store._delete([store._key(wid, "link.txt")])
     assert outside.read_text() == "not an artifact"
     assert not (store.root / "workers" / wid / "link.txt").is_symlink()
+
+
+# --- streamed tool outputs and ranged reads (big outputs, issue 12) ------------------------------
+
+def test_a_streamed_tool_output_claims_its_number_at_open_and_reads_back_whole(store):
+    wid = store.create_worker("task", owner_id=1)
+    stream = store.open_tool_output(wid, "container_exec")
+    assert stream.path == "tool_calls/001_container_exec.txt"
+    # The number is taken at open: a call saved while the stream runs gets the next one.
+    assert store.save_tool_output(wid, "http_request", "x") == "tool_calls/002_http_request.txt"
+    piece = bytes(range(256)) * 256  # 64 KiB, not valid UTF-8: bytes go through untouched
+    with stream:
+        for _ in range(200):  # 12.5 MiB: several S3 parts
+            stream.write(piece)
+    assert stream.size == store.size(wid, stream.path) == 200 * len(piece)
+    assert b"".join(store.read_chunks(wid, stream.path)) == piece * 200
+    assert store.save_tool_output(wid, "ssh_exec", "y") == "tool_calls/003_ssh_exec.txt"
+
+
+def test_an_empty_streamed_output_is_an_empty_file(store):
+    wid = store.create_worker("task", owner_id=1)
+    with store.open_tool_output(wid, "container_exec") as stream:
+        pass
+    assert store.size(wid, stream.path) == 0 and store.read_file(wid, stream.path) == ""
+
+
+def test_a_stream_ended_by_an_error_keeps_what_was_written(store):
+    wid = store.create_worker("task", owner_id=1)
+    with pytest.raises(RuntimeError, match="tool crashed"):
+        with store.open_tool_output(wid, "ssh_exec") as stream:
+            stream.write(b"partial output\n")
+            raise RuntimeError("tool crashed")
+    assert store.read_file(wid, stream.path) == "partial output\n"
+
+
+def test_a_closed_stream_refuses_more_bytes(store):
+    wid = store.create_worker("task", owner_id=1)
+    with store.open_tool_output(wid, "ssh_exec") as stream:
+        stream.write(b"done")
+    with pytest.raises(ArtifactError, match="closed"):
+        stream.write(b"more")
+    stream.close()  # idempotent
+    assert store.read_file(wid, stream.path) == "done"
+
+
+def test_open_tool_output_of_a_missing_worker_says_so(store):
+    with pytest.raises(ArtifactNotFound, match="no artifacts"):
+        store.open_tool_output("2026-01-01T00-00-00_gone_abcdef", "ssh_exec")
+
+
+def test_read_range_reads_only_the_bytes_asked_for(store):
+    wid = store.create_worker("task", owner_id=1)
+    rel = store.save_tool_output(wid, "ssh_exec", "0123456789" * 100_000)  # 1 MB
+    before = store.bytes_read
+    assert store.read_range(wid, rel, 500_003, 7) == b"3456789"
+    assert store.read_range(wid, rel, 999_995, 100) == b"56789"  # cut at the end of the file
+    assert store.read_range(wid, rel, 1_000_000, 10) == b""  # past the end: nothing
+    assert store.bytes_read - before == 12
+    with pytest.raises(ArtifactPathError):
+        store.read_range(wid, "../x", 0, 1)
+
+
+def test_s3_stream_uploads_parts_and_holds_at_most_one_in_memory(s3_bucket):
+    from zerg.artifacts import s3
+
+    client, bucket = s3_bucket
+    store = s3.S3ArtifactStore(bucket, client=client)
+    wid = store.create_worker("task", owner_id=1)
+    piece = b"x" * (1 << 20)
+    held = 0
+    with store.open_tool_output(wid, "container_exec") as stream:
+        for _ in range(12):  # 12 MiB: two full parts and a last, smaller one
+            stream.write(piece)
+            held = max(held, len(stream._buffer))
+    assert held < s3.PART_BYTES
+    etag = client.head_object(Bucket=bucket, Key=f"workers/{wid}/{stream.path}")["ETag"]
+    assert etag.strip('"').endswith("-3")  # a multipart object's ETag counts its parts
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+def test_s3_stream_that_cannot_upload_aborts_and_says_so(s3_bucket):
+    from zerg.artifacts import s3
+
+    client, bucket = s3_bucket
+    store = s3.S3ArtifactStore(bucket, client=client)
+    wid = store.create_worker("task", owner_id=1)
+    stream = store.open_tool_output(wid, "container_exec")
+    stream.write(b"x" * s3.PART_BYTES)  # the first part is uploaded
+    real = client.complete_multipart_upload
+
+    def refuse(**kwargs):
+        raise client.exceptions.ClientError({"Error": {"Code": "InternalError", "Message": "down"}}, "CompleteMultipartUpload")
+
+    client.complete_multipart_upload = refuse
+    try:
+        with pytest.raises(ArtifactError, match="could not write tool_calls/001_container_exec.txt"):
+            stream.close()
+    finally:
+        client.complete_multipart_upload = real
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []  # no orphaned parts
+
+
+def test_local_stream_is_readable_while_it_is_written(tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    wid = store.create_worker("task", owner_id=1)
+    with store.open_tool_output(wid, "container_exec") as stream:
+        stream.write(b"first line\n")
+        assert store.read_file(wid, stream.path) == "first line\n"  # a crash now keeps it
+        stream.write(b"second line\n")
+        assert store.size(wid, stream.path) == 23
+
+
+def test_local_stream_never_writes_through_a_link_planted_under_its_name(tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    outside = tmp_path / "precious.txt"
+    outside.write_text("not an artifact")
+    wid = store.create_worker("task", owner_id=1)
+    calls = store.root / "workers" / wid / "tool_calls"
+    calls.mkdir()
+    (calls / "001_container_exec.txt").symlink_to(outside)
+    with store.open_tool_output(wid, "container_exec") as stream:
+        stream.write(b"output")
+    assert stream.path == "tool_calls/002_container_exec.txt"  # the link's name counts as taken
+    assert outside.read_text() == "not an artifact"
+    assert store.read_file(wid, stream.path) == "output"

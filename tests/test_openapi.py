@@ -18,8 +18,8 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/runs/{run_id}/cancel", "post"): (200, {401, 404, 422}),
     ("/api/jarvis/workers", "get"): (200, {401, 422}),
     ("/api/jarvis/workers/{job_id}", "get"): (200, {401, 404, 422}),
-    ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 422}),
-    ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 416, 422}),
+    ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 416, 422}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
     ("/api/jarvis/logout", "post"): (200, {401, 422}),
     ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 422}),
@@ -72,6 +72,14 @@ def test_workers_list_documents_every_query_parameter_with_its_bounds(doc):
     assert ("header", "idempotency-key") in _params(doc, "/api/jarvis/supervisor", "post")
 
 
+def test_file_routes_document_the_range_header_and_the_partial_content(doc):
+    for path in ("/api/jarvis/workers/{job_id}/files/{path}", "/api/jarvis/workers/{job_id}/files/{folder}/{name}"):
+        header = _params(doc, path)["header", "range"]
+        assert not header["required"] and "bytes=START-END" in header["description"], path
+        responses = doc["paths"][path]["get"]["responses"]
+        assert "Content-Range" in responses["206"]["description"] and "Range" in responses["416"]["description"]
+
+
 def test_path_ids_are_integers(doc):
     for path, name in (("/api/jarvis/runs/{run_id}", "run_id"), ("/api/jarvis/workers/{job_id}", "job_id"),
                        ("/api/jarvis/workers/{job_id}/files/{path}", "job_id")):
@@ -94,7 +102,8 @@ def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
     assert doc["components"]["schemas"]["ErrorBody"]["required"] == ["error", "message"]
     for (path, method), (success, errors) in OPERATIONS.items():
         responses = doc["paths"][path][method]["responses"]
-        assert {int(code) for code in responses} == {success, *errors, 500} | ({204} if path.endswith("/events") else set()), path
+        extra = {204} if path.endswith("/events") else {206} if "/files/" in path else set()  # no body / a byte range
+        assert {int(code) for code in responses} == {success, *errors, 500} | extra, path
         for code in (*errors, 500):
             schema = responses[str(code)]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)

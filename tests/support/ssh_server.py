@@ -170,17 +170,26 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
             return True
 
     def _exec(channel, command: str) -> None:
+        """Like sshd: the command in its own session (its own process group, which a ``signal``
+        request kills), each stream forwarded as the command writes it, then the exit status."""
         proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)  # as sshd does: the command's own process group
+                                start_new_session=True)
         commands[channel] = proc
+
+        def forward(pipe, send) -> None:
+            while chunk := os.read(pipe.fileno(), 65536):
+                send(chunk)
+
+        errors = threading.Thread(target=forward, args=(proc.stderr, channel.sendall_stderr), daemon=True)
+        errors.start()
         try:
-            out, err = proc.communicate()
-        finally:
-            commands.pop(channel, None)
-        try:
-            channel.sendall(out)
-            channel.sendall_stderr(err)
-            channel.send_exit_status(proc.returncode if proc.returncode >= 0 else 128 - proc.returncode)
+            try:
+                forward(proc.stdout, channel.sendall)
+                errors.join()
+                code = proc.wait()
+            finally:
+                commands.pop(channel, None)
+            channel.send_exit_status(code if code >= 0 else 128 - code)
         finally:
             channel.close()
 

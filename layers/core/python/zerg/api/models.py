@@ -169,6 +169,7 @@ ERRORS: dict[int, str] = {
     404: "Not found, or not the caller's (the same answer either way)",
     409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",
+    416: "The Range asked for is outside the file (Content-Range: bytes */SIZE gives its size)",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",
 }

@@ -10,6 +10,9 @@ Invariants:
   a check and the open.
 - Only regular files are read or appended to; a FIFO or device is refused, never opened
   blocking.
+- A streamed tool output (:class:`_LocalStream`) is created with ``O_EXCL`` through the same
+  no-follow open and written through that one descriptor: a link planted under its name makes
+  the claim fail (the next number is taken), and the bytes go nowhere but the file it created.
 - A listing reports what is there without following anything (``lstat``): a link is listed as
   ``kind="symlink"`` with no size (its target's size would leak it), other non-regular entries as
   ``kind="other"``.
@@ -27,6 +30,7 @@ from typing import BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID, ArtifactPathError
 from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
+from zerg.artifacts.stream import ArtifactStream
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: opening a planted FIFO never hangs
@@ -136,6 +140,13 @@ class LocalArtifactStore(WorkerArtifactStore):
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         return True
+
+    def _create_stream(self, key: str) -> "_LocalStream | None":
+        try:
+            fd = self._open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create_dirs=True)
+        except FileExistsError:
+            return None
+        return _LocalStream(key, fd)
 
     def _put(self, key: str, data: bytes) -> None:
         *parents, name = key.split("/")
@@ -274,3 +285,19 @@ class LocalArtifactStore(WorkerArtifactStore):
                 pass
             finally:
                 os.close(parent)
+
+
+class _LocalStream(ArtifactStream):
+    """Each piece goes to the file at once: readers see it grow; memory holds nothing."""
+
+    def __init__(self, key: str, fd: int) -> None:
+        super().__init__(key)
+        self._fd = fd
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def _close(self) -> None:
+        os.close(self._fd)

@@ -3,6 +3,11 @@
 Exclusive creation uses conditional writes (``If-None-Match: *``), so two writers can never
 overwrite each other's tool output or result. ``thread.jsonl`` is appended by read-and-rewrite:
 a worker is its thread's only writer.
+
+A streamed tool output claims its key with an empty conditional write, then uploads its bytes as a
+multipart upload of :data:`PART_BYTES` parts (one part in memory at a time) and completes it at
+close; an output smaller than one part is one plain PUT over its own empty claim. An upload that
+fails is aborted (its parts do not linger) and the error raised.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from typing import Any, BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID
 from zerg.artifacts.store import ArtifactError, ArtifactNotFound, FileInfo, WorkerArtifactStore
+from zerg.artifacts.stream import ArtifactStream
+
+PART_BYTES = 5 * 1024 * 1024  # S3's smallest part (but the last): the memory a stream holds at most
 
 
 class S3ArtifactStore(WorkerArtifactStore):
@@ -49,6 +57,11 @@ class S3ArtifactStore(WorkerArtifactStore):
                 return False
             raise
         return True
+
+    def _create_stream(self, key: str) -> "_S3Stream | None":
+        if not self._create(key, b""):  # the claim: nobody else may write this key from now on
+            return None
+        return _S3Stream(self, key)
 
     def _put(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data)
@@ -153,3 +166,52 @@ class S3ArtifactStore(WorkerArtifactStore):
                 status = "unknown"
             self._versioning = status is not None  # "Enabled" or "Suspended": versions may exist
         return self._versioning
+
+
+class _S3Stream(ArtifactStream):
+    def __init__(self, store: S3ArtifactStore, key: str) -> None:
+        super().__init__(key)
+        self._store, self._buffer = store, bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+
+    def _call(self, name: str, **kwargs: Any) -> dict[str, Any]:
+        store = self._store
+        try:
+            return getattr(store.client, name)(Bucket=store.bucket, Key=store._k(self.key), **kwargs)
+        except Exception as exc:
+            self._abort()
+            raise ArtifactError(f"could not write {self.path} to S3 ({name}): {exc}") from exc
+
+    def _abort(self) -> None:
+        if self._upload_id is not None:
+            upload, self._upload_id = self._upload_id, None
+            try:
+                self._store.client.abort_multipart_upload(
+                    Bucket=self._store.bucket, Key=self._store._k(self.key), UploadId=upload)
+            except Exception:  # the bucket's lifecycle rule removes what an abort could not
+                pass
+        self._buffer = bytearray()
+
+    def _write(self, data: bytes) -> None:
+        self._buffer += data
+        if len(self._buffer) >= PART_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._upload_id is None:
+            self._upload_id = self._call("create_multipart_upload")["UploadId"]
+        number = len(self._parts) + 1
+        etag = self._call("upload_part", UploadId=self._upload_id, PartNumber=number, Body=bytes(self._buffer))["ETag"]
+        self._parts.append({"ETag": etag, "PartNumber": number})
+        self._buffer = bytearray()
+
+    def _close(self) -> None:
+        if self._upload_id is None:  # smaller than one part: one PUT over our own empty claim
+            self._call("put_object", Body=bytes(self._buffer))
+            self._buffer = bytearray()
+            return
+        if self._buffer:
+            self._flush()  # the last part may be smaller than PART_BYTES
+        self._call("complete_multipart_upload", UploadId=self._upload_id, MultipartUpload={"Parts": self._parts})
+        self._upload_id = None

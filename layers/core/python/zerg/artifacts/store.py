@@ -5,12 +5,13 @@ Layout (keys relative to the store root, identical on both backends)::
     workers/{worker_id}/metadata.json          derived view: status, timings, summary
     workers/{worker_id}/result.txt             CANONICAL final answer, written once, never cut
     workers/{worker_id}/thread.jsonl           CANONICAL execution trace, append-only
-    workers/{worker_id}/tool_calls/NNN_tool.txt  raw tool outputs, written as each call finishes
+    workers/{worker_id}/tool_calls/NNN_tool.txt  raw tool outputs, written as each call runs
 
 Invariants:
 - ``result.txt`` and ``thread.jsonl`` are canonical. ``result.txt`` is written exactly once and
-  never truncated; tool outputs are created exclusively and never overwritten; the thread only
-  grows. System behaviour depends on these, not on derived data.
+  never truncated; tool outputs are created exclusively and never overwritten (a streamed one,
+  :meth:`open_tool_output`, claims its name at open and only its own stream fills it); the thread
+  only grows. System behaviour depends on these, not on derived data.
 - ``metadata.json`` summary fields and the ``worker_jobs`` index are derived: rebuildable from the
   artifacts (``zerg workers reindex``) and allowed to fail safely (``update_summary`` never raises).
 - ``status`` is system-determined (exit codes, exceptions, timeouts) and set once by
@@ -19,8 +20,8 @@ Invariants:
   (:mod:`zerg.ownership`): a store trusts the worker id it is given.
 - A symbolic link in a worker directory is never followed by any read or write; ``list_files``
   shows it as ``kind="symlink"`` without a size (only the local backend can hold one).
-- Tails read only the last N bytes (file seek / S3 ranged GET); ``bytes_read`` counts every byte
-  read back, so callers can prove their reads are bounded.
+- Tails, heads and :meth:`read_range` read only the bytes asked for (file seek / S3 ranged GET);
+  ``bytes_read`` counts every byte read back, so callers can prove their reads are bounded.
 - Deleting a worker removes ``metadata.json`` last: until it goes, the worker is still found (by
   :meth:`owner_workers`), so an interrupted delete is finished by running it again. On S3 every
   stored version goes too (the bucket is versioned).
@@ -36,7 +37,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from zerg.artifacts.paths import (
     ArtifactPathError,
@@ -47,6 +48,9 @@ from zerg.artifacts.paths import (
 )
 from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import iso, parse_iso, utcnow
+
+if TYPE_CHECKING:
+    from zerg.artifacts.stream import ArtifactStream
 
 class ArtifactError(RuntimeError):
     """A store operation that cannot be done; the message says why."""
@@ -101,6 +105,10 @@ class WorkerArtifactStore(ABC):
     @abstractmethod
     def _create(self, key: str, data: bytes) -> bool:
         """Write ``data`` only if ``key`` does not exist; False if it does."""
+
+    @abstractmethod
+    def _create_stream(self, key: str) -> "ArtifactStream | None":
+        """Claim ``key`` as :meth:`_create` would and return a writer for it; None if it exists."""
 
     @abstractmethod
     def _put(self, key: str, data: bytes) -> None:
@@ -207,15 +215,25 @@ class WorkerArtifactStore(ABC):
         """Persist one tool call's raw output now; return its path (``tool_calls/NNN_tool.txt``)."""
         self._require_worker(worker_id)
         data = output.encode("utf-8", errors="replace")
+        return self._claim_tool_file(worker_id, tool_name, lambda key: self._create(key, data))[0]
+
+    def open_tool_output(self, worker_id: str, tool_name: str) -> "ArtifactStream":
+        """Claim the next ``tool_calls/NNN_tool.txt`` now and return a stream that writes it as the
+        output arrives (``stream.path`` is its path); close it, or use it in a ``with`` block."""
+        self._require_worker(worker_id)
+        return self._claim_tool_file(worker_id, tool_name, self._create_stream)[1]
+
+    def _claim_tool_file(self, worker_id: str, tool_name: str, claim: Any) -> tuple[str, Any]:
+        """(path, what ``claim(key)`` returned) for the first free number from the hint on."""
         seq = self._next_seq.get(worker_id)
         if seq is None:  # first call in this process (or a retry elsewhere): ask the store
             existing = self._list(self._key(worker_id, "tool_calls/"))
             seq = 1 + max((_seq(f.path) for f in existing), default=0)
         while True:
             rel = tool_file_name(seq, tool_name)
-            if self._create(self._key(worker_id, rel), data):
+            if claimed := claim(self._key(worker_id, rel)):
                 self._next_seq[worker_id] = seq + 1
-                return rel
+                return rel, claimed
             seq += 1  # another writer took this number: never overwrite, take the next
 
     def append_thread(self, worker_id: str, message: dict[str, Any]) -> None:
@@ -315,6 +333,12 @@ class WorkerArtifactStore(ABC):
         if nbytes <= 0:
             return b""
         return self._count(self._range(self._key(worker_id, clean_relpath(path)), 0, nbytes))
+
+    def read_range(self, worker_id: str, path: str, start: int, nbytes: int) -> bytes:
+        """Up to ``nbytes`` from offset ``start`` (fewer at the end of the file), reading only those."""
+        if nbytes <= 0 or start < 0:
+            return b""
+        return self._count(self._range(self._key(worker_id, clean_relpath(path)), start, nbytes))
 
     def list_files(self, worker_id: str) -> list[FileInfo]:
         self._require_worker(worker_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import logging
 import socket
 import threading
@@ -182,8 +183,9 @@ class ZergASGI:
             return await _send_error(send, 500, "internal_error", "internal error")
         if live and "statusCode" not in result:
             return await self._stream(result["stream"], receive, send)
-        payload = result.get("body") or ""
-        data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+        payload = result.pop("body", None) or ""  # held once: a range answer is megabytes
+        data = binascii.a2b_base64(payload) if result.get("isBase64Encoded") else payload.encode()
+        del payload
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
     async def _stream(self, checked: tuple[Any, int, int], receive, send) -> None:

@@ -15,19 +15,21 @@ import shutil
 from zerg.config import Settings
 from zerg.sandbox.detect import Level, announce, level
 from zerg.sandbox.invocation import invocation
-from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, Cancel, SandboxResult, run
+from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, Cancel, OutputSink, SandboxResult, run
 
-__all__ = ["BEST_EFFORT", "BWRAP", "UNSHARE", "Level", "SandboxResult", "announce", "execute", "invocation", "level"]
+__all__ = ["BEST_EFFORT", "BWRAP", "UNSHARE", "Level", "OutputSink", "SandboxResult", "announce", "execute",
+           "invocation", "level"]
 
 
 def execute(command: str, timeout_s: float, settings: Settings, *, output_cap: int,
-            mechanism: str | None = None, cancel: Cancel | None = None) -> SandboxResult:
-    """Run ``command`` in a fresh sandbox of this host's level (or of ``mechanism``, if given),
-    killed early if ``cancel`` fires."""
+            mechanism: str | None = None, sink: OutputSink | None = None,
+            cancel: Cancel | None = None) -> SandboxResult:
+    """Run ``command`` in a fresh sandbox of this host's level (or of ``mechanism``, if given);
+    its output goes to ``sink`` as it arrives, when one is given; killed early if ``cancel`` fires."""
     current = level(settings)
     if mechanism is None or mechanism == current.mechanism:
         mechanism, binary = current.mechanism, current.binary
     else:
         binary = shutil.which(mechanism) if mechanism != BEST_EFFORT else None
     return run(command, timeout_s, mechanism=mechanism, binary=binary, network=settings.sandbox_network,
-               output_cap=output_cap, cancel=cancel)
+               output_cap=output_cap, sink=sink, cancel=cancel)

@@ -2,14 +2,16 @@
 
 Invariants:
 - One sandbox per call, never reused: its own directory (see :mod:`zerg.sandbox.reaper`) and,
-  as root, its own host uid. Output goes to files outside the sandbox, each read back up to
-  ``output_cap`` bytes; the command's files are capped by RLIMIT_FSIZE, core dumps are off.
+  as root, its own host uid. stdout and stderr are pipes, relayed to an :class:`OutputSink` as
+  the bytes arrive (memory holds one read at a time); by default they are collected up to
+  ``output_cap`` bytes each. A sink that refuses more bytes (its bound is reached) ends the call as
+  a timeout would. The command's files are capped by RLIMIT_FSIZE (``output_cap``), core dumps are off.
 - When :func:`run` returns, nothing the command started is alive and its directory is gone. With
   ``bwrap``/``unshare`` the PID namespace guarantees it: its init exiting makes the kernel kill
-  every process in it before the launcher sees the exit; on a timeout or a cancel (the ``cancel``
-  signal fired) the init is killed first and the launcher then waited for. With ``best-effort``
-  the process group is killed, then every process with the call's uid (as root) or its marker
-  variable (otherwise).
+  every process in it before the launcher sees the exit; on a timeout, a sink refusing more or a
+  cancel (the ``cancel`` signal fired) the init is killed first and the launcher then waited for.
+  With ``best-effort`` the process group is killed, then every process with the call's uid (as
+  root) or its marker variable (otherwise).
 - The command's environment is exactly ``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and ``TERM`` (plus
   the marker variable in best effort): no secret, no cloud credential. The parent makes itself
   non-dumpable before the first command, so its own /proc entries (environment, memory) are
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -36,8 +39,13 @@ SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOME_INSIDE = "/home/sandbox"
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 # Limits set by the shell itself for bwrap and best effort (no preexec_fn: unsafe in a threaded
-# process): no file, the capture files included, may outgrow the bound; no core dumps.
+# process): no file the command writes may outgrow the bound; no core dumps.
 _WRAPPER = 'ulimit -f {blocks} -c 0 2>/dev/null; exec /bin/sh -c "$1"'
+READ_BYTES = 1 << 16  # one read from a pipe: the most output held in memory at once
+DRAIN_S = 2.0  # after teardown, how long a pipe may stay open (an escaped best-effort process)
+# How a relay ended: the launcher exited, the deadline passed, the cancel fired, the sink refused
+# more, or (draining after teardown) both pipes reached end of file.
+EXITED, TIMED_OUT, CANCELLED, FULL, EOF = "exited", "timed out", "cancelled", "full", "eof"
 
 
 class Cancel(Protocol):
@@ -50,13 +58,47 @@ class Cancel(Protocol):
 
 @dataclass(frozen=True)
 class SandboxResult:
-    exit_code: int | None  # None: killed at the timeout or by a cancel
+    exit_code: int | None  # None: killed at the timeout, by a cancel or over the sink's bound
     stdout: str
     stderr: str
     timed_out: bool
     duration_ms: int
     mechanism: str
+    over_cap: bool = False  # the sink refused more output: the call was ended (exit_code None)
     cancelled: bool = False  # the cancel signal fired: the sandbox was killed
+
+
+class OutputSink(Protocol):
+    """Takes the command's output as it arrives; False: no more (the call is ended)."""
+
+    def stdout(self, data: bytes) -> bool: ...
+
+    def stderr(self, data: bytes) -> bool: ...
+
+
+class _Collect:
+    """The default sink: each stream kept in memory up to ``cap`` bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.out, self.err = cap, bytearray(), bytearray()
+
+    def stdout(self, data: bytes) -> bool:
+        return self._add(self.out, data)
+
+    def stderr(self, data: bytes) -> bool:
+        return self._add(self.err, data)
+
+    def _add(self, kept: bytearray, data: bytes) -> bool:
+        room = self.cap - len(kept)
+        kept += data[:room]
+        return len(data) <= room
+
+
+class _Discard:
+    def stdout(self, data: bytes) -> bool:
+        return True
+
+    stderr = stdout
 
 
 _hardened = False
@@ -142,49 +184,54 @@ def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,
     return _unshare_argv(binary, call, network, command, output_cap), env, str(call.home)
 
 
-def _read(path: Path, cap: int) -> str:
+def _pidfd(proc: subprocess.Popen) -> int | None:
+    """A descriptor readable the moment the launcher exits (Linux >= 5.3), else None (polled)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(cap).decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ""
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
 
 
-EXITED, TIMED_OUT, CANCELLED = "exited", "timed out", "cancelled"
-
-
-def _wait(proc: subprocess.Popen, timeout_s: float, cancel: Cancel | None = None) -> str:
-    """How the wait for the launcher ended: it exited, ``timeout_s`` passed, or ``cancel`` fired.
-    Woken by a pidfd the moment it exits (``Popen.wait(timeout)`` polls with doubling sleeps, which
-    added up to ~15 ms to a 20 ms call) and by the cancel signal's descriptor the moment it is set."""
+def _relay(proc: subprocess.Popen, sink: OutputSink, deadline: float, *, until_exit: bool,
+           cancel: Cancel | None = None) -> str:
+    """Feed the pipes to ``sink`` as bytes arrive. Ends with EXITED (the launcher, when
+    ``until_exit``; woken by a pidfd at once, no polling sleeps), EOF (both pipes closed, when not
+    ``until_exit``), TIMED_OUT (``deadline`` passed), CANCELLED (``cancel`` fired: woken by its
+    descriptor) or FULL (the sink refused more)."""
     if cancel is not None and cancel.is_set():
         return CANCELLED
+    selector = selectors.DefaultSelector()
+    pidfd = _pidfd(proc) if until_exit else None
     try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux >= 5.3: the polling wait, in slices for the cancel
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic())))
-                return EXITED
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.is_set():
-                    return CANCELLED
-                if time.monotonic() >= deadline:
-                    return TIMED_OUT
-    try:
-        import select
-
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
+        for pipe, take in ((proc.stdout, sink.stdout), (proc.stderr, sink.stderr)):
+            selector.register(pipe, selectors.EVENT_READ, take)
+        if pidfd is not None:
+            selector.register(pidfd, selectors.EVENT_READ, EXITED)
         if cancel is not None:
-            poller.register(cancel.fileno(), select.POLLIN)
-        ready = {f for f, _ in poller.poll(max(0.0, timeout_s) * 1000)}
-        if fd in ready:  # exited: even if the cancel fired in the same instant, it ran to its end
-            return EXITED
-        return CANCELLED if ready else TIMED_OUT
+            selector.register(cancel.fileno(), selectors.EVENT_READ, CANCELLED)
+        polled = until_exit and pidfd is None
+        while True:
+            if polled and proc.poll() is not None:
+                return EXITED
+            if not until_exit and not selector.get_map():
+                return EOF
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return TIMED_OUT
+            ready = [key for key, _ in selector.select(min(left, 0.05) if polled else left)]
+            woken = {key.data for key in ready if isinstance(key.data, str)}
+            if woken:  # exited wins over a cancel in the same instant: the command ran to its end
+                return EXITED if EXITED in woken else CANCELLED
+            for key in ready:
+                data = os.read(key.fd, READ_BYTES)
+                if not data:
+                    selector.unregister(key.fileobj)
+                elif not key.data(data):
+                    return FULL
     finally:
-        os.close(fd)
+        selector.close()
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _stop(proc: subprocess.Popen, mechanism: str) -> None:
@@ -202,39 +249,52 @@ def _stop(proc: subprocess.Popen, mechanism: str) -> None:
 
 
 def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = None, network: bool = False,
-        output_cap: int, cancel: Cancel | None = None) -> SandboxResult:
-    """Run ``command`` with ``/bin/sh -c`` in a new sandbox of ``mechanism``; end it early when
-    ``timeout_s`` passes or ``cancel`` fires (then everything it started is gone before we return)."""
+        output_cap: int, sink: OutputSink | None = None, cancel: Cancel | None = None) -> SandboxResult:
+    """Run ``command`` with ``/bin/sh -c`` in a new sandbox of ``mechanism``. With a ``sink`` the
+    output goes there as it arrives (the result's stdout and stderr are then empty). It is ended
+    early when ``timeout_s`` passes or ``cancel`` fires (then everything it started is gone before
+    we return)."""
     harden_parent()
+    collected = _Collect(output_cap) if sink is None else None
+    sink = sink or collected
     call = reaper.new_call_dir()
     try:
         argv, env, cwd = _command(mechanism, call, network, command, output_cap, binary)
-        out_path, err_path = call.capture / "stdout", call.capture / "stderr"
         user = call.uid
         argv, as_user = reaper.as_user(argv, user)
         start = time.monotonic()
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True,  # the launcher's own group: nothing of ours is in it
-                **as_user,
-            )
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            bufsize=0, start_new_session=True,  # the launcher's own group: nothing of ours is in it
+            **as_user,
+        )
+        try:
             ended = TIMED_OUT
             try:
-                ended = _wait(proc, max(0.01, timeout_s), cancel)
+                ended = _relay(proc, sink, start + max(0.01, timeout_s), until_exit=True, cancel=cancel)
             finally:
                 _stop(proc, mechanism)
-        early = ended != EXITED
-        if user is not None and (early or mechanism == BEST_EFFORT):
-            reaper.kill_uid(user)  # nothing else on the host has this uid
-            if mechanism == BEST_EFFORT:
-                reaper.remove_owned_by(user)
-        elif mechanism == BEST_EFFORT:
-            reaper.kill_marked([call.marker])
-        duration_ms = int((time.monotonic() - start) * 1000)
-        return SandboxResult(None if early else proc.returncode, _read(out_path, output_cap),
-                             _read(err_path, output_cap), ended == TIMED_OUT, duration_ms, mechanism,
-                             cancelled=ended == CANCELLED)
+            interrupted = ended != EXITED
+            if user is not None and (interrupted or mechanism == BEST_EFFORT):
+                reaper.kill_uid(user)  # nothing else on the host has this uid
+                if mechanism == BEST_EFFORT:
+                    reaper.remove_owned_by(user)
+            elif mechanism == BEST_EFFORT:
+                reaper.kill_marked([call.marker])
+            duration_ms = int((time.monotonic() - start) * 1000)
+            # What the pipes still hold once every writer is gone (bounded: an escaped process may
+            # hold one); a cancelled call keeps it too, so its artifact shows how far the command got.
+            over_cap = ended == FULL or _relay(proc, sink, time.monotonic() + DRAIN_S, until_exit=False) == FULL
+            if over_cap:
+                _relay(proc, _Discard(), time.monotonic() + DRAIN_S, until_exit=False)
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+        out = err = ""
+        if collected is not None:
+            out, err = collected.out.decode("utf-8", "replace"), collected.err.decode("utf-8", "replace")
+        return SandboxResult(None if interrupted else proc.returncode, out, err, ended == TIMED_OUT, duration_ms,
+                             mechanism, over_cap=over_cap, cancelled=ended == CANCELLED)
     finally:
         if mechanism == BEST_EFFORT:  # only there can a process escape its call's teardown
             invocation.record(call.marker)

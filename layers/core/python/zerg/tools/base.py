@@ -7,6 +7,8 @@ Invariants:
 - The one exception is :class:`CriticalToolError` (e.g. SSH authentication failed): the worker
   stops at once and fails with that reason, instead of letting the model flail.
 - The model sees capped output; the artifact keeps the full output (up to a storage bound).
+  Shell tools stream it to the artifact as it arrives (``ToolContext.open_output``, see
+  :mod:`zerg.tools.output`), so no output is ever held whole in memory.
 - A tool that runs a command honours :attr:`ToolContext.cancel`: it does not start once the signal
   is set, and when it fires mid-command it ends the command (sandbox killed, SSH channel signalled
   and closed) before it returns.
@@ -20,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +33,16 @@ if TYPE_CHECKING:
 
 # Bytes of raw output a tool keeps for the artifact (the model gets ZERG_TOOL_OUTPUT_CAP).
 ARTIFACT_OUTPUT_CAP = 50_000_000
+
+
+class OutputStream(Protocol):
+    """Where a tool streams its raw output (:class:`zerg.artifacts.stream.ArtifactStream`)."""
+
+    path: str
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class CriticalToolError(RuntimeError):
@@ -92,6 +104,9 @@ class ToolContext:
     owner_id: int | None = None
     run_id: int | None = None
     runtime: "Runtime | None" = None  # for tools that read the database or artifacts
+    # Opens the artifact file a tool streams its raw output into (a worker's next tool_calls/NNN_<tool>.txt);
+    # None: the tool keeps its raw output in memory and returns it as ToolOutcome.artifact.
+    open_output: Callable[[str], OutputStream] | None = None
     cancel: CancelSignal | None = None  # set when the run is cancelled: end the command now
 
     def cancelled(self) -> bool:
@@ -111,6 +126,7 @@ class ToolOutcome:
     text: str  # what the model reads (capped)
     ok: bool = True  # False: non-zero exit, refused, error
     artifact: str | None = None  # what tool_calls/NNN_tool.txt keeps (None: same as text)
+    artifact_path: str | None = None  # already streamed to this tool_calls/ file: nothing left to save
     exit_code: int | None = None
     critical: str | None = None  # set: the worker must stop with this reason
 
@@ -174,28 +190,37 @@ def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) 
         return error(f"{name} failed: {type(exc).__name__}: {exc}")
 
 
+class Capped:
+    """The first ``limit`` bytes of a stream, its last ``limit // 2`` and its length: enough to
+    render :func:`cap` of the whole stream without holding it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.total = limit, 0
+        self.head, self.tail = bytearray(), bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if len(self.head) < self.limit:
+            self.head += data[: self.limit - len(self.head)]
+        keep = self.limit // 2
+        self.tail += data[-keep:]
+        if len(self.tail) > keep:
+            del self.tail[:-keep]
+
+    def text(self) -> str:
+        if self.total <= self.limit:
+            return self.head.decode("utf-8", "replace")
+        head = self.head[: self.limit // 2].decode("utf-8", "ignore")
+        tail = self.tail.decode("utf-8", "ignore")
+        omitted = self.total - len(head.encode()) - len(tail.encode())
+        return f"{head}\n[... truncated {omitted} bytes of {self.total} ...]\n{tail}"
+
+
 def cap(text: str, limit: int) -> str:
     """Keep the head and the tail of ``text`` within ``limit`` bytes, with an explicit marker."""
     data = text.encode("utf-8", "replace")
     if len(data) <= limit:
         return text
-    head = data[: limit // 2].decode("utf-8", "ignore")
-    tail = data[len(data) - limit // 2 :].decode("utf-8", "ignore")
-    omitted = len(data) - len(head.encode()) - len(tail.encode())
-    return f"{head}\n[... truncated {omitted} bytes of {len(data)} ...]\n{tail}"
-
-
-def shell_report(
-    header: str, exit_code: int | None, stdout: str, stderr: str, duration_ms: int, note: str, limit: int
-) -> tuple[str, str]:
-    """(model text, artifact text) for a shell-like command: same shape, different caps."""
-
-    def render(out: str, err: str) -> str:
-        lines = [header, f"exit_code: {exit_code if exit_code is not None else 'none'}",
-                 f"duration_ms: {duration_ms}"]
-        if note:
-            lines.append(f"note: {note}")
-        lines += ["--- stdout ---", out.rstrip("\n"), "--- stderr ---", err.rstrip("\n")]
-        return "\n".join(lines) + "\n"
-
-    return render(cap(stdout, limit), cap(stderr, limit)), render(stdout, stderr)
+    capped = Capped(limit)
+    capped.add(data)
+    return capped.text()

@@ -6,14 +6,16 @@ with a private /tmp and home; on a host without either (and on Lambda), today's 
 scrubbed environment, a per-call uid when we are root, a process group and a targeted sweep.
 Whatever the mechanism, the call returns only once every process it started is gone, also when
 the run is cancelled mid-command (the context's cancel signal kills the sandbox). Output is
-captured to files (bounded memory) and capped for the model.
+streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`: bounded memory) and
+capped for the model; a command printing more than the artifact bound is stopped there.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, error, shell_report
+from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, error
+from zerg.tools.output import ShellOutput
 
 
 class ContainerExecArgs(BaseModel):
@@ -29,17 +31,17 @@ def container_exec(args: ContainerExecArgs, ctx: ToolContext) -> ToolOutcome:
     if ctx.cancelled():
         return error(f"not run: {ctx.cancel.reason}")
     timeout = ctx.bounded(args.timeout_s)
-    try:
-        result = execute(args.command, timeout, ctx.settings, output_cap=ARTIFACT_OUTPUT_CAP, cancel=ctx.cancel)
-    except SandboxError as exc:
-        return error(f"container_exec could not prepare a sandbox: {exc}")
-    if result.cancelled:
-        note = f"killed: {ctx.cancel.reason}; the sandbox and everything in it are gone"
-    else:
-        note = f"killed after {timeout:.1f}s timeout" if result.timed_out else ""
-    text, artifact = shell_report(f"$ {args.command}", result.exit_code, result.stdout, result.stderr,
-                                  result.duration_ms, note, ctx.settings.tool_output_cap)
-    return ToolOutcome(text=text, artifact=artifact, ok=result.exit_code == 0, exit_code=result.exit_code)
+    with ShellOutput(ctx, "container_exec", f"$ {args.command}") as output:
+        try:
+            result = execute(args.command, timeout, ctx.settings, output_cap=ARTIFACT_OUTPUT_CAP, sink=output,
+                             cancel=ctx.cancel)
+        except SandboxError as exc:
+            return error(f"container_exec could not prepare a sandbox: {exc}")
+        if result.cancelled:
+            note = f"killed: {ctx.cancel.reason}; the sandbox and everything in it are gone"
+        else:
+            note = f"killed after {timeout:.1f}s timeout" if result.timed_out else ""
+        return output.finish(result.exit_code, result.duration_ms, note)
 
 
 TOOL = Tool(

@@ -12,6 +12,8 @@ Invariants:
   in the tool's output, its errors or the artifacts.
 - Connection or authentication failure is *critical*: the worker fails fast with the reason.
   A command that exits non-zero or times out is an ordinary result for the model to read.
+- Output is streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`); past the
+  artifact bound the channel is closed and the model told so.
 - Cancel ends the remote command: when the context's cancel signal fires, the server is asked to
   SIGKILL it (the RFC 4254 ``signal`` request; OpenSSH's sshd kills the command's process group)
   and the call waits for the server to report the session ended before closing the channel. A
@@ -28,15 +30,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools.base import (
-    ARTIFACT_OUTPUT_CAP,
-    CriticalToolError,
-    Tool,
-    ToolContext,
-    ToolOutcome,
-    error,
-    shell_report,
-)
+from zerg.tools.base import CriticalToolError, Tool, ToolContext, ToolOutcome, error
+from zerg.tools.output import ShellOutput
 
 if TYPE_CHECKING:
     from zerg.hosts.registry import Target
@@ -136,52 +131,46 @@ def _run(client, args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     start = time.monotonic()
     channel = client.get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
     channel.exec_command(args.command)
-    out, err = bytearray(), bytearray()
-    timed_out = cancelled = False
-    while True:
-        busy = _drain(channel, out, err)
-        if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-            break
-        if ctx.cancelled():
-            cancelled = True
-            break
-        if time.monotonic() - start > timeout:
-            timed_out = True
-            break
-        if not busy:
-            time.sleep(0.005)
-    note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
-    if cancelled:
-        ended = _kill_remote(channel)
-        while _drain(channel, out, err):  # what it wrote before it was killed
-            pass
-        note = (f"killed: {ctx.cancel.reason}; the server ended the remote command" if ended else
-                f"stopped: {ctx.cancel.reason}; asked the server to kill the remote command and closed the "
-                "channel, but it did not confirm the command ended (it may still be running)")
-    code = None if timed_out or cancelled else channel.recv_exit_status()
-    channel.close()
-    ms = int((time.monotonic() - start) * 1000)
-    text, artifact = shell_report(
-        f"[{args.host}] $ {args.command}", code, out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"), ms, note, ctx.settings.tool_output_cap,
-    )
-    return ToolOutcome(text=text, artifact=artifact, ok=code == 0, exit_code=code)
+    with ShellOutput(ctx, "ssh_exec", f"[{args.host}] $ {args.command}") as output:
+        timed_out = full = cancelled = False
+        while not full:
+            busy, full = _drain(channel, output)
+            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
+            if ctx.cancelled():
+                cancelled = True
+                break
+            if time.monotonic() - start > timeout:
+                timed_out = True
+                break
+            if not busy:
+                time.sleep(0.005)
+        note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
+        if cancelled:
+            ended = _kill_remote(channel)
+            while not full:  # what it wrote before it was killed
+                busy, full = _drain(channel, output)
+                if not busy:
+                    break
+            note = (f"killed: {ctx.cancel.reason}; the server ended the remote command" if ended else
+                    f"stopped: {ctx.cancel.reason}; asked the server to kill the remote command and closed the "
+                    "channel, but it did not confirm the command ended (it may still be running)")
+        code = None if timed_out or full or cancelled else channel.recv_exit_status()
+        channel.close()
+        ms = int((time.monotonic() - start) * 1000)
+        return output.finish(code, ms, note)
 
 
-def _drain(channel, out: bytearray, err: bytearray) -> bool:
-    """Read what the channel has (each stream kept up to the artifact cap); True if anything came."""
-    busy = False
+def _drain(channel, output: ShellOutput) -> tuple[bool, bool]:
+    """Hand what the channel has to ``output``: (anything came, the artifact bound was reached)."""
+    busy = full = False
     if channel.recv_ready():
-        chunk = channel.recv(65536)
-        if len(out) < ARTIFACT_OUTPUT_CAP:
-            out += chunk
+        full = not output.stdout(channel.recv(65536))
         busy = True
     if channel.recv_stderr_ready():
-        chunk = channel.recv_stderr(65536)
-        if len(err) < ARTIFACT_OUTPUT_CAP:
-            err += chunk
+        full = not output.stderr(channel.recv_stderr(65536)) or full
         busy = True
-    return busy
+    return busy, full
 
 
 def _kill_remote(channel) -> bool:

@@ -99,6 +99,9 @@ class WorkerArtifacts:
     def head(self, path: str, nbytes: int) -> bytes:
         return self.store.head(self.worker_id, path, nbytes)
 
+    def read_range(self, path: str, start: int, nbytes: int) -> bytes:
+        return self.store.read_range(self.worker_id, path, start, nbytes)
+
 
 def open_worker(
     conn: Connection,

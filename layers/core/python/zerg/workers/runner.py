@@ -1,7 +1,8 @@
 """WorkerRunner: one disposable agent, one task, every byte persisted as it happens.
 
 Invariants:
-- Each tool output is written to ``tool_calls/NNN_tool.txt`` the moment the call finishes and
+- Each tool output is written to ``tool_calls/NNN_tool.txt`` as it is produced (the shell tools
+  stream it there while the command runs, the others save it the moment the call finishes) and
   each message is appended to ``thread.jsonl`` as it happens: a crash or timeout loses nothing
   that was already produced.
 - ``status`` is system-determined: ``success`` when the loop ended with a final message,
@@ -26,6 +27,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
@@ -195,7 +197,7 @@ class _WorkerHooks(LoopHooks):
         self.rt.store.append_thread(self.worker_id, message)
 
     def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
-        path = self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
+        path = outcome.artifact_path or self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
         self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
         self.loop.outputs.append((path, outcome.text))
         if stop := self._cancelled():  # its command was ended: no further call
@@ -216,7 +218,8 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, de
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt, cancel=cancel),
+        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt,
+                        open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
@@ -307,7 +310,7 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
 
 def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, reason: str) -> None:
     """Close the artifacts of a worker nobody is running any more (its run's process stopped, or
-    it outlived its timeout): a ``result.txt`` saying so, with the tail of its last tool output,
+    it outlived its timeout): a ``result.txt`` saying so, with the tails of its last tool outputs,
     when it had none, and ``status`` in ``metadata.json``. Everything it wrote stays readable.
 
     Best effort: a store this process may not write (the ingress on AWS only reads) leaves the
@@ -316,10 +319,11 @@ def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, re
         files = store.list_files(worker_id)
         if not any(f.path == "result.txt" for f in files):
             lines = [f"[Worker {status}: {reason}]"]
-            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file)
-            if outputs:
-                tail = store.tail(worker_id, outputs[-1], 2000).decode("utf-8", "replace")
-                lines += [SYNTHESISED_MARK, "", f"== {outputs[-1]} ==", tail]
+            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file and f.size)
+            if outputs:  # the last three, as the runner's own synthesis does (a cut command's partial one too)
+                lines.append(SYNTHESISED_MARK)
+                for path in outputs[-3:]:
+                    lines += ["", f"== {path} ==", store.tail(worker_id, path, 2000).decode("utf-8", "replace")]
             else:
                 lines.append("No tool output was recorded.")
             store.save_result(worker_id, "\n".join(lines))

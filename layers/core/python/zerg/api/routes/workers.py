@@ -1,4 +1,8 @@
-"""The worker browser, for power users. Every read goes through the owner."""
+"""The worker browser, for power users. Every read goes through the owner.
+
+A file is served whole up to ``FILE_MAX_BYTES``; any file, whatever its size, is readable in pieces
+with a ``Range`` header (206, at most ``RANGE_MAX_BYTES`` each: :mod:`zerg.api.ranges`).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import WorkerDetail, WorkerPage, responses
+from zerg.api.ranges import RANGE_MAX_BYTES, RangeNotSatisfiable, parse_range, partial_content
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runtime import Runtime
 from zerg.statuses import JobStatus
@@ -23,8 +28,14 @@ router = Router()
 FILE_MAX_BYTES = 5_000_000
 
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The worker job's id")]
-FILE_RESPONSES = responses(200, "The file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413,
-                           media_type="text/plain")
+FILE_RESPONSES = {
+    **responses(200, "The whole file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413, 416),
+    206: {"description": f"The bytes of the Range asked for (the first range only, at most {RANGE_MAX_BYTES} "
+                         "bytes; Content-Range says which)"},
+}
+RangeHeader = Annotated[str | None, Header(alias="range", max_length=1000, description=(
+    f"Read a piece: bytes=START-END, bytes=START- or bytes=-LAST_N (at most {RANGE_MAX_BYTES} bytes "
+    "per response; of several ranges only the first is served)"))]
 
 
 @router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)",
@@ -68,33 +79,41 @@ def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
     return json_response(body)
 
 
-def _file(rt: Runtime, owner_id: int, job_id: int, path: str) -> Response:
+def _file(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | None) -> Response:
     handle = _handle(rt, owner_id, job_id)
     rel = unquote(path)
+    kind = "application/json" if path.endswith(".json") else "application/x-ndjson" if path.endswith(".jsonl") else "text/plain; charset=utf-8"
     try:
         size = handle.size(rel)
+        wanted = parse_range(byte_range, size)
+        if wanted is not None:
+            return partial_content(handle.read_range(rel, wanted.start, wanted.length), wanted.start, size, kind)
         if size > FILE_MAX_BYTES:
-            raise ApiError(413, "payload_too_large", f"{path} is {size} bytes; files over {FILE_MAX_BYTES} are not served whole")
+            raise ApiError(413, "payload_too_large", f"{path} is {size} bytes; files over {FILE_MAX_BYTES} bytes are not "
+                           f"served whole: read them in pieces with a Range header, e.g. 'Range: bytes=0-"
+                           f"{RANGE_MAX_BYTES - 1}' (at most {RANGE_MAX_BYTES} bytes per response)")
         text = handle.read_file(rel)
+    except RangeNotSatisfiable as exc:
+        return exc.response()
     except ArtifactPathError as exc:
         raise ApiError(400, "bad_path", str(exc)) from None
     except NotStarted as exc:
         raise ApiError(404, "not_found", str(exc)) from None
     except ArtifactNotFound:
         raise not_found(f"file {rel!r} of worker {job_id}") from None
-    kind = "application/json" if path.endswith(".json") else "application/x-ndjson" if path.endswith(".jsonl") else "text/plain; charset=utf-8"
-    return Response(status_code=200, content_type=kind, body=text)
+    return Response(status_code=200, content_type=kind, body=text, headers={"Accept-Ranges": "bytes"})
 
 
 # A path parameter cannot hold '/': a file in a folder has its own route (or a %2F-encoded path).
-@router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file", responses=FILE_RESPONSES)
+@router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file (whole, or a byte range)",
+            responses=FILE_RESPONSES)
 def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The file, '/' encoded as %2F")],
-                    owner_id: Owner, rt: Rt):
-    return _file(rt, owner_id, job_id, path)
+                    owner_id: Owner, rt: Rt, byte_range: RangeHeader = None):
+    return _file(rt, owner_id, job_id, path, byte_range)
 
 
-@router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder",
+@router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder (whole, or a byte range)",
             responses=FILE_RESPONSES)
 def get_worker_file_in_folder(job_id: JobId, folder: Annotated[str, Path()], name: Annotated[str, Path()],
-                              owner_id: Owner, rt: Rt):
-    return _file(rt, owner_id, job_id, f"{folder}/{name}")
+                              owner_id: Owner, rt: Rt, byte_range: RangeHeader = None):
+    return _file(rt, owner_id, job_id, f"{folder}/{name}", byte_range)
