@@ -27,6 +27,8 @@ FIGURES = {
     "run": ["workers  concurrency   wall ms   handlers ms   engine ms", "(parallel)"],
     "cli": ['== zerg run "check disk"', "zerg run, wall", "interpreter start and exit", "CLI imports",
             "engine imports", "engine start", "the run itself", "run duration as recorded"],
+    "db": ["== connection checkout", "checkout, plain", "checkout, verified", "check cost per checkout",
+           "== checkouts per API request", "GET /api/jarvis/thread"],
     "bigoutput": ["== zerg serve memory, 6 MB tool output", "output printed", "server RSS before", "peak while written",
                   "RSS after the write", "peak while read", "RSS after", "whole-file GET of it"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",

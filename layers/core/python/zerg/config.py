@@ -94,6 +94,14 @@ class Settings(BaseModel):
     db_pool_max: int = Field(
         default=10, ge=1, le=200, alias="ZERG_DB_POOL_MAX"
     )
+    db_wait_s: float = Field(
+        default=5.0, gt=0, le=60, alias="ZERG_DB_WAIT_S",
+        description="How long a request or step waits for a database connection (then 503 at the API).",
+    )
+    db_retry_s: float = Field(
+        default=60.0, ge=0, le=600, alias="ZERG_DB_RETRY_S",
+        description="How long a worker keeps retrying its final bookkeeping while the database is unreachable.",
+    )
     artifact_backend: Literal["local", "s3"] = Field(
         default="local", alias="ZERG_ARTIFACT_BACKEND"
     )

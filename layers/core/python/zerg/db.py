@@ -6,18 +6,38 @@ Invariants:
   most once per process.
 - Connections hand out rows as dicts; a ``with pool.connection()`` block is one transaction
   (commit on success, rollback on error).
+- A pooled connection is verified (one empty query) before it is handed out; the first broken one
+  drains every idle connection (they died with the same server), so the first request after the
+  database comes back gets a fresh connection instead of a stale one.
+- An unreachable database is ``psycopg.OperationalError`` (``PoolTimeout`` after ``ZERG_DB_WAIT_S``;
+  :class:`DatabaseUnavailable` at once while it is known to refuse connections, or when the
+  embedded server cannot start): the API answers it with 503, never 500 (``zerg.api.errors.unavailable``).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
 
 from zerg.config import Settings, get_settings
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
+log = logging.getLogger("zerg.db")
+
+
+class DatabaseUnavailable(psycopg.OperationalError):
+    """The database cannot be reached now: an outage to wait out, not a bug."""
+
 
 _lock = threading.Lock()
 _pools: dict[str, "ConnectionPool"] = {}
@@ -44,7 +64,12 @@ def embedded_database_url(data_dir: Path) -> str:
 
                     # cleanup_mode=None: the server outlives this process, so the next command
                     # reattaches (~0.5 s) instead of paying a fresh start (~2 s).
-                    server = pgserver.get_server(pgdata, cleanup_mode=None)
+                    try:
+                        server = pgserver.get_server(pgdata, cleanup_mode=None)
+                    except Exception as exc:  # its own errors, CalledProcessError, TimeoutExpired...
+                        raise DatabaseUnavailable(
+                            f"the embedded PostgreSQL in {pgdata} could not be started: {type(exc).__name__}: {exc}"
+                        ) from exc
                 _embedded_uri[pgdata] = server.get_uri()
     return _embedded_uri[pgdata]
 
@@ -129,20 +154,31 @@ def database_url(settings: Settings | None = None) -> str:
     return embedded_database_url(settings.data_dir)
 
 
-def open_pool(url: str, max_size: int = 10) -> "ConnectionPool":
-    """A new pool for ``url`` (callers own it; most code wants :func:`get_pool`)."""
-    from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
+def open_pool(url: str, max_size: int = 10, wait_s: float = 5.0) -> "ConnectionPool":
+    """A new pool for ``url`` (callers own it; most code wants :func:`get_pool`).
 
-    pool = ConnectionPool(
+    ``wait_s`` bounds how long a caller waits for a connection (then ``PoolTimeout``). A failed
+    connection attempt is retried by the pool for only half of it (psycopg's default is 5 minutes
+    of doubling back-off): the gap between two attempts then stays under a caller's wait, so the
+    first caller after the database returns is served, and once a series gives up the next caller
+    starts a new one at once."""
+    from psycopg.rows import dict_row
+
+    pool = verified_pool_class()(
         url,
         min_size=1,
         max_size=max_size,
         kwargs={"row_factory": dict_row},
         open=False,
         name="zerg",
+        timeout=wait_s,
+        reconnect_timeout=wait_s / 2,
     )
-    pool.open(wait=True, timeout=30)
+    try:
+        pool.open(wait=True, timeout=wait_s)
+    except BaseException:
+        pool.close()  # its background threads would otherwise outlive the failed open
+        raise
     return pool
 
 
@@ -153,8 +189,90 @@ def get_pool(settings: Settings | None = None) -> "ConnectionPool":
     with _lock:
         pool = _pools.get(url)
         if pool is None:
-            pool = _pools[url] = open_pool(url, settings.db_pool_max)
+            pool = _pools[url] = open_pool(url, settings.db_pool_max, settings.db_wait_s)
     return pool
+
+
+@functools.cache
+def verified_pool_class() -> type["ConnectionPool"]:
+    """:class:`VerifiedPool`, defined on first use (psycopg_pool is imported where it is needed)."""
+    from psycopg_pool import ConnectionPool
+
+    class VerifiedPool(ConnectionPool):
+        """A pool that checks each connection as it hands it out, and fails fast while the database
+        is known to be down.
+
+        The check is ``check=ConnectionPool.check_connection`` minus psycopg's back-off: its check
+        loop sleeps 1, 2, 4... s between stale connections, so a pool full of connections to a
+        restarted server could make the first request after recovery time out. Here the first
+        failed check drains the idle connections at once (replacements connect in the background)
+        and the caller waits for a fresh one. Cost: one round trip per checkout.
+
+        Once a caller found no working connection in time, the next ones (while none is idle) first
+        try one direct connection: refused, they fail at once (``DatabaseUnavailable``) instead of
+        each waiting the full ``timeout``; accepted, the database is back and they wait as usual."""
+
+        _down = False  # set by a caller that timed out, cleared by the next one served
+
+        def getconn(self, timeout: float | None = None):
+            from psycopg_pool import PoolTimeout
+
+            if self._down and not self.get_stats().get("pool_available"):
+                self._probe()
+            try:
+                conn = self._checked(self.timeout if timeout is None else timeout)
+            except PoolTimeout:
+                self._down = True
+                raise
+            self._down = False
+            return conn
+
+        def _probe(self) -> None:
+            try:
+                psycopg.connect(self.conninfo, connect_timeout=2).close()
+            except psycopg.OperationalError as exc:
+                raise DatabaseUnavailable(f"the database refuses connections: {exc}".strip()) from None
+
+        def _checked(self, wait: float):
+            from psycopg_pool import PoolTimeout
+
+            deadline = time.monotonic() + wait
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PoolTimeout(f"couldn't get a working connection after {wait:.2f} sec")
+                conn = super().getconn(left)
+                try:
+                    self.check_connection(conn)
+                except psycopg.Error as exc:
+                    log.info("discarding a broken pooled connection: %s", exc)
+                    self.putconn(conn)  # broken: the pool closes it and opens a replacement
+                    self.drain()  # the idle ones share its fate; those in use are closed on return
+                    continue
+                return conn
+
+    return VerifiedPool
+
+
+def retry_unavailable(work: Callable[[], T], *, budget_s: float, what: str,
+                      first_delay_s: float = 0.5, max_delay_s: float = 8.0) -> T:
+    """``work()``, retried with exponential back-off while the database is unreachable, for up to
+    ``budget_s`` seconds; then the last ``OperationalError`` is raised. Only for work that is
+    idempotent or checks whether it already happened (a retried commit may have landed)."""
+    deadline = time.monotonic() + budget_s
+    delay, attempt = first_delay_s, 1
+    while True:
+        try:
+            return work()
+        except psycopg.OperationalError as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.error("gave up recording %s after %d attempts: %s", what, attempt, exc)
+                raise
+            log.warning("could not record %s (attempt %d, retrying in %.1f s): %s", what, attempt,
+                        min(delay, left), exc)
+            time.sleep(min(delay, left))
+            delay, attempt = min(delay * 2, max_delay_s), attempt + 1
 
 
 def close_pools() -> None:

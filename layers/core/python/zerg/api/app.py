@@ -5,6 +5,8 @@ Invariants:
 - Credentials are checked before parameters: a request without a valid session gets 401 even when
   its path, query or headers are also wrong (Powertools validates before the ``Owner`` dependency
   runs, so the validation handler asks for the owner first). A malformed body is reported first.
+- An unreachable database is 503 ``unavailable`` with ``Retry-After`` on every route, whether a
+  dependency (the session check) or the route itself hit it (``errors.unavailable``), never 500.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from zerg.api.errors import PARAMETER_SOURCES, ApiError, error_response, validation_message
+from zerg.api.errors import PARAMETER_SOURCES, ApiError, error_response, unavailable, validation_message
 
 
 @lru_cache(maxsize=1)
 def build_app() -> APIGatewayHttpResolver:
     # Imported here, not at the top: the handler module's import is the cold start (bench/api.py).
+    from psycopg import OperationalError
+
     from zerg.api import docs
     from zerg.api.deps import PUBLIC_PATHS, owner_of
     from zerg.api.routes import auth, hosts, runs, sessions, thread, workers
@@ -40,7 +44,11 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(ApiError)
     def api_error(exc: ApiError) -> Response:
-        return error_response(exc.status, exc.error, exc.message)
+        return error_response(exc.status, exc.error, exc.message, headers=exc.headers)
+
+    @app.exception_handler(OperationalError)
+    def database_unavailable(exc: OperationalError) -> Response:
+        return api_error(unavailable(exc))
 
     @app.exception_handler(RequestValidationError)
     def validation_error(exc: RequestValidationError) -> Response:
@@ -50,7 +58,9 @@ def build_app() -> APIGatewayHttpResolver:
             try:
                 owner_of(event)
             except ApiError as denied:
-                return error_response(denied.status, denied.error, denied.message)
+                return api_error(denied)
+            except OperationalError as exc:
+                return database_unavailable(exc)
         return error_response(*validation_message(errors))
 
     @app.not_found

@@ -8,9 +8,10 @@ from aws_lambda_powertools.event_handler import Response
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, error: str, message: str) -> None:
+    def __init__(self, status: int, error: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.error, self.message = status, error, message
+        self.headers = headers or {}
 
 
 def error_body(error: str, message: str) -> str:
@@ -25,6 +26,21 @@ def error_response(status: int, error: str, message: str, headers: dict[str, str
         body=error_body(error, message),
         headers=headers or {},
     )
+
+
+# A client told to come back after this many seconds: about one pool wait plus a reconnect.
+RETRY_AFTER_S = 5
+
+
+def unavailable(exc: BaseException) -> ApiError:
+    """The one mapping of "the database cannot be reached" (``psycopg.OperationalError``: a refused
+    or dropped connection, ``PoolTimeout``, the embedded server not starting) to the HTTP answer:
+    503 with ``Retry-After``. Logged as a warning without a trace: an outage, not a bug."""
+    from zerg import observability
+
+    observability.logger().warning("database unavailable", extra={"reason": f"{type(exc).__name__}: {exc}"[:500]})
+    return ApiError(503, "unavailable", "the database is unreachable; try again shortly",
+                    headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def not_found(what: str) -> ApiError:

@@ -4,18 +4,26 @@ One generator serves both transports: the local server writes each frame as it i
 live stream); the Lambda handler collects frames for one long-poll (bounded below API Gateway's
 timeout) and ends the body with ``retry:`` so a standard EventSource reconnects with the last id.
 Heartbeats are not rows: they carry no id, so they never move ``Last-Event-ID``.
+An open stream rides out a database outage: its polls fail quietly (heartbeats keep the
+connection alive) and it goes on from the last event it sent once the database is back; the
+session is re-checked then too. A new request meanwhile gets 503.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+from psycopg import OperationalError
+
 from zerg.runs.events import TERMINAL_EVENTS, list_events, terminal_event_id
+
+log = logging.getLogger("zerg.api.sse")
 
 RETRY_MS = 1000
 RECHECK_S = 5.0  # a live stream asks this often whether its session is still live
@@ -58,9 +66,19 @@ def stream(
     last_beat = last_check = time.monotonic()
     recheck_s = min(heartbeat_s, RECHECK_S)
     first_event_at: float | None = None
+    outage = False
     while not stop.is_set():
-        with pool.connection() as conn:
-            batch = list_events(conn, owner_id, run_id, after_id=after_id)
+        # A long-poll never waits for a connection past its deadline (Lambda's own timeout follows).
+        wait_s = None if deadline is None else max(0.1, min(pool.timeout, deadline - time.monotonic()))
+        try:
+            with pool.connection(timeout=wait_s) as conn:
+                batch = list_events(conn, owner_id, run_id, after_id=after_id)
+        except OperationalError as exc:
+            if not outage:
+                log.warning("run %s: the event stream waits for the database: %s", run_id, exc)
+            outage, batch = True, []
+        else:
+            outage = False
         for e in batch:
             after_id = e["id"]
             yield frame(e["id"], e["event_type"], e["payload"])
@@ -73,9 +91,13 @@ def stream(
             return
         if linger_s is not None and first_event_at is not None and now - first_event_at >= linger_s:
             return
-        if still_valid is not None and now - last_check >= recheck_s:
+        if still_valid is not None and not outage and now - last_check >= recheck_s:
             last_check = now
-            if not still_valid():  # logged out or revoked: the open stream ends too; a reconnect gets 401
+            try:
+                valid = still_valid()
+            except OperationalError:  # cannot tell now (nor can a revocation be written): ask again later
+                valid = True
+            if not valid:  # logged out or revoked: the open stream ends too; a reconnect gets 401
                 return
         if now - last_beat >= heartbeat_s:
             yield heartbeat()

@@ -8,9 +8,10 @@ Invariants:
   long-polls; here ``run_events`` stream live from the same SSE generator, after the same
   authentication and ownership checks (``stream_request``); a live stream ends once its session
   is revoked (asked every few seconds), as a long-poll would be refused at its next request.
-- The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread; a live
-  stream holds one thread, and that thread ends within one poll interval of the client leaving
-  or the server stopping.
+- The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread, one request
+  at a time (``_HANDLER_LOCK``: Powertools keeps request state process-wide); a live stream holds
+  one thread of its own, and that thread ends within one poll interval of the client leaving or
+  the server stopping.
 - A body over ``MAX_BODY`` is refused (413) from its declared length without being read, and the
   connection is closed: its bytes are never parsed as a next request.
 """
@@ -250,28 +251,46 @@ async def _until_disconnect(receive, stop: threading.Event, scope: anyio.CancelS
     scope.cancel()
 
 
+# Powertools resolves one event at a time: it keeps the request being resolved in process-wide
+# state (``BaseRouter.current_event``, the resolver's ``context`` with the route's arguments and
+# dependencies), as a Lambda container may. Two requests resolved at once read each other's
+# (another owner's session, another route's arguments), so the handler runs under this lock,
+# one request at a time, exactly as under Lambda. Live streams do not take it.
+_HANDLER_LOCK = threading.Lock()
+
+
 def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
     from functions.events.handler import handler
 
-    return handler(event, None)
+    with _HANDLER_LOCK:
+        return handler(event, None)
 
 
 def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
     """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
     the handler's result shape, or ``{"stream": (caller, run, after)}`` to follow live."""
+    from psycopg import OperationalError
+
     from zerg.api import sse
-    from zerg.api.errors import ApiError
+    from zerg.api.errors import ApiError, unavailable
     from zerg.api.routes.runs import stream_request
     from zerg.runtime import get_runtime
 
     try:
         caller, run_id, after = stream_request(event)
+        if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
+            return {"statusCode": 204, "headers": {}, "body": ""}
+    except OperationalError as exc:  # the database is unreachable: the API's 503, as on every route
+        return _error_result(unavailable(exc))
     except ApiError as exc:
-        return {"statusCode": exc.status, "headers": {"content-type": "application/json"},
-                "body": error_body(exc.error, exc.message)}
-    if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
-        return {"statusCode": 204, "headers": {}, "body": ""}
+        return _error_result(exc)
     return {"stream": (caller, run_id, after)}
+
+
+def _error_result(exc: Any) -> dict[str, Any]:
+    """An ``ApiError`` in the handler's result shape."""
+    return {"statusCode": exc.status, "headers": {"content-type": "application/json", **exc.headers},
+            "body": error_body(exc.error, exc.message)}
 
 
 class LocalServer:

@@ -19,6 +19,9 @@ Invariants:
 - The run's deadline (:mod:`zerg.runs.deadline`): past its answer-by time nothing more is spawned
   and the supervisor gets one last inference, without tools, told which workers did not finish; the
   answer (followed by a system-written line naming them) ends the run ``timeout`` on the thread.
+- ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
+  ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
+  of it stays ``running`` in the index.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import UNTRUSTED
@@ -41,6 +45,7 @@ from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.tools import ToolContext
 from zerg.tools.base import Tool, ToolOutcome, parse_args
 from zerg.workers import jobs
+from zerg.workers.reconcile import reconcile_run
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
 OUTCOME_RESULT_BYTES = 4_000
@@ -96,6 +101,7 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:
         return {"jobs": [], "done": True}
+    reconcile_run(rt, owner_id, run_id)  # a worker that could not record its outcome: metadata.json says it
     messages = list(run["working_messages"])
     count = _fill_pending(rt, run, messages)
     with rt.pool.connection() as conn:
@@ -290,6 +296,8 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     if run["status"] in RUN_FINAL:
         return {"run_id": run_id, "status": run["status"]}
     answer = run["result"] or "The run ended without an answer."
+    # Never "success" while a job of the run is still running in the index (its metadata may say failed).
+    reconcile_run(rt, owner_id, run_id, close_unfinished=True)
     with rt.pool.connection() as conn:
         if run["deadline_reached_at"] is not None:
             message = f"run timed out: {run_deadline.describe(rt.settings)}; answered with what existed"
@@ -311,6 +319,11 @@ def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
     timed_out = isinstance(error, dict) and error.get("Error") in ("States.Timeout", "Sandbox.Timedout")
     status = "timeout" if timed_out else "failed"
     message = describe_step_error(error, "run timed out" if timed_out else "run failed")
+    try:  # the error event's partial results then show what the workers' metadata.json says
+        reconcile_run(rt, owner_id, run_id)
+    except Exception:  # best effort: recording the failure matters more
+        observability.logger().warning("jobs not reconciled before failing the run", exc_info=True,
+                                       extra={"run_id": run_id})
     with rt.pool.connection() as conn:
         if runs.fail_run(conn, run, status, message) is None:
             status = runs.get_run(conn, owner_id, run_id)["status"]

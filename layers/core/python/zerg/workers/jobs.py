@@ -202,26 +202,29 @@ def running_job_ids(conn: Connection, owner_id: int, run_id: int) -> list[int]:
     return [r["id"] for r in rows]
 
 
-def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> None:
-    """Copy a completed worker's metadata (status, timings, error, usage) onto its row.
+def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> bool:
+    """Copy a completed worker's metadata (status, timings, error, usage) onto its row; False when
+    the row already holds exactly this outcome (a retried write whose commit had landed).
 
     A job the user cancelled stays ``cancelled`` (its artifacts still say what the worker did)."""
-    conn.execute(
+    finished_at = parse_iso(meta["finished_at"])
+    return conn.execute(
         """UPDATE worker_jobs SET status = CASE WHEN status = 'cancelled' THEN status ELSE %s END,
                   error = %s, finished_at = %s, duration_ms = %s,
                   tokens_in = %s, tokens_out = %s, cost_usd = %s
-           WHERE id = %s""",
+           WHERE id = %s AND finished_at IS DISTINCT FROM %s""",
         (
             meta["status"],
             meta.get("error"),
-            parse_iso(meta["finished_at"]),
+            finished_at,
             meta.get("duration_ms"),
             meta.get("tokens_in") or 0,
             meta.get("tokens_out") or 0,
             meta.get("cost_usd"),
             job_id,
+            finished_at,
         ),
-    )
+    ).rowcount == 1
 
 
 def mark_failed_unstarted(conn: Connection, job_id: int, error: str) -> None:
@@ -296,6 +299,17 @@ def unfinished_jobs(conn: Connection, owner_id: int) -> list[int]:
         (owner_id, list(JOB_UNFINISHED)),
     ).fetchall()
     return [r["id"] for r in rows]
+
+
+def unfinished_started_jobs(conn: Connection, *, run_id: int | None = None, limit: int = 500) -> list[dict[str, Any]]:
+    """Queued or running jobs whose worker started (they have a worker id), of one run or of every
+    owner, oldest first: the rows whose ``metadata.json`` may already say more (reconciliation)."""
+    return conn.execute(
+        """SELECT id, owner_id, run_id, worker_id, status FROM worker_jobs
+           WHERE status = ANY(%s) AND worker_id IS NOT NULL AND (%s::bigint IS NULL OR run_id = %s)
+           ORDER BY id LIMIT %s""",
+        (list(JOB_UNFINISHED), run_id, run_id, limit),
+    ).fetchall()
 
 
 def cancel_owner_jobs(conn: Connection, owner_id: int) -> int:

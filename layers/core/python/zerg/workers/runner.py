@@ -19,6 +19,10 @@ Invariants:
 - The run's deadline bounds every worker (:mod:`zerg.runs.deadline`): a worker still running at
   the run's answer-by time stops and its job is ``cancelled`` with that reason (in the index and in
   ``metadata.json``); a job that had not started by then never starts.
+- The database is bookkeeping, not the work: a worker keeps working through an outage (its cancel
+  watcher asks again at its next poll), and its start and final bookkeeping retry with back-off for
+  ``ZERG_DB_RETRY_S`` (:func:`zerg.db.retry_unavailable`). What still cannot be written is
+  reconciled from ``metadata.json`` later (:mod:`zerg.workers.reconcile`).
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from psycopg import OperationalError
+
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.config import Settings
+from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.runs import deadline as run_deadline
@@ -141,13 +148,26 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     model = job["model"] or settings.worker_model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
-    with rt.pool.connection() as conn:
-        claimed = jobs.mark_started(conn, job_id, worker_id, started)
-        if claimed:
-            events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
-    if not claimed:  # cancelled (or claimed elsewhere) since we read it: it never starts here
-        store.delete_worker(worker_id)
-        return _finished(_load_job(rt, job_id, owner_id, run_id)) or WorkerOutcome(job_id, None, "cancelled")
+
+    def record_start() -> bool:
+        with rt.pool.connection() as conn:
+            claimed = jobs.mark_started(conn, job_id, worker_id, started)
+            if claimed:
+                events.emit(conn, run_id, owner_id, "worker_started", {"job_id": job_id, "worker_id": worker_id})
+        return claimed
+
+    try:
+        claimed = retry_unavailable(record_start, budget_s=settings.db_retry_s, what=f"the start of job {job_id}")
+    except OperationalError as exc:  # the index never learnt this worker: its metadata must not say running
+        store.save_result(worker_id, f"[Worker failed: the database was unreachable at its start: {exc}]")
+        store.complete_worker(worker_id, "failed", error="the database was unreachable at the worker's start")
+        raise
+    if not claimed:
+        current = _load_job(rt, job_id, owner_id, run_id)
+        if current["worker_id"] != worker_id:  # cancelled (or claimed elsewhere) since we read it: it never starts here
+            store.delete_worker(worker_id)
+            return _finished(current) or WorkerOutcome(job_id, None, "cancelled")
+        # else ours after all: a retried claim whose first commit had landed
 
     loop = _Loop()
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
@@ -261,14 +281,18 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
             "tool_calls": loop.calls,
         },
     )
-    with rt.pool.connection() as conn:
-        if loop.at_run_deadline:  # stopped for the run's deadline: the supervisor answers next
-            runs.mark_deadline_reached(conn, run_id)
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
-        })
-        runs.finish_cancel(conn, owner_id, run_id)  # the last worker of a cancelled run closes its events
+
+    def record() -> None:
+        with rt.pool.connection() as conn:
+            if loop.at_run_deadline:  # stopped for the run's deadline: the supervisor answers next
+                runs.mark_deadline_reached(conn, run_id)
+            if jobs.mark_finished(conn, job_id, meta):  # False: a retry whose first commit had landed
+                events.emit(conn, run_id, owner_id, "worker_complete", {
+                    "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
+                })
+            runs.finish_cancel(conn, owner_id, run_id)  # the last worker of a cancelled run closes its events
+
+    retry_unavailable(record, budget_s=rt.settings.db_retry_s, what=f"the outcome of job {job_id}")
     observability.metric("WorkerDuration", meta["duration_ms"] or 0, "Milliseconds", status=loop.status)
     return WorkerOutcome(job_id, worker_id, loop.status, meta["duration_ms"], loop.error)
 
@@ -277,8 +301,14 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
     """Fail a job whose worker crashed or was interrupted (the state machine's Catch path).
 
     Idempotent: a job that already finished keeps its status. Partial artifacts stay; the
-    worker gets a result.txt explaining the failure if it had none.
+    worker gets a result.txt explaining the failure if it had none. Retried while the database
+    is unreachable (being idempotent, a retry after a landed commit changes nothing).
     """
+    return retry_unavailable(lambda: _mark_job_failed(rt, job_id, owner_id, run_id, error),
+                             budget_s=rt.settings.db_retry_s, what=f"the failure of job {job_id}")
+
+
+def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error: str) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
         return done
@@ -300,10 +330,10 @@ def mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:
-        jobs.mark_finished(conn, job_id, meta)
-        events.emit(conn, run_id, owner_id, "worker_complete", {
-            "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
-        })
+        if jobs.mark_finished(conn, job_id, meta):
+            events.emit(conn, run_id, owner_id, "worker_complete", {
+                "job_id": job_id, "worker_id": worker_id, "status": meta["status"], "duration_ms": duration_ms,
+            })
         runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
 
