@@ -120,6 +120,17 @@ def test_read_file_refuses_paths_outside_the_worker(store, path):
     assert str(err.value)  # says why
 
 
+def test_a_name_no_backend_can_hold_is_refused_with_its_limit(store):
+    wid = store.create_worker("task", owner_id=1)
+    for path, limit in (("a" * 256, "at most 255"), ("é" * 128, "at most 255"),
+                        ("/".join(["d" * 200] * 5), "at most 800"), ("tool_calls/" + "x" * 5000, "at most 255")):
+        for read in (store.read_file, store.size):
+            with pytest.raises(ArtifactPathError, match=limit):
+                read(wid, path)
+    with pytest.raises(ArtifactNotFound):  # at the limit: a name like any other
+        store.read_file(wid, "a" * 255)
+
+
 def test_read_file_of_a_missing_file_says_so(store):
     wid = store.create_worker("task", owner_id=1)
     with pytest.raises(ArtifactNotFound, match="result.txt"):

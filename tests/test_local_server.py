@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import threading
@@ -59,7 +60,15 @@ def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
 
 
 def status_lines(response: bytes) -> list[str]:
-    return [line for line in response.decode("latin-1").split("\r\n") if line.startswith("HTTP/1.1 ")]
+    """Every status line in the bytes, also one that follows a body directly (a body has no final CRLF)."""
+    return re.findall(r"HTTP/1\.1 \d{3}[^\r\n]*", response.decode("latin-1"))
+
+
+def json_body(response: bytes) -> dict:
+    """The JSON body of the one response in ``response`` (its head says so)."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower(), head
+    return json.loads(body)
 
 
 def test_sse_streams_live_and_a_leaving_client_frees_its_thread(served, alice, pool):
@@ -162,11 +171,6 @@ def test_an_oversized_body_gets_one_413_and_smuggles_nothing(served, alice):
     assert json.loads(body)["error"] == "payload_too_large"
 
 
-def test_a_bad_content_length_is_a_400_not_a_hang(served):
-    response = raw_exchange(served.port, b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}")
-    assert status_lines(response)[0].startswith("HTTP/1.1 400")
-
-
 def test_a_chunked_body_is_a_body_not_a_next_request(served, alice):
     payload = json.dumps({"device_secret": alice.device_secret}).encode()
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[:10], payload[10:])) + b"0\r\n\r\n"
@@ -227,4 +231,162 @@ def test_headers_over_the_cap_are_refused_without_a_hang(served):
             response = sock.recv(65536)
         except ConnectionResetError:
             response = b"(reset)"
-    assert response.startswith(b"HTTP/1.1 400") or response == b"(reset)", response[:300]
+    assert response.startswith(b"HTTP/1.1 431") or response == b"(reset)", response[:300]
+    if response != b"(reset)":
+        assert json_body(response) == {"error": "headers_too_large", "message": "request line and headers over 32768 bytes"}
+
+
+# --- what the server answers by itself ---------------------------------------------------------
+
+HIDDEN = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"  # answered 200 if ever parsed as a request
+
+
+@pytest.mark.parametrize(("head", "status", "fragment"), [
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}", 400, "bad Content-Length"),
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400, "bad Content-Length"),
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}", 400,
+     "conflicting Content-Length"),
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n", 501,
+     "Only Transfer-Encoding: chunked is supported"),
+    # h11 would follow the chunks (an empty body) and answer HIDDEN; a proxy in front could follow the length.
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Length: 48\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+     400, "must not declare both Content-Length and Transfer-Encoding"),
+    (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400,
+     "malformed HTTP request"),
+    (b"GET /api/jarvis/thread HTTP/1.1\r\nHost: x\r\nX-Note: a\x00b\r\n\r\n", 400, "malformed HTTP request"),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, "illegal request line"),  # TLS on the plain port
+    (b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 6000 + b"\r\n", 431, "request line and headers"),
+], ids=["content-length-abc", "content-length-negative", "two-content-lengths", "unknown-transfer-encoding",
+        "content-length-and-chunked", "bad-chunk-size", "nul-in-a-header", "tls-hello", "head-over-the-cap"])
+def test_a_malformed_request_gets_one_json_error_and_nothing_after_it_is_read(served, head, status, fragment, caplog):
+    response = raw_exchange(served.port, head + HIDDEN)  # returns once the server closes
+    assert [line[:12] for line in status_lines(response)] == [f"HTTP/1.1 {status}"], response[:600]
+    body = json_body(response)
+    assert set(body) == {"error", "message"} and fragment in body["message"], body
+    assert "Traceback" not in caplog.text
+
+
+@pytest.fixture
+def quick_deadlines(monkeypatch):
+    """Short head, body and keep-alive deadlines, set before the server is made."""
+    from zerg.local import http11, server
+
+    monkeypatch.setattr(http11, "HEAD_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(server, "BODY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(server, "KEEP_ALIVE_S", 0.5)
+
+
+@pytest.fixture
+def quick(runtime_env, quick_deadlines):
+    from zerg.local.server import make_server
+
+    runtime_env()
+    server = make_server("127.0.0.1", 0).start()
+    yield server
+    server.stop()
+
+
+def test_a_silent_or_slow_client_is_cut_off_at_the_head_and_body_deadlines(quick):
+    # Connects and says nothing: closed without a word.
+    assert raw_exchange(quick.port, b"") == b""
+    # Half a head: 408.
+    response = raw_exchange(quick.port, b"GET /api/jarvis/thread HTTP/1.1\r\nHost: x\r\n")
+    assert status_lines(response) == ["HTTP/1.1 408 Request Timeout"]
+    assert json_body(response) == {"error": "request_timeout", "message": "the request head did not arrive within 0.5 s"}
+    # Half a body: 408, and the connection closes (its remaining bytes are never a request).
+    response = raw_exchange(quick.port, b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        b"Content-Length: 100\r\n\r\n{\"device_secret\": ")
+    assert status_lines(response)[0].startswith("HTTP/1.1 408")
+    assert json_body(response)["message"] == "the request body did not arrive within 0.5 s"
+
+
+def test_a_head_dripped_a_byte_at_a_time_does_not_hold_the_connection(quick):
+    # Every byte restarts uvicorn's keep-alive timer; the head deadline does not move.
+    head = b"GET /api/jarvis/thread HTTP/1.1\r\nHost: x\r\n" + b"X-Drip: " + b"a" * 400
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=10) as sock:
+        sent = 0
+        for byte in head:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            sent += 1
+            time.sleep(0.01)
+        response = b""
+        while chunk := sock.recv(65536):
+            response += chunk
+    assert sent < len(head), "the server read the whole dripped head"
+    assert status_lines(response) == ["HTTP/1.1 408 Request Timeout"]
+
+
+def test_keep_alive_answers_pipelined_requests_in_order_then_closes_an_idle_connection(quick):
+    requests = (b"GET /api/jarvis/thread HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"GET /api/jarvis/nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"DELETE /api/jarvis/thread HTTP/1.1\r\nHost: x\r\n\r\n")
+    # No request asked to close: raw_exchange returns because the server closed the connection once
+    # it idled after the last answer (a connection left open would fail it at its 5 s bound).
+    response = raw_exchange(quick.port, requests)
+    assert [line[:12] for line in status_lines(response)] == ["HTTP/1.1 401", "HTTP/1.1 404", "HTTP/1.1 405"]
+    assert b"connection: close" not in response.lower()
+
+
+def test_expect_100_continue_with_an_oversized_body_gets_413_and_no_continue(served):
+    response = raw_exchange(served.port, b"POST /api/jarvis/supervisor HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                         b"Content-Length: 5000000\r\nExpect: 100-continue\r\n\r\n")
+    assert [line[:12] for line in status_lines(response)] == ["HTTP/1.1 413"], response[:300]
+    assert b"100 Continue" not in response and json_body(response)["error"] == "payload_too_large"
+
+
+def test_past_the_connection_cap_a_request_gets_503_json_with_retry_after(runtime_env, monkeypatch):
+    from zerg.local import server as local_server
+
+    runtime_env()
+    monkeypatch.setattr(local_server, "MAX_CONNECTIONS", 2)
+    server = local_server.make_server("127.0.0.1", 0).start()
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
+    try:
+        for sock in held:  # answered, then idle on keep-alive: each still counts
+            sock.sendall(b"GET /api/jarvis/nothing HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert status_lines(sock.recv(65536))[0].startswith("HTTP/1.1 404")
+        resp = httpx.get(f"{server.url}/api/jarvis/thread", timeout=10)
+        assert (resp.status_code, resp.headers["retry-after"], resp.headers["connection"]) == (503, "1", "close")
+        assert resp.json() == {"error": "unavailable", "message": "the server is at its limit of 2 connections; retry shortly"}
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + 10
+    while (status := httpx.get(f"{server.url}/api/jarvis/thread", timeout=10).status_code) == 503:
+        assert time.monotonic() < deadline, "the held connections never left the count"
+        time.sleep(0.05)
+    assert status == 401
+    server.stop()
+
+
+def test_a_bug_in_the_adapter_is_a_json_500_without_a_trace(served, monkeypatch, caplog):
+    from zerg.local import server as local_server
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(local_server, "to_apigw_event", broken)
+    resp = httpx.get(f"{served.url}/api/jarvis/thread", timeout=10)
+    assert (resp.status_code, resp.json()) == (500, {"error": "internal_error", "message": "internal error"})
+    assert "Traceback" not in resp.text and "a bug" not in resp.text
+    assert "the local server failed a request" in caplog.text  # the bug is in the log, for us
+
+
+def test_the_deadlines_never_cut_a_live_stream_or_a_keep_alive_client_that_keeps_asking(quick, alice, pool):
+    with pool.connection() as conn:
+        run = runs.start_run(conn, alice.owner_id, "long")
+    client = login(quick.url, alice)
+    with connect_sse(client, "GET", f"/api/jarvis/supervisor/events?run_id={run.run_id}") as source:
+        events = (e for e in source.iter_sse() if e.id)
+        assert next(events).event == "supervisor_started"
+        time.sleep(1.5)  # three head deadlines: the stream is a request in progress, not an idle connection
+        with pool.connection() as conn:
+            emit(conn, run.run_id, alice.owner_id, "supervisor_complete", {"run_id": run.run_id, "result": "ok"})
+        assert next(events).event == "supervisor_complete"
+    with httpx.Client(base_url=quick.url, timeout=10) as keep:  # one connection, a request every 0.2 s
+        for _ in range(8):
+            assert keep.get("/api/jarvis/thread").status_code == 401
+            time.sleep(0.2)

@@ -11,8 +11,8 @@ from tests.support.factories import unique_name
 from zerg.owners import create_owner
 
 OPERATIONS = {  # (path, method): (success status, error statuses it documents)
-    ("/api/jarvis/auth", "post"): (200, {400, 401, 422}),
-    ("/api/jarvis/supervisor", "post"): (202, {400, 401, 413, 422, 503}),
+    ("/api/jarvis/auth", "post"): (200, {400, 401, 415, 422}),
+    ("/api/jarvis/supervisor", "post"): (202, {400, 401, 413, 415, 422, 503}),
     ("/api/jarvis/supervisor/events", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}/cancel", "post"): (200, {401, 404, 422}),
@@ -22,13 +22,13 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 416, 422}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
     ("/api/jarvis/logout", "post"): (200, {401, 422}),
-    ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 422}),
+    ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 415, 422}),
     ("/api/jarvis/sessions", "get"): (200, {401, 422}),
     ("/api/jarvis/sessions/{session_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/devices/{device_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/hosts", "get"): (200, {401, 422}),
     ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
-    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 422, 503}),
+    ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 415, 422, 503}),
     ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
 }
 
@@ -200,3 +200,12 @@ def test_building_the_app_does_not_import_the_openapi_models():
             "print('aws_lambda_powertools.event_handler.openapi.models' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_bodiless_answers_document_no_body_and_the_event_stream_documents_each_event(doc):
+    events = doc["paths"]["/api/jarvis/supervisor/events"]["get"]["responses"]
+    assert events["204"]["content"] == {} and doc["paths"]["/api/jarvis/hosts/{alias}"]["delete"]["responses"]["204"]["content"] == {}
+    assert events["200"]["content"]["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/RunEventFrame"}
+    assert set(doc["components"]["schemas"]["RunEventFrame"]["properties"]) == {"id", "event", "data"}
+    files = doc["paths"]["/api/jarvis/workers/{job_id}/files/{path}"]["get"]["responses"]["200"]["content"]
+    assert set(files) == {"text/plain", "application/json", "application/x-ndjson"}

@@ -5,6 +5,8 @@ Invariants:
 - Credentials are checked before parameters: a request without a valid session gets 401 even when
   its path, query or headers are also wrong (Powertools validates before the ``Owner`` dependency
   runs, so the validation handler asks for the owner first). A malformed body is reported first.
+- A route's body is UTF-8 JSON of bounded depth without NUL characters before its model sees it
+  (``body.BodyValidation``): 415, 400 or 422 otherwise, never a 500.
 - An unreachable database is 503 ``unavailable`` with ``Retry-After`` on every route, whether a
   dependency (the session check) or the route itself hit it (``errors.unavailable``), never 500.
 """
@@ -27,10 +29,13 @@ def build_app() -> APIGatewayHttpResolver:
     from psycopg import OperationalError
 
     from zerg.api import docs
+    from zerg.api.body import BodyValidation
     from zerg.api.deps import PUBLIC_PATHS, owner_of
     from zerg.api.routes import auth, hosts, runs, sessions, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
+    # Powertools builds each route's middleware stack on its first call, from this attribute.
+    app._request_validation_middleware = BodyValidation()  # noqa: SLF001
     for module in (auth, runs, workers, thread, sessions, hosts):
         app.include_router(module.router)
 

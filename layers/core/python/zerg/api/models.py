@@ -83,6 +83,14 @@ class RunAccepted(BaseModel):
     stream_url: str = Field(description="The run's Server-Sent Events")
 
 
+class RunEventFrame(BaseModel):
+    """One Server-Sent Event of a run's stream (the stream is a sequence of these, then ``retry:``)."""
+
+    id: str | None = Field(default=None, description="The event's row id (resume after it); absent on heartbeats")
+    event: str = Field(description="supervisor_started, worker_spawned, ..., supervisor_complete or error; heartbeat")
+    data: str = Field(description="The event's payload, a JSON object")
+
+
 class RunCancelled(BaseModel):
     run_id: int
     status: RunStatus
@@ -169,6 +177,7 @@ ERRORS: dict[int, str] = {
     404: "Not found, or not the caller's (the same answer either way)",
     409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",
+    415: "The body is not application/json",
     416: "The Range asked for is outside the file (Content-Range: bytes */SIZE gives its size)",
     422: "A parameter or the body failed validation; the message names it",
     503: "A dependency is unavailable; retry",
@@ -176,14 +185,21 @@ ERRORS: dict[int, str] = {
 
 
 def responses(status: int, description: str, model: type[BaseModel] | None = None, *errors: int,
-              media_type: str = "application/json") -> dict[int, dict[str, Any]]:
+              media_type: str | tuple[str, ...] = "application/json") -> dict[int, dict[str, Any]]:
     """The operation's success response and its error statuses, each with ``ErrorBody``.
 
     (With ``responses`` given, Powertools drops its automatic success entry, so it is listed here.)
-    Every route answers 422 (validation) and 500 (never a trace) besides ``errors``."""
+    Every route answers 422 (validation) and 500 (never a trace) besides ``errors``. Without a
+    model, a success in ``media_type`` (one or several) is of that type with no schema (a file as
+    it is); without a model or a media type other than JSON it has no body (204)."""
     success: dict[str, Any] = {"description": description}
     if model is not None:
         success["content"] = {media_type: {"model": model}}
+    elif media_type != "application/json":
+        types = (media_type,) if isinstance(media_type, str) else media_type
+        success["content"] = {t: {} for t in types}
+    else:  # no body (204): without "content", Powertools would document application/json
+        success["content"] = {}
     documented: dict[int, dict[str, Any]] = {status: success}
     for code in sorted({*errors, 422}):
         documented[code] = {"description": ERRORS[code], "content": {"application/json": {"model": ErrorBody}}}

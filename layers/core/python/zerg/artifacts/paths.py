@@ -2,8 +2,9 @@
 
 Every path a caller (the supervisor model, an HTTP client) hands in goes through
 :func:`clean_relpath` before it reaches a backend. It refuses absolute paths, ``..`` segments,
-backslashes and NUL bytes — also when they hide behind URL-encoding — and says *why*, so the
-model can correct itself.
+backslashes and NUL bytes — also when they hide behind URL-encoding — and names longer than
+either backend can hold (a component over ``NAME_MAX`` bytes, a path over ``PATH_MAX`` bytes),
+and says *why*, so the model can correct itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from urllib.parse import unquote
 WORKER_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}_[a-z0-9-]{1,30}_[0-9a-f]{6}$")
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _NON_TOOL = re.compile(r"[^a-z0-9_]+")
+# A file name the local filesystem can hold (ext4, APFS: 255 bytes), and a relative path that
+# stays under S3's 1,024-byte key once the owner, worker id and prefix are put in front of it.
+NAME_MAX = 255
+PATH_MAX = 800
 
 
 class ArtifactPathError(ValueError):
@@ -83,4 +88,21 @@ def clean_relpath(path: object) -> str:
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if not parts:
         raise ArtifactPathError(f"path {path!r} names the worker directory itself, not a file")
+    _check_length(parts)
     return "/".join(parts)
+
+
+def _shorten(text: str, keep: int = 40) -> str:
+    return text if len(text) <= keep else f"{text[:keep]}…"
+
+
+def _check_length(parts: list[str]) -> None:
+    """A name no backend can hold is the caller's mistake, said as such (not an OS error later)."""
+    for part in parts:
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > NAME_MAX:
+            raise ArtifactPathError(
+                f"file name {_shorten(part)!r} is {size} bytes; a file or folder name is at most {NAME_MAX}")
+    size = len("/".join(parts).encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        raise ArtifactPathError(f"path {_shorten('/'.join(parts))!r} is {size} bytes; a path is at most {PATH_MAX}")

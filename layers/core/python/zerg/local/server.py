@@ -13,7 +13,13 @@ Invariants:
   one thread of its own, and that thread ends within one poll interval of the client leaving or
   the server stopping.
 - A body over ``MAX_BODY`` is refused (413) from its declared length without being read, and the
-  connection is closed: its bytes are never parsed as a next request.
+  connection is closed: its bytes are never parsed as a next request. So is a request that declares
+  both Content-Length and Transfer-Encoding (400: h11 would follow the chunks, a proxy in front
+  might follow the length, and the difference is a smuggled request), and a body that is not
+  complete within ``BODY_TIMEOUT_S`` (408).
+- Every answer the server gives itself is ``{"error", "message"}`` JSON too: malformed requests and
+  slow heads (``http11``), the connection cap (503 with ``Retry-After``), and a bug in this adapter
+  (500, logged; never a trace to the client).
 """
 
 from __future__ import annotations
@@ -42,8 +48,9 @@ EVENTS_PATH = "/api/jarvis/supervisor/events"
 MAX_BODY = 1_000_000
 MAX_HEADER_BYTES = 32 * 1024  # the request line and headers together (JWT cookies fit easily)
 KEEP_ALIVE_S = 5
-MAX_CONNECTIONS = 256  # beyond it uvicorn answers 503; every live stream holds one thread
+MAX_CONNECTIONS = 256  # beyond it, 503; every live stream holds one thread
 HANDLER_THREADS = 32
+BODY_TIMEOUT_S = 30.0  # the whole body, from the end of the head (MAX_BODY at a slow 35 kB/s)
 
 JSON = [(b"content-type", b"application/json")]
 
@@ -109,9 +116,10 @@ async def _send_whole(send, status: int, headers: list[tuple[bytes, bytes]], bod
     await send({"type": "http.response.body", "body": body})
 
 
-async def _send_error(send, status: int, error: str, message: str, *, close: bool = False) -> None:
-    headers = JSON + ([(b"connection", b"close")] if close else [])
-    await _send_whole(send, status, headers, error_body(error, message).encode())
+async def _send_error(send, status: int, error: str, message: str, *, close: bool = False,
+                      headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    extra = (headers or []) + ([(b"connection", b"close")] if close else [])
+    await _send_whole(send, status, JSON + extra, error_body(error, message).encode())
 
 
 class _TooLarge(Exception):
@@ -119,22 +127,24 @@ class _TooLarge(Exception):
 
 
 async def _read_body(scope: dict[str, Any], receive) -> bytes | None:
-    """The request body, or None when the client left; _TooLarge past MAX_BODY (declared or sent)."""
+    """The request body, or None when the client left; _TooLarge past MAX_BODY (declared or sent);
+    TimeoutError when it is not complete within BODY_TIMEOUT_S."""
     declared = dict(scope["headers"]).get(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise _TooLarge
     chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:  # a chunked body declares nothing up front
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
+    with anyio.fail_after(BODY_TIMEOUT_S):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:  # a chunked body declares nothing up front
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
 
 
 class ZergASGI:
@@ -145,6 +155,7 @@ class ZergASGI:
         self._stream_threads = anyio.CapacityLimiter(MAX_CONNECTIONS)
         self._live: set[threading.Event] = set()
         self._closing = False
+        self.server_state: Any = None  # uvicorn's (connections, tasks), set by LocalServer
 
     @property
     def live_streams(self) -> int:
@@ -159,15 +170,45 @@ class ZergASGI:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":  # lifespan is off, websockets are not served
             return
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self._answer(scope, receive, tracked)
+        except Exception:  # a bug here, not in the handler (which answers its own errors)
+            logger.exception("the local server failed a request")
+            if started:
+                raise  # uvicorn closes the connection mid-response
+            await _send_error(send, 500, "internal_error", "internal error", close=True)
+
+    def _over_capacity(self) -> bool:
+        state = self.server_state
+        return state is not None and (len(state.connections) > MAX_CONNECTIONS or len(state.tasks) > MAX_CONNECTIONS)
+
+    async def _answer(self, scope, receive, send) -> None:
+        if self._over_capacity():  # this connection and this request are counted already
+            return await _send_error(send, 503, "unavailable", f"the server is at its limit of {MAX_CONNECTIONS} "
+                                     "connections; retry shortly", close=True, headers=[(b"retry-after", b"1")])
+        names = {name for name, _ in scope["headers"]}
+        if b"transfer-encoding" in names and b"content-length" in names:
+            return await _send_error(send, 400, "bad_request", "a request must not declare both Content-Length and "
+                                     "Transfer-Encoding", close=True)
         # h11's size limit only bounds a head that arrives in pieces; one read of up to 64 KiB can
         # carry a larger complete head, so the cap is enforced here too.
         head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
         if head + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) > MAX_HEADER_BYTES:
-            return await _send_error(send, 431, "headers_too_large", f"headers over {MAX_HEADER_BYTES} bytes", close=True)
+            return await _send_error(send, 431, "headers_too_large", f"request line and headers over {MAX_HEADER_BYTES} bytes", close=True)
         try:
             body = await _read_body(scope, receive)
         except _TooLarge:
             return await _send_error(send, 413, "payload_too_large", f"body over {MAX_BODY} bytes", close=True)
+        except TimeoutError:
+            return await _send_error(send, 408, "request_timeout", f"the request body did not arrive within "
+                                     f"{BODY_TIMEOUT_S:g} s", close=True)
         if body is None:
             return
         raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
@@ -309,6 +350,7 @@ class LocalServer:
         self.host, self.port = sock.getsockname()[:2]
         self.url = f"{'https' if tls else 'http'}://{_url_host(self.host)}:{self.port}"
         self.server = _Server(uvicorn.Config(app, **config))
+        app.server_state = self.server.server_state
         self._thread: threading.Thread | None = None
 
     def serve(self) -> None:
@@ -358,15 +400,17 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *, tls_cert: str | No
     except OSError:
         sock.close()
         raise
+    from zerg.local.http11 import ZergH11Protocol
+
     return LocalServer(
         ZergASGI(), sock, tls=tls,
-        http="h11", ws="none", lifespan="off", interface="asgi3",
+        http=ZergH11Protocol, ws="none", lifespan="off", interface="asgi3",
         log_level="warning", access_log=False,
         server_header=False,  # no stack or version on the wire
         proxy_headers=False,  # nothing sits in front of it: X-Forwarded-For is not to be trusted
         timeout_keep_alive=KEEP_ALIVE_S,
         timeout_graceful_shutdown=5,
-        limit_concurrency=MAX_CONNECTIONS,
+        # No limit_concurrency: uvicorn's own 503 is plain text; ZergASGI answers it in JSON.
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         ssl_certfile=tls_cert, ssl_keyfile=tls_key,
     )

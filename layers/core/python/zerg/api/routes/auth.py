@@ -33,7 +33,7 @@ def _cookie(token: str, max_age: int) -> Cookie:
 
 
 @router.post("/api/jarvis/auth", summary="Exchange a device secret for a session token", security=PUBLIC,
-             responses=responses(200, "A session token (also set as the HttpOnly session cookie)", AuthToken, 400, 401))
+             responses=responses(200, "A session token (also set as the HttpOnly session cookie)", AuthToken, 400, 401, 415))
 def authenticate(body: AuthBody, rt: Rt):
     with rt.pool.connection() as conn:
         issued = login(conn, rt.settings, body.device_secret)
@@ -58,7 +58,7 @@ def logout(caller: Session, rt: Rt):
 
 @router.post("/api/jarvis/pair", summary="Exchange a one-time pairing code for a new device's secret",
              security=PUBLIC,
-             responses=responses(201, "The new device and its secret (shown once)", PairedDevice, 400, 401, 409))
+             responses=responses(201, "The new device and its secret (shown once)", PairedDevice, 400, 401, 409, 415))
 def pair(body: PairBody, rt: Rt):
     from zerg.identity import names, pairing
 

@@ -44,7 +44,7 @@ def get_host(alias: Alias, owner_id: Owner, rt: Rt):
 
 @router.put("/api/jarvis/hosts/<alias>",
             summary="Register or replace an SSH host (the private key is sealed for the owner, never returned)",
-            responses=responses(200, "The host as stored", SSHHost, 400, 401, 503))
+            responses=responses(200, "The host as stored", SSHHost, 400, 401, 415, 503))
 def put_host(alias: Alias, body: HostSpec, owner_id: Owner, rt: Rt):
     from zerg.hosts import registry
     from zerg.sealing import SealError

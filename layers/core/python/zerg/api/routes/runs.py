@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found, validation_message
-from zerg.api.models import RunAccepted, RunCancelled, RunDocument, responses
+from zerg.api.models import RunAccepted, RunCancelled, RunDocument, RunEventFrame, responses
 from zerg.auth import Caller
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
@@ -43,11 +43,11 @@ def stream_url(run_id: int) -> str:
 
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="The run's id")]
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description=(
-    "1-200 characters; a replay with the same key answers with the same run and starts nothing new"))]
+    "1-200 printable characters; a replay with the same key answers with the same run and starts nothing new"))]
 
 
 @router.post("/api/jarvis/supervisor", summary="Start a supervisor run", status_code=202,
-             responses=responses(202, "Run accepted; follow stream_url", RunAccepted, 400, 401, 413, 503))
+             responses=responses(202, "Run accepted; follow stream_url", RunAccepted, 400, 401, 413, 415, 503))
 def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: IdempotencyKey = None):
     size = len(body.task.encode())
     if size > rt.settings.task_max_bytes:
@@ -55,6 +55,8 @@ def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: Idemp
     # Checked here, not by Header(min_length=...): the 400 and its message are the API's contract.
     if key is not None and not 1 <= len(key) <= 200:
         raise ApiError(400, "bad_request", "Idempotency-Key must be 1-200 characters")
+    if key is not None and not key.isprintable():  # stored as text: no NUL, no control characters
+        raise ApiError(400, "bad_request", "Idempotency-Key must not contain control characters")
     with rt.pool.connection() as conn:
         started = runs.start_run(conn, owner_id, body.task, trigger="api", idempotency_key=key)
         run = runs.get_run(conn, owner_id, started.run_id)
@@ -130,9 +132,10 @@ def long_poll_seconds(configured: float, context: Any) -> float:
 
 
 @router.get("/api/jarvis/supervisor/events", summary="Run progress as Server-Sent Events",
-            responses={**responses(200, "The events after Last-Event-ID, then retry:", None, 401, 404,
+            responses={**responses(200, "The events after Last-Event-ID, then retry:", RunEventFrame, 401, 404,
                                    media_type="text/event-stream"),
-                       204: {"description": "The run's final event was already delivered: stop reconnecting"}})
+                       204: {"description": "The run's final event was already delivered: stop reconnecting",
+                             "content": {}}})  # no body (else Powertools documents JSON)
 def run_events_stream(owner_id: Owner, rt: Rt, run_id: RunIdQuery, last_event_id: LastEventId = None,
                       last_event_id_header: LastEventIdHeader = None):
     """Long-poll under Lambda: the body holds the events after Last-Event-ID (header or

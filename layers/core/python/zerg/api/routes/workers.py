@@ -28,10 +28,13 @@ router = Router()
 FILE_MAX_BYTES = 5_000_000
 
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The worker job's id")]
+# The body is the file as it is (or a piece of it, 206): its type, and no schema it must meet.
+FILE_TYPES = ("text/plain", "application/json", "application/x-ndjson")
 FILE_RESPONSES = {
-    **responses(200, "The whole file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413, 416),
+    **responses(200, "The whole file's text (JSON, JSON lines or plain text)", None, 400, 401, 404, 413, 416,
+                media_type=FILE_TYPES),
     206: {"description": f"The bytes of the Range asked for (the first range only, at most {RANGE_MAX_BYTES} "
-                         "bytes; Content-Range says which)"},
+                         "bytes; Content-Range says which)", "content": {t: {} for t in FILE_TYPES}},
 }
 RangeHeader = Annotated[str | None, Header(alias="range", max_length=1000, description=(
     f"Read a piece: bytes=START-END, bytes=START- or bytes=-LAST_N (at most {RANGE_MAX_BYTES} bytes "
