@@ -85,8 +85,10 @@ def test_task_names_are_unique_and_intervals_positive():
 
 
 def test_zerg_serve_sweeps_retention_only_when_it_is_configured(runtime_env):
-    assert [t.name for t in default_tasks(runtime_env())] == ["reconcile"]  # the job index vs metadata.json
-    task, _ = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30"))
+    orphans, reconcile = default_tasks(runtime_env())  # the job index vs metadata.json, orphaned runs
+    assert (orphans.name, orphans.interval_s, orphans.first_delay_s) == ("orphans", 60.0, 60.0)  # swept at start
+    assert reconcile.name == "reconcile"
+    _, task, _ = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30"))
     assert (task.name, task.interval_s, task.first_delay_s) == ("retention", DAY_S, 0.0)
 
 

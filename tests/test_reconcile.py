@@ -70,7 +70,7 @@ def test_a_failed_runs_error_event_shows_the_outcomes_metadata_json_recorded(run
 
     kind, payload = run_events(pool, run_id)[-1]
     assert kind == "error"
-    assert {"job_id": done, "status": "success", "summary": None} in payload["details"]["workers"]
+    assert {"job_id": done, "status": "success", "summary": None} in payload["partial"]
     assert index_row(pool, done)["status"] == "success"
 
 

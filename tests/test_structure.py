@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from zerg.statuses import JOB_STATUSES, RUN_STATUSES
+from zerg.statuses import JOB_STATUSES, RUN_FINAL, RUN_STATUSES, RUN_UNFINISHED
 
 ROOT = Path(__file__).resolve().parents[1]
 ZERG = ROOT / "layers" / "core" / "python" / "zerg"
@@ -72,3 +72,4 @@ def test_statuses_are_the_ones_the_schema_allows(pool):
                  AND pg_get_constraintdef(oid) LIKE '%%status%%'""").fetchall()}
     for table, statuses in (("runs", RUN_STATUSES), ("worker_jobs", JOB_STATUSES)):
         assert sorted(re.findall(r"'(\w+)'", checks[table])) == sorted(statuses)
+    assert sorted(RUN_FINAL + RUN_UNFINISHED) == sorted(RUN_STATUSES) and "interrupted" in RUN_FINAL

@@ -1,6 +1,6 @@
 """Ingress Lambda: the entry for every external event. Today: the Jarvis HTTP API (API Gateway
-HTTP API v2 events) and scheduled housekeeping (``{"trigger": "housekeeping", "task": NAME}`` from
-an EventBridge rule)."""
+HTTP API v2 events), scheduled housekeeping (``{"trigger": "housekeeping", "task": NAME}`` from
+an EventBridge rule) and the run state machine's execution status changes (EventBridge)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ HOUSEKEEPING_MARGIN_MS = 5_000
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     if isinstance(event, dict) and event.get("trigger") == "housekeeping":
         return housekeeping(event, context)
+    if isinstance(event, dict) and event.get("source") == "aws.states":
+        return execution_status(event)
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
     with observability.invocation("events", request_id):
         return resolve(event, context)
@@ -38,3 +40,14 @@ def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             raise
         log.info("housekeeping task done", extra={"task": ev.task, "result": result})
     return {"trigger": "housekeeping", "task": ev.task, "result": result}
+
+
+def execution_status(event: dict[str, Any]) -> dict[str, Any]:
+    """A run's execution failed, timed out or was aborted: close the run (zerg.runs.execution_status)."""
+    from zerg.runs.execution_status import on_execution_status
+    from zerg.runtime import get_runtime
+
+    with observability.invocation("events", event.get("id")) as log:
+        out = on_execution_status(get_runtime(), event)
+        log.info("execution status handled", extra=out)
+    return out

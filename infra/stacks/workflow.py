@@ -12,6 +12,9 @@ Invariants:
   ``${...}Arn`` substituted by CloudFormation; its role may invoke exactly the functions the
   definition names.
 - Migrations run on deploy, after the database exists and before new function code goes live.
+- An execution of the state machine that ends FAILED, TIMED_OUT or ABORTED reaches the ingress
+  function (an EventBridge rule on this state machine only), which closes its run
+  (``zerg.runs.execution_status``); a delivery that keeps failing lands in a queue.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import re
 from pathlib import Path
 
 from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
@@ -89,6 +95,7 @@ class WorkflowStack(Stack):
         for function in self.functions.values():
             function.node.add_dependency(migration)
         self.state_machine = self._state_machine()
+        self.execution_status_rule = self._execution_status_rule()
         self.state_machine.grant_start_execution(self.ingress)
         self.ingress.add_environment("ZERG_STATE_MACHINE_ARN", self.state_machine.state_machine_arn)
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
@@ -171,6 +178,34 @@ class WorkflowStack(Stack):
             resource_type="Custom::ZergMigration",
             # A changed migration set changes the properties, which re-runs the migrator.
             properties={"MigrationsHash": migrations_hash()},
+        )
+
+    def _execution_status_rule(self) -> events.Rule:
+        """FAILED / TIMED_OUT / ABORTED executions of the run state machine -> ingress, which closes
+        the run (the backstop for runs the state machine could not close itself)."""
+        self.execution_status_dlq = sqs.Queue(
+            self, "ExecutionStatusDlq",
+            queue_name=self.config.prefix("execution-status-dlq"),
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        return events.Rule(
+            self, "RunExecutionEnded",
+            rule_name=self.config.prefix("run-execution-ended"),
+            description="A run's execution failed, timed out or was aborted: the ingress closes the run",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={"status": ["FAILED", "TIMED_OUT", "ABORTED"],
+                        "stateMachineArn": [self.state_machine.state_machine_arn]},
+            ),
+            targets=[targets.LambdaFunction(
+                self.ingress,
+                retry_attempts=8,
+                max_event_age=Duration.hours(6),
+                dead_letter_queue=self.execution_status_dlq,
+            )],
         )
 
     def _state_machine(self) -> sfn.StateMachine:

@@ -145,3 +145,40 @@ def test_migration_runs_on_deploy_before_functions_update(synth):
     assert migrator["Properties"]["Handler"] == "handler.on_event"
     env = migrator["Properties"]["Environment"]["Variables"]
     assert {k for k in env if k.startswith("ZERG_")} == {"ZERG_DB_SECRET_ARN", "ZERG_DB_PROXY_ENDPOINT"}
+
+
+def test_failed_timed_out_and_aborted_executions_reach_the_ingress(synth):
+    (machine_id,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine")
+    ingress_id = synth.function("events")[0]
+    (dlq_id,) = [k for k in synth.resources("Workflow", "AWS::SQS::Queue") if k.startswith("ExecutionStatusDlq")]
+    template = synth.assertion("Workflow")
+    template.has_resource_properties("AWS::Events::Rule", {
+        "Name": "zerg-test-run-execution-ended",
+        "State": "ENABLED",
+        "EventPattern": {
+            "source": ["aws.states"],
+            "detail-type": ["Step Functions Execution Status Change"],
+            "detail": {"status": ["FAILED", "TIMED_OUT", "ABORTED"], "stateMachineArn": [{"Ref": machine_id}]},
+        },
+        "Targets": [Match.object_like({
+            "Arn": {"Fn::GetAtt": [ingress_id, "Arn"]},
+            "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}},
+            "RetryPolicy": {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 21600},
+        })],
+    })
+    (rule_id,) = synth.resources("Workflow", "AWS::Events::Rule")
+    template.has_resource_properties("AWS::Lambda::Permission", {
+        "Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+        "FunctionName": {"Fn::GetAtt": [ingress_id, "Arn"]},
+        "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]},
+    })
+    dlq = synth.templates["Workflow"]["Resources"][dlq_id]["Properties"]
+    assert dlq["SqsManagedSseEnabled"] is True and dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+def test_the_state_machine_timeout_is_a_backstop_above_every_allowed_run_deadline(synth):
+    from zerg.runs.deadline import BACKSTOP_GRACE_S, MAX_RUN_TIMEOUT_S
+
+    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    timeout = json.loads(machine["Properties"]["DefinitionString"])["TimeoutSeconds"]
+    assert timeout > MAX_RUN_TIMEOUT_S + BACKSTOP_GRACE_S

@@ -218,12 +218,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     with rt.pool.connection() as conn:
         migrate(conn)
         owner_id = _owner(conn, args.owner)
+    _reap_orphans(rt)
     try:
         report = run_task(rt, task, owner_id=owner_id)
         print_report(rt, report, owner_id)
     finally:
         rt.close()
+    if report.interrupted:
+        return 130
     return 0 if report.status == "success" else 1
+
+
+def _reap_orphans(rt) -> None:
+    """Close what a killed zerg process left running (see zerg.runs.orphans), and say so."""
+    from zerg.runs.orphans import reap_orphans
+
+    for line in reap_orphans(rt).lines():
+        print(f"  ({line})", flush=True)
 
 
 def cmd_owners_add(args: argparse.Namespace) -> int:
@@ -373,6 +384,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server = make_server(args.host, args.port, tls_cert=tls_cert, tls_key=tls_key)
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    _reap_orphans(get_runtime())  # then every minute, as a housekeeping task
     print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
     housekeeping = Housekeeping(default_tasks(get_runtime())).start()  # retention sweep and the like
     try:

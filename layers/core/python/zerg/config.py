@@ -145,6 +145,11 @@ class Settings(BaseModel):
     supervisor_max_steps: int = Field(default=8, ge=1, le=50, alias="ZERG_SUPERVISOR_MAX_STEPS")
     evidence_budget_bytes: int = Field(default=32_000, ge=2_000, le=500_000, alias="ZERG_EVIDENCE_BUDGET_BYTES")
     map_concurrency: int = Field(default=5, ge=1, le=40, alias="ZERG_MAP_CONCURRENCY")
+    run_timeout_s: float = Field(
+        default=600.0, ge=1, le=3000, alias="ZERG_RUN_TIMEOUT_S",
+        description="A run's deadline: near it, unfinished workers are cancelled and the supervisor "
+                    "answers with what exists (the run ends timeout). Above the 300 s worker timeout on purpose.",
+    )
 
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")

@@ -1,24 +1,29 @@
 """Run and job statuses, defined once (the migrations' CHECK constraints list the same values;
-``tests/test_statuses.py`` holds the two in step).
+``tests/test_structure.py`` holds the two in step).
 
 Invariants:
 - A status is set by the system (exit codes, exceptions, deadlines, the user's cancel), never
   from what a model says.
 - A final status never changes again.
+- ``interrupted``: the process executing the run stopped (killed, crashed, its execution aborted)
+  before the run ended; the run was closed by whoever noticed (the orphan reaper, the execution
+  status rule on AWS), never by the run itself.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-RunStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
+RunStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
-RUN_FINAL: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
+RUN_FINAL: tuple[str, ...] = ("success", "failed", "timeout", "cancelled", "interrupted")
+RUN_UNFINISHED: tuple[str, ...] = ("queued", "running")
 
 JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 # What a worker's own run can end with (its metadata.json): the system decided it. ``cancelled``:
-# its run was cancelled and it was stopped (its commands killed), so metadata and index agree.
+# it was stopped from outside (its run was cancelled, reached its deadline or was interrupted; its
+# commands were killed), so metadata and index agree.
 WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
 # A job that will not change any more: a worker outcome (a job cancelled before it started too).
 JOB_FINISHED: tuple[str, ...] = WORKER_OUTCOMES

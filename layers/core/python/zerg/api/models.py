@@ -115,7 +115,7 @@ class RunDocument(BaseModel):
     started_at: datetime | None
     completed_at: datetime | None
     duration_ms: int | None
-    result: str | None = Field(description="Only once the run succeeded")
+    result: str | None = Field(description="The answer: once the run succeeded, or answered at its deadline (timeout)")
     error: str | None
     workers: list[RunWorker]
     tokens_used: int

@@ -46,7 +46,7 @@ from zerg.artifacts.paths import (
     new_worker_id,
     tool_file_name,
 )
-from zerg.statuses import WORKER_OUTCOMES
+from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import iso, parse_iso, utcnow
 
 if TYPE_CHECKING:
@@ -257,13 +257,16 @@ class WorkerArtifactStore(ABC):
         finished_at: datetime | None = None,
         extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Record the system-determined final status and timings; return the metadata."""
-        if status not in WORKER_OUTCOMES:
-            raise ArtifactError(f"status must be one of {sorted(WORKER_OUTCOMES)}, not {status!r}")
+        """Record the system-determined final status and timings; return the metadata.
+
+        ``cancelled``: the worker was stopped from outside (its run was cancelled, reached its
+        deadline or was interrupted)."""
+        if status not in JOB_FINISHED:
+            raise ArtifactError(f"status must be one of {sorted(JOB_FINISHED)}, not {status!r}")
         finished = finished_at or utcnow()
 
         def apply(meta: dict[str, Any]) -> None:
-            if meta.get("status") in WORKER_OUTCOMES:
+            if meta.get("status") in JOB_FINISHED:
                 raise ArtifactError(f"worker {worker_id} is already complete ({meta['status']})")
             started = parse_iso(meta["started_at"])
             meta.update(extra or {})

@@ -380,28 +380,67 @@ def _now() -> Any:
 
 class LocalStarter:
     """The run starter of a locally hosted runtime: one engine, started on first use and stopped
-    by :meth:`close` (``reset_runtime`` calls it)."""
+    by :meth:`close` (``reset_runtime`` calls it).
+
+    Each run it starts is first claimed for this process (``runs.executor``) and kept alive by a
+    heartbeat, so an orphan sweep in any process can tell when this one is gone. Closing interrupts
+    the runs it was still executing, with the reason, instead of leaving them to the next sweep."""
 
     def __init__(self, settings: Settings) -> None:
+        from zerg.runs.executor import this_process
+
         self.settings = settings
+        self.executor = this_process()
         self._engine: LocalEngine | None = None
+        self._heartbeat: Any = None
         self._lock = threading.Lock()
         self._started: dict[int, str] = {}  # run id -> execution arn: starting twice returns the first
+        self._causes: dict[str, str] = {}  # execution arn -> why we stopped it (moto does not keep it)
+
+    def _pool(self) -> Any:
+        from zerg.db import get_pool
+
+        return get_pool(self.settings)
 
     def engine(self) -> LocalEngine:
         with self._lock:
             if self._engine is None:
+                from zerg.runs.executor import Heartbeat
+
                 self._engine = LocalEngine(cache_dir=self.settings.data_dir / "cache").start()
+                self._heartbeat = Heartbeat(self._pool(), self.executor).start()
             return self._engine
 
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+        from zerg.runs import store as runs
+
         engine = self.engine()
         with self._lock:
             if run_id not in self._started:
+                with self._pool().connection() as conn:
+                    runs.claim(conn, run_id, self.executor.token)
                 self._started[run_id] = engine.start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
             return self._started[run_id]
 
+    def execution_of(self, run_id: int) -> str | None:
+        """The execution this starter started for ``run_id`` (None: not one of ours)."""
+        with self._lock:
+            return self._started.get(run_id)
+
+    def ended_execution(self, run_id: int) -> dict[str, Any] | None:
+        """DescribeExecution of this starter's execution of ``run_id`` once it is no longer running
+        (None while it runs, or when it is not ours): what an execution-status event says on AWS."""
+        with self._lock:
+            arn, engine = self._started.get(run_id), self._engine
+        if arn is None or engine is None:
+            return None
+        desc = engine.describe(arn)
+        if desc["status"] == "RUNNING":
+            return None
+        return {**desc, "cause": desc.get("cause") or self._causes.get(arn)}
+
     def stop(self, execution_arn: str, cause: str) -> None:
+        self._causes[execution_arn] = cause
         self.engine().stop_execution(execution_arn, cause)
 
     def close(self) -> None:
@@ -409,4 +448,31 @@ class LocalStarter:
             if self._engine is not None:
                 self._engine.stop()
                 self._engine = None
-            self._started.clear()
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
+                self._heartbeat = None
+            started, self._started, self._causes = list(self._started), {}, {}
+        if started:
+            self._interrupt(started)
+
+    def _interrupt(self, run_ids: list[int]) -> None:
+        """Close the runs this process still executed: their execution stopped with it."""
+        from zerg.artifacts import get_store
+        from zerg.runs import store as runs
+        from zerg.runs.orphans import close_run
+
+        message = (f"interrupted: the process executing the run ({self.executor.describe()}) stopped "
+                   "before it finished; partial results kept")
+        try:
+            pool = self._pool()
+            with pool.connection() as conn:
+                unfinished = runs.executed_by(conn, self.executor.token, run_ids)
+                waiting = [r for r in runs.cancelled_awaiting_workers(conn)
+                           if r["id"] in run_ids and r["executor"] == self.executor.token]
+            for run in unfinished:
+                close_run(pool, get_store(self.settings), run, "interrupted", message)
+            for run in waiting:  # cancelled, its workers stopping with this process: end its events
+                with pool.connection() as conn:
+                    runs.finish_abandoned_cancel(conn, run["owner_id"], run["id"])
+        except Exception as exc:  # e.g. the database is away: the next orphan sweep closes them
+            log.warning("could not close the runs this process executed: %s: %s", type(exc).__name__, exc)

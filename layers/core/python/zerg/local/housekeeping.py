@@ -123,9 +123,12 @@ def _ms(started: float) -> int:
 
 def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
     """What ``zerg serve`` runs in the background, from the settings. One line per task."""
+    from zerg.runs import orphans
     from zerg.workers import reconcile, retention
 
-    tasks: list[PeriodicTask] = []
+    # zerg serve sweeps orphans once before it serves; this task repeats it.
+    tasks = [PeriodicTask("orphans", orphans.SWEEP_EVERY_S, partial(orphans.sweep_counts, rt),
+                          first_delay_s=orphans.SWEEP_EVERY_S)]
     if rt.settings.artifact_retention_days is not None:
         tasks.append(PeriodicTask("retention", DAY_S, partial(retention.run_retention, rt)))
     tasks.append(PeriodicTask("reconcile", reconcile.RECONCILE_INTERVAL_S, partial(reconcile.run_reconcile, rt),

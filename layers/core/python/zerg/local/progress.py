@@ -21,5 +21,6 @@ def describe_event(kind: str, p: dict[str, Any]) -> str | None:
     if kind == "worker_summary_ready":
         return f"    #{p['job_id']}: {p['summary']}" if p.get("summary") else None
     if kind == "error":
-        return f"! run failed: {p['message']}"
+        status, message = p.get("status") or "failed", p["message"]
+        return f"! {message}" if message.startswith(("run ", status)) else f"! run {status}: {message}"
     return None

@@ -28,10 +28,18 @@ class RunReport:
     result: str | None
     error: str | None
     artifact_dirs: list[str]
+    interrupted: bool = False  # Ctrl-C: the run was cancelled on the way out
+
+
+CTRL_C_REASON = "cancelled by the user (Ctrl-C on zerg run)"
+CANCEL_WAIT_S = 5.0  # as long as the API's cancel waits for the workers to end their commands
 
 
 def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, poll_s: float = 0.1) -> RunReport:
-    """Run ``task`` for ``owner_id`` on the runtime's local engine, printing progress as it happens."""
+    """Run ``task`` for ``owner_id`` on the runtime's local engine, printing progress as it happens.
+
+    Ctrl-C (KeyboardInterrupt) cancels the run (its jobs too, with the reason) and stops its
+    execution before this returns; the report says so."""
     from zerg.local.engine import LocalStarter
 
     starter = rt.starter
@@ -41,6 +49,20 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
         started = runs.start_run(conn, owner_id, task, trigger="cli")
     if rt.settings.offline:
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
+    interrupted = False
+    try:
+        _follow(rt, starter, started, owner_id, out, poll_s)
+    except KeyboardInterrupt:
+        interrupted = True
+        _cancel(rt, starter, owner_id, started.run_id)
+    with rt.pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, started.run_id)
+        workers = [j for j in jobs.run_jobs(conn, owner_id, started.run_id) if j["worker_id"]]
+    dirs = [rt.store.location(w["worker_id"]) for w in workers]
+    return RunReport(run["id"], run["status"], run["result"], run["error"], dirs, interrupted)
+
+
+def _follow(rt: Runtime, starter, started: runs.RunStart, owner_id: int, out: Printer, poll_s: float) -> None:
     last_id = 0
     engine = starter.engine()
     arn = starter.start(started.run_id, owner_id, started.thread_id)
@@ -58,18 +80,39 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
         finished = engine.describe(arn)["status"] != "RUNNING"
         if not finished:
             time.sleep(poll_s)
+
+
+def _cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
+    """The user pressed Ctrl-C: the run ends ``cancelled``, its execution stops, its workers end their
+    commands (waited for up to ``CANCEL_WAIT_S``) and the final event is written. A worker that has
+    not stopped by then is recorded cancelled here: this process, which runs it, is about to exit."""
+    from zerg.workers.cancellation import stop_run_workers
+
     with rt.pool.connection() as conn:
-        run = runs.get_run(conn, owner_id, started.run_id)
-        workers = [j for j in jobs.run_jobs(conn, owner_id, started.run_id) if j["worker_id"]]
-    dirs = [rt.store.location(w["worker_id"]) for w in workers]
-    return RunReport(run["id"], run["status"], run["result"], run["error"], dirs)
+        runs.cancel_run(conn, owner_id, run_id, reason=CTRL_C_REASON)
+    arn = starter.execution_of(run_id)
+    if arn:
+        try:
+            starter.stop(arn, CTRL_C_REASON)
+        except Exception:  # the run is already cancelled; its remaining steps no-op
+            pass
+    if stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S):
+        with rt.pool.connection() as conn:
+            runs.finish_abandoned_cancel(conn, owner_id, run_id)
 
 
 def print_report(rt: Runtime, report: RunReport, owner_id: int, out: Printer = print) -> None:
     with rt.pool.connection() as conn:
         run = runs.run_totals(conn, owner_id, report.run_id)
     out("")
-    out(report.result if report.status == "success" else f"Run {report.status}: {report.error}")
+    if report.interrupted and report.status == "cancelled":
+        out(f"Run {report.run_id} {report.error}.")
+    elif report.status == "success":
+        out(report.result)
+    elif report.status == "timeout" and report.result:  # answered with what existed at the deadline
+        out(report.result)
+    else:
+        out(f"Run {report.status}: {report.error}")
     out("")
     cost = "unknown" if run["cost_usd"] is None else f"${float(run['cost_usd']):.4f}"
     took = "-" if run["duration_ms"] is None else f"{run['duration_ms'] / 1000:.1f}s"

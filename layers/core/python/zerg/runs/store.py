@@ -6,8 +6,12 @@ Invariants:
 - The run's working conversation (prompt, tool calls, tool results) lives on the run
   (``runs.working_messages``), never in ``thread_messages``.
 - The thread receives exactly two messages per successful run, the user's task and the final
-  answer (with provenance: run id and job ids), written in one transaction at the end. A failed
-  run writes nothing to the thread.
+  answer (with provenance: run id and job ids), written in one transaction at the end. So does a
+  run that reached its deadline and answered with what existed (it ends ``timeout``). A failed,
+  cancelled or interrupted run writes nothing to the thread.
+- A run that does not succeed ends with one ``error`` event ``{run_id, status, message, partial:
+  [{job_id, status, summary}]}``, written in the transaction that closes it (for a cancel: once its
+  last running worker stopped, see below); its unfinished jobs are cancelled with the same reason.
 - ``runs.tokens_*``/``cost_usd`` are the run's totals (supervisor + workers + summaries), set when
   the run ends; the ``supervisor_*`` columns accumulate while it runs.
 - A cancelled run's terminal ``error`` event is written only once none of its jobs is running:
@@ -28,7 +32,7 @@ from psycopg.types.json import Jsonb
 from zerg import observability
 from zerg.llm import Usage
 from zerg.runs import events, threads
-from zerg.statuses import RUN_FINAL
+from zerg.statuses import RUN_FINAL, RUN_UNFINISHED
 from zerg.workers import jobs
 
 
@@ -128,20 +132,62 @@ def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> bool:
     return True
 
 
-def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any] | None:
-    """Failure/timeout: record it, cancel jobs that never started, emit ``error`` with partial
-    results. None when the run was already closed."""
+def error_payload(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any]:
+    """The closing ``error`` event of a run that did not succeed: what became of each worker."""
+    partial = [{"job_id": j["id"], "status": j["status"], "summary": j["summary"]}
+               for j in jobs.run_jobs(conn, run["owner_id"], run["id"])]
+    return {"run_id": run["id"], "status": status, "message": message, "partial": partial}
+
+
+def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str, *,
+             cancel_running: bool | None = None) -> dict[str, Any] | None:
+    """Close a run that will not answer (``failed``, ``timeout``, ``interrupted``): record why,
+    cancel its unfinished jobs with that reason and emit ``error`` with the partial results.
+
+    Running jobs are cancelled too unless the run merely ``failed`` (its state machine may still
+    be collecting them); ``cancel_running`` overrides. Returns the event payload, or None when the
+    run was already closed (nothing is written then)."""
+    cancel_running = status != "failed" if cancel_running is None else cancel_running
     with conn.transaction():
         if not _close(conn, run["id"], status, error=message):
             return None
-        jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=False)
-        workers = [{"job_id": j["id"], "status": j["status"], "summary": j["summary"]}
-                   for j in jobs.run_jobs(conn, run["owner_id"], run["id"])]
+        jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=cancel_running, reason=message)
+        payload = error_payload(conn, run, status, message)
         _set_totals(conn, run["id"])
-        details = {"status": status, "workers": workers, "partial_result": run.get("result")}
-        events.emit(conn, run["id"], run["owner_id"], "error", {"run_id": run["id"], "message": message, "details": details})
+        events.emit(conn, run["id"], run["owner_id"], "error", payload)
     _finished(status)
-    return details
+    return payload
+
+
+def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, message: str) -> bool:
+    """The run's deadline came and the supervisor answered with what existed: the thread gets the
+    task and that answer, the run ends ``timeout`` and its ``error`` event carries the answer too.
+
+    False (and nothing written) when the run was already closed."""
+    with conn.transaction():
+        if not _close(conn, run["id"], "timeout", result=answer, error=message):
+            return False
+        jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=True, reason=message)
+        payload = error_payload(conn, run, "timeout", message)
+        threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
+            ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
+            ("assistant", answer, {"run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]],
+                                   "status": "timeout"}),
+        ])
+        _set_totals(conn, run["id"])
+        events.emit(conn, run["id"], run["owner_id"], "error", {**payload, "result": answer})
+    _finished("timeout")
+    return True
+
+
+def mark_deadline_reached(conn: Connection, run_id: int) -> bool:
+    """Record, once, that the run's deadline came near (its workers stop; the supervisor must answer)."""
+    row = conn.execute(
+        """UPDATE runs SET deadline_reached_at = now()
+           WHERE id = %s AND deadline_reached_at IS NULL AND status <> ALL(%s) RETURNING id""",
+        (run_id, list(RUN_FINAL)),
+    ).fetchone()
+    return row is not None
 
 
 def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
@@ -160,7 +206,8 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
         "started_at": run["started_at"],
         "completed_at": run["finished_at"],
         "duration_ms": run["duration_ms"],
-        "result": run["result"] if run["status"] == "success" else None,
+        # A run that hit its deadline answered with what existed: that answer is its result too.
+        "result": run["result"] if run["status"] == "success" or run["deadline_reached_at"] else None,
         "error": run["error"],
         "workers": workers,
         "tokens_used": run["tokens_in"] + run["tokens_out"],
@@ -170,7 +217,8 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
     }
 
 
-def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+def cancel_run(conn: Connection, owner_id: int, run_id: int, *,
+               reason: str = "cancelled by the user") -> dict[str, Any] | None:
     """Mark a running run cancelled and its queued jobs with it (they never start); write the closing
     ``error`` event now if no job is running, else leave it to the last worker to stop
     (:func:`finish_cancel`). Stopping those workers is
@@ -182,8 +230,8 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] |
     if run is None:
         return None
     with conn.transaction():
-        if _close(conn, run_id, "cancelled", error="cancelled by the user"):
-            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=False)
+        if _close(conn, run_id, "cancelled", error=reason):
+            jobs.cancel_unfinished(conn, owner_id, run_id, include_running=False, reason=reason)
             _set_totals(conn, run_id)
             finish_cancel(conn, owner_id, run_id)
     return get_run(conn, owner_id, run_id)
@@ -198,9 +246,31 @@ def finish_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
     if jobs.running_job_ids(conn, owner_id, run_id):
         return False
     _set_totals(conn, run_id)  # now with the stopped workers' usage
-    events.emit(conn, run_id, owner_id, "error", {"run_id": run_id, "message": "cancelled by the user"})
+    run = get_run(conn, owner_id, run_id)
+    events.emit(conn, run_id, owner_id, "error", error_payload(conn, run, "cancelled", run["error"]))
     _finished("cancelled")
     return True
+
+
+def finish_abandoned_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """A cancelled run whose running workers will never record their end (their process is gone or
+    going): cancel their jobs here, with the run's reason, and write the terminal event."""
+    with conn.transaction():
+        run = get_run(conn, owner_id, run_id)
+        if run is None or run["status"] != "cancelled":
+            return False
+        jobs.cancel_unfinished(conn, owner_id, run_id, include_running=True, reason=run["error"])
+        return finish_cancel(conn, owner_id, run_id)
+
+
+def cancelled_awaiting_workers(conn: Connection) -> list[dict[str, Any]]:
+    """Every owner's cancelled runs that still have a running job (their terminal event waits for
+    it), for the orphan sweep: who executes each, and the database's clock."""
+    return conn.execute(
+        """SELECT r.id, r.owner_id, r.executor, r.heartbeat_at, now() AS db_now FROM runs r
+           WHERE r.status = 'cancelled'
+             AND r.id IN (SELECT run_id FROM worker_jobs WHERE status = 'running') ORDER BY r.id"""
+    ).fetchall()
 
 
 def run_status(conn: Connection, owner_id: int, run_id: int) -> str | None:
@@ -230,6 +300,54 @@ def unfinished_runs(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
         "SELECT id, status, execution_arn FROM runs WHERE owner_id = %s AND status <> ALL(%s) ORDER BY id",
         (owner_id, list(RUN_FINAL)),
     ).fetchall()
+
+
+def claim(conn: Connection, run_id: int, executor: str) -> bool:
+    """Record that ``executor`` (this process) executes the run, and its first heartbeat."""
+    row = conn.execute(
+        "UPDATE runs SET executor = %s, heartbeat_at = now() WHERE id = %s AND status <> ALL(%s) RETURNING id",
+        (executor, run_id, list(RUN_FINAL)),
+    ).fetchone()
+    return row is not None
+
+
+def heartbeat(conn: Connection, executor: str) -> int:
+    """The executor is alive: stamp every unfinished run it executes; return how many."""
+    return conn.execute(  # status = ANY(unfinished), not <> ALL(final): the partial index runs_unfinished
+        "UPDATE runs SET heartbeat_at = now() WHERE executor = %s AND status = ANY(%s)",
+        (executor, list(RUN_UNFINISHED)),
+    ).rowcount
+
+
+def unfinished_runs_of_every_owner(conn: Connection) -> list[dict[str, Any]]:
+    """Every owner's unfinished runs, for the system's own sweeps (the orphan reaper), never a
+    user-facing read: who executes each, its last heartbeat, and the database's clock."""
+    return conn.execute(
+        """SELECT id, owner_id, thread_id, task, trigger, status, result, executor, heartbeat_at,
+                  execution_arn, started_at, created_at, deadline_reached_at, now() AS db_now
+           FROM runs WHERE status = ANY(%s) ORDER BY id""",
+        (list(RUN_UNFINISHED),),
+    ).fetchall()
+
+
+def executed_by(conn: Connection, executor: str, run_ids: list[int]) -> list[dict[str, Any]]:
+    """Those of ``run_ids`` that ``executor`` claimed and that have not ended (to close when that
+    process stops)."""
+    return conn.execute(
+        "SELECT * FROM runs WHERE id = ANY(%s) AND executor = %s AND status <> ALL(%s) ORDER BY id",
+        (run_ids, executor, list(RUN_FINAL)),
+    ).fetchall()
+
+
+def run_of_execution(conn: Connection, run_id: int, execution_arn: str, owner_id: int | None) -> dict[str, Any] | None:
+    """The run a Step Functions execution executes: the run's recorded execution ARN must be this
+    one; a run whose ARN was never recorded (its starter died right after starting it) matches
+    only with the owner the execution's input names."""
+    return conn.execute(
+        """SELECT * FROM runs WHERE id = %s
+             AND (execution_arn = %s OR (execution_arn IS NULL AND owner_id = %s))""",
+        (run_id, execution_arn, owner_id),
+    ).fetchone()
 
 
 def export_runs(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:

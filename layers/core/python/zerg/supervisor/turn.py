@@ -16,6 +16,9 @@ Invariants:
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
+- The run's deadline (:mod:`zerg.runs.deadline`): past its answer-by time nothing more is spawned
+  and the supervisor gets one last inference, without tools, told which workers did not finish; the
+  answer (followed by a system-written line naming them) ends the run ``timeout`` on the thread.
 - ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
   ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
   of it stays ``running`` in the index.
@@ -23,18 +26,20 @@ Invariants:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
-from zerg.llm import CallTag, ToolCall
+from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import UNTRUSTED
+from zerg.runs import deadline as run_deadline
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import RUN_FINAL
+from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
 from zerg.supervisor.evidence import build_evidence_mount
 from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.tools import ToolContext
@@ -160,12 +165,31 @@ def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool)
 
 class _SupervisorHooks(LoopHooks):
     """A supervisor turn: the evidence mount joins every inference (never stored); spawn_worker
-    calls become jobs and end the turn; every other tool says so on the event stream."""
+    calls become jobs and end the turn; every other tool says so on the event stream; past the
+    run's answer-by time the turn stops so the supervisor answers with what exists."""
 
     def __init__(self, rt: Runtime, run: dict[str, Any]) -> None:
         self.rt, self.run = rt, run
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
+        settings = rt.settings
+        left = run_deadline.seconds_left(run_deadline.answer_by(run["started_at"], settings))
+        self.answer_by = time.monotonic() + left
+        self.hard_deadline = self.answer_by + run_deadline.reserve_s(settings)
+        self.answering = False  # the last inference at the deadline: no stop, a bounded wait
+
+    def out_of_time(self) -> bool:
+        return self.run["deadline_reached_at"] is not None or time.monotonic() >= self.answer_by
+
+    def check(self) -> Stop | None:
+        if not self.answering and time.monotonic() >= self.answer_by:
+            return Stop("the run's deadline is near", status="timeout")
+        return None
+
+    def timeout(self) -> float | None:
+        if not self.answering:
+            return None
+        return max(1.0, min(self.rt.settings.llm_timeout_s, self.hard_deadline - time.monotonic()))
 
     def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with self.rt.pool.connection() as conn:
@@ -182,6 +206,9 @@ class _SupervisorHooks(LoopHooks):
         args = parse_args(SPAWN_TOOL, call.arguments)
         if isinstance(args, ToolOutcome):  # invalid arguments: told as text, like any tool
             return {"role": "tool", "tool_call_id": call.id, "content": args.text}
+        if self.answering or self.out_of_time():
+            return {"role": "tool", "tool_call_id": call.id,
+                    "content": "ERROR: the run's deadline is near: answer with the evidence you have"}
         err, job_id, is_new = _spawn(self.rt, self.run, args, self.rounds < self.rt.settings.supervisor_max_rounds)
         if err:
             return {"role": "tool", "tool_call_id": call.id, "content": err}
@@ -207,19 +234,16 @@ class _SupervisorHooks(LoopHooks):
 def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
     settings = rt.settings
     hooks = _SupervisorHooks(rt, run)
-    agent = AgentLoop(
-        llm=rt.llm, model=settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
-        ctx=ToolContext(settings=settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt),
-        tag=CallTag("supervisor", run["owner_id"], run["id"]),
-        max_steps=settings.supervisor_max_steps, answer_on_last_step=True,
-    )
+    agent = _agent(rt, run, hooks, settings.supervisor_max_steps)
     spent = AgentUsage()
     answer: str | None = None
     try:
-        result = agent.run(messages, spent)
-        if result.stop:
+        result = None if hooks.out_of_time() else agent.run(messages, spent)
+        if result is not None and result.stop and result.stop.status != "timeout":
             return {"jobs": hooks.new_jobs, "done": False}
-        if result.exhausted:
+        if result is None or result.stop:  # the deadline: answer with what exists
+            answer = _answer_at_deadline(rt, run, messages, hooks, spent)
+        elif result.exhausted:
             answer = "I stopped before reaching an answer (step limit)."
         else:
             answer = result.answer or "I could not produce an answer from the evidence."
@@ -227,6 +251,44 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> d
     finally:
         with rt.pool.connection() as conn:
             runs.save_working(conn, run["id"], messages, spent.usage, rounds=hooks.rounds, answer=answer)
+
+
+def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:
+    return AgentLoop(
+        llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
+        ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt),
+        tag=CallTag("supervisor", run["owner_id"], run["id"]),
+        max_steps=max_steps, answer_on_last_step=True,
+    )
+
+
+def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
+                        hooks: _SupervisorHooks, spent: AgentUsage) -> str:
+    """One last inference, no tools, told which workers did not finish; a system-written line
+    naming them follows whatever the model says (or a listing of what exists, if it says nothing)."""
+    with rt.pool.connection() as conn:
+        runs.mark_deadline_reached(conn, run["id"])
+        rows = jobs.run_jobs(conn, run["owner_id"], run["id"])
+        events.emit(conn, run["id"], run["owner_id"], "supervisor_thinking",
+                    {"message": "Time is nearly up: answering with what exists..."})
+    unfinished = [j for j in rows if j["status"] in (*JOB_UNFINISHED, "cancelled")]  # did not finish their task
+    named = ", ".join(f"#{j['id']} ({j['task'][:80]})" for j in unfinished)
+    messages.append({"role": "user", "content": (
+        f"[Zerg] {run_deadline.describe(rt.settings).capitalize()} is near: answer now with what the workers "
+        "found, without tools. " + (f"These workers did not finish (cancelled): {named}. Say so in your answer."
+                                    if unfinished else "Every worker finished."))})
+    hooks.answering = True
+    answer = None
+    try:
+        answer = _agent(rt, run, hooks, 1).run(messages, spent).answer
+    except LLMError as exc:  # out of time or the model is down: the listing below still answers
+        messages.append({"role": "assistant", "content": f"(no answer from the model: {exc})"})
+    if not answer:
+        answer = "I ran out of time before I could write an answer. What exists:\n" + "\n".join(
+            f"- worker #{j['id']} {j['status']}: {j['summary'] or j['task'][:120]}" for j in rows)
+    ids = ", ".join("#%d" % j["id"] for j in unfinished)
+    note = f"worker(s) {ids} did not finish" if unfinished else "every worker had finished"
+    return f"{answer}\n\n(Stopped at {run_deadline.describe(rt.settings)}: {note}.)"
 
 
 def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
@@ -237,8 +299,13 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     # Never "success" while a job of the run is still running in the index (its metadata may say failed).
     reconcile_run(rt, owner_id, run_id, close_unfinished=True)
     with rt.pool.connection() as conn:
-        closed = runs.complete_run(conn, run, answer)
-        status = "success" if closed else runs.get_run(conn, owner_id, run_id)["status"]
+        if run["deadline_reached_at"] is not None:
+            message = f"run timed out: {run_deadline.describe(rt.settings)}; answered with what existed"
+            closed, status = runs.complete_at_deadline(conn, run, answer, message), "timeout"
+        else:
+            closed, status = runs.complete_run(conn, run, answer), "success"
+        if not closed:
+            status = runs.get_run(conn, owner_id, run_id)["status"]
     return {"run_id": run_id, "status": status}
 
 

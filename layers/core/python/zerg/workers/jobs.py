@@ -83,15 +83,49 @@ def count_run_jobs(conn: Connection, run_id: int) -> int:
     return conn.execute("SELECT count(*) AS n FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()["n"]
 
 
-def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool) -> None:
-    """Cancel the run's queued jobs (and running ones, when their workers are known to be gone; a
-    live worker records its own end: see :mod:`zerg.workers.cancellation`)."""
+def cancel_unfinished(conn: Connection, owner_id: int, run_id: int, *, include_running: bool,
+                      reason: str | None = None) -> None:
+    """Cancel the run's queued jobs (and running ones, when their workers are known to be gone or
+    will never be collected; a live worker records its own end: see :mod:`zerg.workers.cancellation`),
+    recording ``reason`` as their error."""
     statuses = list(JOB_UNFINISHED) if include_running else ["queued"]
     conn.execute(
-        """UPDATE worker_jobs SET status = 'cancelled', finished_at = COALESCE(finished_at, now())
+        """UPDATE worker_jobs SET status = 'cancelled', error = COALESCE(%s, error),
+                  finished_at = COALESCE(finished_at, now())
            WHERE owner_id = %s AND run_id = %s AND status = ANY(%s)""",
-        (owner_id, run_id, statuses),
+        (reason, owner_id, run_id, statuses),
     )
+
+
+def cancel_job(conn: Connection, job_id: int, reason: str) -> bool:
+    """Cancel one unfinished job (the run's deadline stopped its worker); False if it had finished."""
+    row = conn.execute(
+        """UPDATE worker_jobs SET status = 'cancelled', error = %s, finished_at = COALESCE(finished_at, now())
+           WHERE id = %s AND status = ANY(%s) RETURNING id""",
+        (reason, job_id, list(JOB_UNFINISHED)),
+    ).fetchone()
+    return row is not None
+
+
+def stale_running_jobs(conn: Connection, older_than_s: float) -> list[dict[str, Any]]:
+    """Every owner's jobs still ``running`` although they started more than ``older_than_s`` ago
+    (for the orphan reaper, never a user-facing read)."""
+    return conn.execute(
+        """SELECT id, owner_id, run_id, worker_id, started_at FROM worker_jobs
+           WHERE status = 'running' AND started_at < now() - make_interval(secs => %s) ORDER BY id""",
+        (older_than_s,),
+    ).fetchall()
+
+
+def time_out_job(conn: Connection, job_id: int, error: str) -> bool:
+    """A job whose worker outlived its timeout without a word: ``timeout``, once."""
+    row = conn.execute(
+        """UPDATE worker_jobs SET status = 'timeout', error = %s, finished_at = now(),
+                  duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+           WHERE id = %s AND status = 'running' RETURNING id""",
+        (error, job_id),
+    ).fetchone()
+    return row is not None
 
 
 def run_usage(conn: Connection, run_id: int) -> dict[str, Any]:

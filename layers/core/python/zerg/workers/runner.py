@@ -16,6 +16,9 @@ Invariants:
   synthesised from the last tool outputs, marked as such.
 - A job runs at most once: re-invoking a finished job returns its outcome; re-invoking one that
   was interrupted mid-run (a Lambda retry) marks it failed and keeps its partial artifacts.
+- The run's deadline bounds every worker (:mod:`zerg.runs.deadline`): a worker still running at
+  the run's answer-by time stops and its job is ``cancelled`` with that reason (in the index and in
+  ``metadata.json``); a job that had not started by then never starts.
 - The database is bookkeeping, not the work: a worker keeps working through an outage (its cancel
   watcher asks again at its next poll), and its start and final bookkeeping retry with back-off for
   ``ZERG_DB_RETRY_S`` (:func:`zerg.db.retry_unavailable`). What still cannot be written is
@@ -24,25 +27,32 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg import OperationalError
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.config import Settings
 from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
+from zerg.runs import deadline as run_deadline
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import JOB_FINISHED, WORKER_OUTCOMES
+from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
 from zerg.tools import CancelSignal, ToolContext, ToolOutcome, worker_tools
 from zerg.workers import cancellation, jobs
+
+if TYPE_CHECKING:
+    from zerg.artifacts import WorkerArtifactStore
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
@@ -54,6 +64,7 @@ and any errors you hit. Never claim something you did not observe in a tool outp
 
 """ + PROMPT_RULE
 
+log = logging.getLogger(__name__)
 SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
 
 
@@ -81,6 +92,7 @@ class _Loop:
     spent: AgentUsage = field(default_factory=AgentUsage)
     calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
+    at_run_deadline: bool = False  # stopped (cancelled) because the run's deadline came near
 
 
 def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
@@ -98,6 +110,28 @@ def _finished(job: dict[str, Any]) -> WorkerOutcome | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Deadline:
+    """When this worker must stop (monotonic clock) and why: its own timeout or the run's deadline."""
+
+    at: float
+    stop: Stop
+    run_bound: bool = False  # the run's answer-by time comes before the worker's own timeout
+
+    @staticmethod
+    def of(settings: Settings, run_started_at: datetime | None) -> "_Deadline":
+        own = settings.worker_timeout_s
+        left = own if run_started_at is None else run_deadline.seconds_left(
+            run_deadline.answer_by(run_started_at, settings))
+        if left < own:
+            return _Deadline(time.monotonic() + left, Stop(_deadline_reason(settings), status="cancelled"), True)
+        return _Deadline(time.monotonic() + own, Stop(f"worker timed out after {own:g}s", status="timeout"))
+
+
+def _deadline_reason(settings: Settings) -> str:
+    return f"cancelled at {run_deadline.describe(settings)}: the supervisor answers with what exists"
+
+
 def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
@@ -106,6 +140,11 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
         return mark_job_failed(rt, job_id, owner_id, run_id, "worker was interrupted before it finished (retried invocation); partial artifacts kept")
 
     store, settings = rt.store, rt.settings
+    with rt.pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, run_id)
+    deadline = _Deadline.of(settings, run["started_at"] if run else None)
+    if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
+        return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
     model = job["model"] or settings.worker_model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
@@ -130,14 +169,14 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
             return _finished(current) or WorkerOutcome(job_id, None, "cancelled")
         # else ours after all: a retried claim whose first commit had landed
 
-    deadline = time.monotonic() + settings.worker_timeout_s
     loop = _Loop()
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
         try:
             _agent_loop(rt, job, worker_id, model, deadline, loop, cancel)
         except LLMError as exc:
-            if time.monotonic() >= deadline:
-                loop.status, loop.error = "timeout", f"worker timed out after {settings.worker_timeout_s:g}s (waiting for the model)"
+            if time.monotonic() >= deadline.at:
+                loop.status, loop.error = deadline.stop.status, f"{deadline.stop.reason} (waiting for the model)"
+                loop.at_run_deadline = deadline.run_bound
             else:
                 loop.status, loop.error = "failed", str(exc)
         except Exception as exc:  # the system decides: an exception is a failure, whatever was said
@@ -145,15 +184,21 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
+def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reason: str) -> WorkerOutcome:
+    with rt.pool.connection() as conn:
+        runs.mark_deadline_reached(conn, run_id)
+        if jobs.cancel_job(conn, job_id, reason):
+            events.emit(conn, run_id, owner_id, "worker_complete",
+                        {"job_id": job_id, "worker_id": None, "status": "cancelled", "duration_ms": None})
+    return WorkerOutcome(job_id, None, "cancelled", None, reason)
+
+
 class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, worker_id: str, deadline: float, loop: _Loop, cancel: CancelSignal) -> None:
+    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
         self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
-
-    def _timed_out(self) -> Stop:
-        return Stop(f"worker timed out after {self.rt.settings.worker_timeout_s:g}s", status="timeout")
 
     def _cancelled(self) -> Stop | None:
         return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
@@ -163,10 +208,10 @@ class _WorkerHooks(LoopHooks):
         # this process, within its poll otherwise), so a model call costs no query.
         if stop := self._cancelled():
             return stop
-        return self._timed_out() if self.deadline - time.monotonic() <= 0 else None
+        return self.deadline.stop if self.deadline.at - time.monotonic() <= 0 else None
 
     def timeout(self) -> float | None:
-        return min(self.deadline - time.monotonic(), self.rt.settings.llm_timeout_s)
+        return min(self.deadline.at - time.monotonic(), self.rt.settings.llm_timeout_s)
 
     def message(self, message: dict[str, Any]) -> None:
         self.rt.store.append_thread(self.worker_id, message)
@@ -180,10 +225,10 @@ class _WorkerHooks(LoopHooks):
         return Stop(outcome.critical, status="failed") if outcome.critical else None
 
     def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
-        return self._timed_out() if time.monotonic() >= self.deadline else None
+        return self.deadline.stop if time.monotonic() >= self.deadline.at else None
 
 
-def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: float, loop: _Loop,
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: _Deadline, loop: _Loop,
                 cancel: CancelSignal) -> None:
     settings = rt.settings
     hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
@@ -193,13 +238,14 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, de
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline, owner_id=job["owner_id"], runtime=rt,
+        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt,
                         open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
     if result.stop:
         loop.status, loop.error = result.stop.status or "failed", result.stop.reason
+        loop.at_run_deadline = result.stop is deadline.stop and deadline.run_bound
     elif result.exhausted:
         loop.status = "failed"
         loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
@@ -238,6 +284,8 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
 
     def record() -> None:
         with rt.pool.connection() as conn:
+            if loop.at_run_deadline:  # stopped for the run's deadline: the supervisor answers next
+                runs.mark_deadline_reached(conn, run_id)
             if jobs.mark_finished(conn, job_id, meta):  # False: a retry whose first commit had landed
                 events.emit(conn, run_id, owner_id, "worker_complete", {
                     "job_id": job_id, "worker_id": worker_id, "status": loop.status, "duration_ms": meta["duration_ms"],
@@ -278,7 +326,7 @@ def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error
     if not any(f.path == "result.txt" for f in store.list_files(worker_id)):
         store.save_result(worker_id, f"[Worker failed: {error}]")
     meta = store.read_metadata(worker_id)
-    if meta.get("status") not in WORKER_OUTCOMES:
+    if meta.get("status") not in JOB_FINISHED:
         meta = store.complete_worker(worker_id, "failed", error=error)
     duration_ms = meta.get("duration_ms")
     with rt.pool.connection() as conn:
@@ -288,3 +336,28 @@ def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error
             })
         runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
+
+
+def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, reason: str) -> None:
+    """Close the artifacts of a worker nobody is running any more (its run's process stopped, or
+    it outlived its timeout): a ``result.txt`` saying so, with the tails of its last tool outputs,
+    when it had none, and ``status`` in ``metadata.json``. Everything it wrote stays readable.
+
+    Best effort: a store this process may not write (the ingress on AWS only reads) leaves the
+    artifacts as they were, with a log line; the index row is what clients read first."""
+    try:
+        files = store.list_files(worker_id)
+        if not any(f.path == "result.txt" for f in files):
+            lines = [f"[Worker {status}: {reason}]"]
+            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file and f.size)
+            if outputs:  # the last three, as the runner's own synthesis does (a cut command's partial one too)
+                lines.append(SYNTHESISED_MARK)
+                for path in outputs[-3:]:
+                    lines += ["", f"== {path} ==", store.tail(worker_id, path, 2000).decode("utf-8", "replace")]
+            else:
+                lines.append("No tool output was recorded.")
+            store.save_result(worker_id, "\n".join(lines))
+        if store.read_metadata(worker_id).get("status") not in JOB_FINISHED:
+            store.complete_worker(worker_id, status, error=reason)
+    except Exception as exc:
+        log.warning("could not close the artifacts of worker %s: %s: %s", worker_id, type(exc).__name__, exc)

@@ -92,8 +92,8 @@ def summarize_job(rt: "Runtime", job_id: int, owner_id: int, run_id: int) -> dic
             result = ""
     if not result:
         result = f"[{job['status']}] {job['error'] or 'no result'}"
-    try:
-        llm = rt.llm
+    try:  # a cancelled worker (e.g. at the run's deadline) is summarised by truncation: no model call
+        llm = None if job["status"] == "cancelled" else rt.llm
     except Exception:  # no model configured: still a summary, by truncation
         llm = None
     summary, meta, usage = extract_summary(llm, rt.settings.summary_model, job["task"], result,
