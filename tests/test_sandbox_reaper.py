@@ -3,7 +3,9 @@ above it, with real processes racing the removal."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sandbox import outside_uid, require_root, wait_for
-from zerg.sandbox import reaper
+from zerg.sandbox import processes, reaper
 
 
 @pytest.fixture
@@ -26,12 +28,26 @@ def shared_tmp(request) -> Path:
 
 
 def writer(directory: Path, uid: int) -> subprocess.Popen:
-    """A process of ``uid`` that keeps creating files in ``directory``, in a PID namespace of its
-    own (ending the launcher ends it)."""
+    """A process of ``uid`` that keeps creating files in ``directory``, as PID 1 of a user and PID
+    namespace of its own, made as ``uid`` (so its parent-death signal survives: a uid change
+    after it is set would clear it). :func:`stop` ends it."""
     as_uid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid != os.geteuid() else []
     loop = 'i=0; while :; do i=$((i+1)); : > "$1/f$i" 2>/dev/null; done'
-    return subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *as_uid, "/bin/sh", "-c", loop, "sh",
-                             str(directory)], stdin=subprocess.DEVNULL)
+    return subprocess.Popen([*as_uid, "unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child",
+                             "/bin/sh", "-c", loop, "sh", str(directory)], stdin=subprocess.DEVNULL)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End the writer: its namespace's PID 1 (the kernel then empties the namespace); the launcher
+    reaps it and exits by itself (killing the launcher first would leave a zombie to init)."""
+    for pid in processes.children(proc.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_failed_removal_never_changes_the_mode_of_the_directory_above_it(shared_tmp):
@@ -46,8 +62,7 @@ def test_a_failed_removal_never_changes_the_mode_of_the_directory_above_it(share
         wait_for(lambda: len(os.listdir(top)) > 50, "the writer")
         gone = reaper.remove_tree(top)
     finally:
-        proc.kill()
-        proc.wait()
+        stop(proc)
     assert stat.S_IMODE(os.stat(shared_tmp).st_mode) == 0o1777
     assert gone is not top.exists()
     wait_for(lambda: reaper.remove_tree(top), "the removal, once the writer is gone")
@@ -82,7 +97,7 @@ def test_removing_a_symlink_removes_the_link_only(tmp_path):
 
 SLOT_SCRIPT = """
 import fcntl, os, subprocess, sys
-from zerg.sandbox import reaper
+from zerg.sandbox import processes, reaper
 call = reaper.new_call_dir()
 mount = call.home / "mounted"
 mount.mkdir()
