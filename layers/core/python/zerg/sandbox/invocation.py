@@ -90,6 +90,12 @@ def invocation(settings: Settings, tmp_root: Path | None = None) -> Iterator[Swe
                     sweep.removed.append(f"{sandboxes.name}/{name}")
         elif markers:
             sweep.killed = processes.kill_marked(markers)
+            if hosting.lambda_environment(settings):  # e.g. a container image with a wrapper process
+                from zerg import observability
+
+                observability.logger().warning(
+                    "Lambda runtime not directly under Lambda's init: only marked processes were killed",
+                    extra={"ppid": os.getppid(), "calls": len(markers)})
         if sweep.killed or survivors:  # a command escaped its own call's teardown: worth a line
             from zerg import observability
 
