@@ -119,9 +119,9 @@ def _marker_owner(pid: int) -> int | None:
 def kill_orphans(base: Path) -> int:
     """Kill the processes of calls whose zerg process is gone (a crash): as root, every process
     of a sandbox uid whose slot no live call holds (killed while we hold the slot, so no new call
-    can take it meanwhile), whose IPC objects go too; anyone, every process of ours whose marker
-    names a dead zerg process.
-    Returns how many uids and processes were found."""
+    can take it meanwhile), whose IPC objects go too; not root, every process of ours whose
+    marker names a dead zerg process (as root, commands never run as us). Returns how many uids
+    and processes were found."""
     me, found = os.geteuid(), 0
     stray_uids: set[int] = set()
     orphans: set[int] = set()
@@ -129,7 +129,7 @@ def kill_orphans(base: Path) -> int:
         uid = _real_uid(pid)
         if me == 0 and uids.is_sandbox_uid(uid):
             stray_uids.add(uid)  # type: ignore[arg-type]  (is_sandbox_uid: not None)
-        elif me != 0 and uid == me and pid != os.getpid():  # as root, commands never run as us
+        elif me != 0 and uid == me and pid != os.getpid():
             owner = _marker_owner(pid)
             if owner is not None and owner != os.getpid() and not alive(owner):
                 orphans.add(pid)

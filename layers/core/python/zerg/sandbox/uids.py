@@ -7,8 +7,9 @@ Invariants:
   the whole call, so two calls running at the same time, in any zerg process on the host, never
   share a uid; the lock dies with its holder (a crash frees it). Slots below
   :data:`LEGACY_SLOTS` were handed out by earlier versions (one ``flock``'ed file per slot under
-  the sandboxes directory): they are never drawn, and count as held while such a lock is. The
-  slots just above them are not used at all (earlier versions' tests ran uids of their own there).
+  the sandboxes directory): they are never drawn, and count as held unless their lock file here
+  exists and is free. The slots just above them are not used at all (earlier versions' tests ran
+  uids of their own there).
 - A uid carries nothing from one call to the next:
   - processes: whatever runs as a call's uid starts by killing every other process of that uid
     (``kill -9 -1`` as the uid, first thing, before the launcher or the command exists);
@@ -119,10 +120,7 @@ def held_if_free(base: Path, uid: int) -> Iterator[bool]:
     slot = uid - SANDBOX_UID_BASE
     try:
         fd = _lock_file(base) if slot >= LEGACY_SLOTS else os.open(base / "uids" / str(slot), os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:  # an earlier version's slot it never took
-        yield True
-        return
-    except OSError:
+    except OSError:  # no lock file of ours: an earlier version's slot in another temp dir, not ours to judge
         yield False
         return
     try:
@@ -154,10 +152,17 @@ def ipc_objects() -> dict[int, list[tuple[str, str]]]:
         except (OSError, ValueError):
             continue
         names = header.split()
-        at = {name: names.index(name) for name in (id_column, "uid", "cuid")}
+        try:
+            at = {name: names.index(name) for name in (id_column, "uid", "cuid")}
+        except ValueError:  # a layout we do not know: nothing to go on
+            continue
         for row in rows:
             cols = row.split()
-            for owner in {int(cols[at["uid"]]), int(cols[at["cuid"]])}:
+            try:
+                owners = {int(cols[at["uid"]]), int(cols[at["cuid"]])}
+            except (IndexError, ValueError):
+                continue
+            for owner in owners:
                 found.setdefault(owner, []).append((flag, cols[at[id_column]]))
     return found
 
