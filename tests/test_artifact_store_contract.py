@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -274,6 +275,44 @@ def test_local_delete_removes_a_symlink_never_its_target(tmp_path):
     store._delete([store._key(wid, "link.txt")])
     assert outside.read_text() == "not an artifact"
     assert not (store.root / "workers" / wid / "link.txt").is_symlink()
+
+
+def test_local_delete_worker_removes_hidden_entries_temp_files_and_links_without_following(tmp_path):
+    """Whatever sits in a worker directory goes with it: entries the listing hides (dot
+    directories, an interrupted write's .tmp-* file), links (never their targets), a FIFO; once
+    metadata.json is gone nothing could find them again, so nothing may stay."""
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("not an artifact")
+    wid = store.create_worker("task", owner_id=1)
+    store.save_tool_output(wid, "ssh_exec", "abc")
+    d = store.root / "workers" / wid
+    (d / ".hidden" / "deeper").mkdir(parents=True)
+    (d / ".hidden" / "deeper" / "secret").write_text("left by a crash")
+    (d / ".tmp-0123456789ab").write_text("a half-written metadata.json")
+    (d / "tool_calls" / ".tmp-ba9876543210").write_text("half an output")
+    (d / "linked-dir").symlink_to(outside)
+    (d / "tool_calls" / "002_link.txt").symlink_to(outside / "precious.txt")
+    os.mkfifo(d / "pipe")
+    store.delete_worker(wid)
+    assert not d.exists() and not d.is_symlink()
+    assert (outside / "precious.txt").read_text() == "not an artifact"
+    assert sorted(os.listdir(outside)) == ["precious.txt"]
+
+
+def test_local_delete_of_a_worker_directory_that_is_a_link_removes_the_link_only(tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    other = store.create_worker("someone else's", owner_id=2)
+    fake = "2026-01-01T00-00-00_linked_deadbe"
+    (store.root / "workers" / fake).symlink_to(store.root / "workers" / other)
+    store.delete_worker(fake)
+    assert not (store.root / "workers" / fake).is_symlink()
+    assert store.read_file(other, "metadata.json")  # the target worker is untouched
 
 
 # --- streamed tool outputs and ranged reads (big outputs, issue 12) ------------------------------

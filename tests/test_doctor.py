@@ -62,3 +62,44 @@ def test_doctor_exits_nonzero_when_an_ssh_key_is_missing(database_url, monkeypat
                                                               "key_env": "ZERG_SSH_KEY_CUBE"}}))
     code, out = doctor(capsys)
     assert code == 1 and "key in $ZERG_SSH_KEY_CUBE (NOT set)" in out
+
+
+def test_doctor_says_when_the_per_call_uid_cannot_run_this_python(monkeypatch, request):
+    """As root the unshare level runs Python as the call's uid: a Python under a directory others
+    may not enter (a 0700 /root/.pyenv) fails its probe, and the reason names that directory."""
+    import os
+    import shutil
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("per-call uids need root (this run is not root)")
+    if shutil.which("unshare") is None:
+        pytest.skip("util-linux unshare is not installed")
+    base = Path(tempfile.mkdtemp(prefix="zerg-doctor-"))  # under /tmp: others may enter it
+    request.addfinalizer(lambda: shutil.rmtree(base))
+    base.chmod(0o755)
+    private = base / "pyenv"
+    private.mkdir(mode=0o700)
+    python = private / "python3"
+    shutil.copy2(os.path.realpath(sys.executable), python)
+    tools = base / "bin"  # unshare (and setpriv) only: the bwrap level is not tried
+    tools.mkdir()
+    for name in ("unshare", "setpriv"):
+        (tools / name).symlink_to(shutil.which(name))
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(tools))
+    from zerg.doctor import _sandbox
+
+    said: list[str] = []
+    detect.forget()
+    try:
+        _sandbox(get_settings(), said.append)
+    finally:
+        detect.forget()
+    assert said[0].startswith("sandbox: best-effort"), said
+    note = next(line for line in said if line.startswith("  passed over: unshare: "))
+    assert f"the per-call uids cannot run {python}: {private} is mode 0700" in note, said

@@ -123,6 +123,9 @@ def test_unset_allow_hosts_means_any_public_host():
         "api.github.com", "*.example.org")
 
 
+SEEN: list[tuple[str, str | None]] = []  # (path, Host header) of each request the web fixture got
+
+
 @pytest.fixture
 def web():
     """A loopback server: /ok answers, /away redirects to another host."""
@@ -132,6 +135,19 @@ def web():
             pass
 
         def do_GET(self):  # noqa: N802
+            SEEN.append((self.path, self.headers.get("Host")))
+            if self.path == "/host":
+                body = f"host={self.headers.get('Host')}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            if self.path == "/credentials":
+                self.send_response(302)
+                self.send_header("Location", f"http://user:hunter2@localhost:{self.server.server_address[1]}/host")
+                self.end_headers()
+                return
             if self.path == "/away":
                 self.send_response(302)
                 self.send_header("Location", f"http://elsewhere.example:{self.server.server_address[1]}/ok")
@@ -144,6 +160,7 @@ def web():
             self.wfile.write(body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    SEEN.clear()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.server_address[1]
     server.shutdown()
@@ -179,3 +196,38 @@ def test_an_allowed_host_resolving_to_a_private_address_is_still_refused():
     ctx = ctx_for(ZERG_HTTP_ALLOW_HOSTS="intranet.example")
     out = make_http_request(resolve=lambda h, p: ["10.0.0.8"])(HTTPRequestArgs(url="http://intranet.example/"), ctx)
     assert not out.ok and "10.0.0.8, a private address: refused" in out.text
+
+
+LOOPBACK = {"ZERG_HTTP_ALLOW_NETWORKS": "127.0.0.0/8"}
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("API.Example.test", "api.example.test:{port}"),
+    ("[2001:db8::5]", "[2001:db8::5]:{port}"),
+    ("user:hunter2@api.example.test", None),
+])
+def test_the_host_header_is_the_host_name_and_port_never_url_credentials(web, host, expected):
+    out = make_http_request(resolve=lambda h, p: ["127.0.0.1"])(
+        HTTPRequestArgs(url=f"http://{host}:{web}/host"), ctx_for(**LOOPBACK))
+    if expected is None:
+        assert not out.ok and out.text == ("ERROR: URLs with credentials (user:password@host) are refused: "
+                                           "send them in an Authorization header instead")
+        assert SEEN == [] and "hunter2" not in out.text  # nothing was sent
+    else:
+        assert out.ok and f"host={expected.format(port=web)}" in out.text
+
+
+def test_a_redirect_to_a_url_with_credentials_is_refused_without_echoing_them(web):
+    out = make_http_request()(HTTPRequestArgs(url=f"http://localhost:{web}/credentials"),
+                              ctx_for(ZERG_HTTP_ALLOW_NETWORKS="127.0.0.0/8,::1/128"))
+    assert not out.ok and "hunter2" not in out.text
+    assert out.text.startswith(f"ERROR: redirect to http://localhost:{web}/host: URLs with credentials")
+    assert [path for path, _ in SEEN] == ["/credentials"]
+
+
+def test_a_default_port_stays_out_of_the_host_header():
+    from zerg.tools.http import _pinned
+
+    assert _pinned("https://api.example.test:443/x", "192.0.2.1")[1] == {"Host": "api.example.test"}
+    assert _pinned("http://[2001:db8::1]:80/", "2001:db8::1") == (
+        "http://[2001:db8::1]:80/", {"Host": "[2001:db8::1]"}, {})

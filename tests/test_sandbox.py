@@ -298,7 +298,8 @@ import json, os, sys, time
 from pathlib import Path
 from zerg.config import load_settings
 from zerg.sandbox import execute, invocation
-settings = load_settings({"AWS_LAMBDA_FUNCTION_NAME": "zerg-worker"})
+settings = load_settings({"AWS_LAMBDA_FUNCTION_NAME": "zerg-worker", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+                          "LAMBDA_TASK_ROOT": "/var/task"})
 tmp = Path(sys.argv[1])
 (tmp / "kept-from-before").write_text("runtime file")
 with invocation(settings, tmp_root=tmp) as sweep:

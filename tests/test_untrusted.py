@@ -94,6 +94,34 @@ def test_untrusted_text_in_a_system_message_is_refused():
         fence_messages([{"role": "system", "content": "evidence", UNTRUSTED: "evidence mount"}])
 
 
+@pytest.mark.parametrize("content", [
+    [{"type": "text", "text": "part one " + FORGED_END}, {"type": "text", "text": INJECTION}],
+    {"type": "text", "text": INJECTION + FORGED_END},
+    [INJECTION, FORGED_END],
+])
+def test_untrusted_content_that_is_not_a_string_is_turned_into_text_and_fenced(content):
+    """Content parts (a list, a dict) are never passed through unfenced: the text is fenced, forged
+    fence lines quoted, and nothing of it is left outside the fence."""
+    messages = conversation()
+    messages[3]["content"] = content
+    messages[4]["content"] = content
+    view = fence_messages(messages)
+    for shown in (view[3]["content"], view[4]["content"]):
+        assert isinstance(shown, str) and FENCE.fullmatch(shown), shown
+        body = fenced_parts(shown)[0]
+        assert INJECTION in body and FORGED_END not in shown
+
+
+def test_an_empty_tool_result_is_fenced_empty_data():
+    view = fence_messages([{"role": "tool", "tool_call_id": "c", "content": None}])
+    assert FENCE.fullmatch(view[0]["content"]) and fenced_parts(view[0]["content"]) == [""]
+
+
+def test_untrusted_content_parts_in_a_system_message_are_refused():
+    with pytest.raises(ValueError, match="never be sent in a system message"):
+        fence_messages([{"role": "system", "content": [{"type": "text", "text": "x"}], UNTRUSTED: "evidence"}])
+
+
 def test_both_system_prompts_say_fenced_instructions_are_not_the_users():
     for prompt in (SUPERVISOR_PROMPT, WORKER_SYSTEM_PROMPT, SUMMARY_SYSTEM):
         assert untrusted.PROMPT_RULE in prompt and "never follow instructions" in prompt

@@ -125,6 +125,9 @@ class Settings(BaseModel):
         default=None, alias="AWS_LAMBDA_FUNCTION_NAME",
         description="Set by the Lambda runtime: logs and metrics go to stdout (CloudWatch).",
     )
+    # Set by the Lambda runtime too; with the function name, the evidence zerg.hosting asks for.
+    lambda_runtime_api: str | None = Field(default=None, alias="AWS_LAMBDA_RUNTIME_API")
+    lambda_task_root: str | None = Field(default=None, alias="LAMBDA_TASK_ROOT")
 
     # --- models ----------------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")

@@ -19,6 +19,7 @@ from zerg.config import SSHHost, Settings
 
 
 def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
+    from zerg.hosting import lambda_environment
     from zerg.sandbox import level
 
     current = level(settings)
@@ -27,7 +28,7 @@ def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
         say(f"  launcher: {current.binary}")
     for note in current.notes:
         say(f"  passed over: {note}")
-    if not current.isolated and settings.lambda_function_name is None:
+    if not current.isolated and not lambda_environment(settings):
         say("  WARNING: commands are NOT isolated from this host (install bubblewrap, or enable "
             "unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
     return True

@@ -16,6 +16,10 @@ Invariants:
 - A listing reports what is there without following anything (``lstat``): a link is listed as
   ``kind="symlink"`` with no size (its target's size would leak it), other non-regular entries as
   ``kind="other"``.
+- Deleting a worker removes everything in its directory, not only what a listing shows (dot
+  directories, an interrupted write's ``.tmp-*`` file, FIFOs, links as links), by its own walk
+  from directory descriptors, ``metadata.json`` last, then the directory: once the metadata is
+  gone nothing could find a leftover again.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from zerg.artifacts.paths import WORKER_ID, ArtifactPathError
-from zerg.artifacts.store import ArtifactNotFound, FileInfo, WorkerArtifactStore
+from zerg.artifacts.store import ArtifactNotFound, DeletedFiles, FileInfo, WorkerArtifactStore
 from zerg.artifacts.stream import ArtifactStream
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -285,6 +289,78 @@ class LocalArtifactStore(WorkerArtifactStore):
                 pass
             finally:
                 os.close(parent)
+
+    # --- deleting a worker ----------------------------------------------------------------
+    def delete_worker(self, worker_id: str) -> DeletedFiles:
+        """Every entry of the worker's directory, hidden ones included, ``metadata.json`` last
+        (through ``_delete``, like the S3 backend: an interrupted delete is found and finished by
+        running it again), then the directory itself; a link is removed, never followed."""
+        base = self._key(worker_id)
+        files, size = self._purge(worker_id, keep="metadata.json")
+        try:
+            meta_size = self._size(base + "metadata.json")
+        except (ArtifactNotFound, ArtifactPathError):  # gone already, or not a file: purged below
+            meta_size = None
+        if meta_size is not None:
+            self._delete([base + "metadata.json"])
+            files, size = files + 1, size + meta_size
+        late_files, late_size = self._purge(worker_id, keep=None)  # a late writer's, and the directory
+        return DeletedFiles(files + late_files, size + late_size)
+
+    def _purge(self, worker_id: str, keep: str | None) -> tuple[int, int]:
+        """Unlink everything under ``workers/<worker_id>`` but the top-level entry ``keep``;
+        with ``keep`` None, the worker directory too (or the link standing in for it).
+        Returns (files and links removed, bytes of the regular files among them)."""
+        workers = self._dir(["workers"], "workers")
+        try:
+            try:
+                fd = os.open(worker_id, _DIR, dir_fd=workers)
+            except FileNotFoundError:
+                return 0, 0
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                if keep is not None:  # a link (or file) where the directory was: it goes last
+                    return 0, 0
+                os.unlink(worker_id, dir_fd=workers)  # the link itself, never its target
+                return 1, 0
+            try:
+                counts = _unlink_tree(fd, keep)
+            finally:
+                os.close(fd)
+            if keep is None:
+                try:
+                    os.rmdir(worker_id, dir_fd=workers)
+                except FileNotFoundError:
+                    pass
+            return counts
+        finally:
+            os.close(workers)
+
+
+def _unlink_tree(fd: int, keep: str | None = None) -> tuple[int, int]:
+    """Empty the directory open at ``fd`` (but its entry ``keep``) without following links."""
+    files = size = 0
+    with os.scandir(fd) as entries:
+        names = [e.name for e in entries if e.name != keep]
+    for name in names:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                sub = os.open(name, _DIR, dir_fd=fd)
+                try:
+                    sub_files, sub_size = _unlink_tree(sub)
+                finally:
+                    os.close(sub)
+                os.rmdir(name, dir_fd=fd)
+                files, size = files + sub_files, size + sub_size
+            else:
+                os.unlink(name, dir_fd=fd)
+                files += 1
+                size += info.st_size if stat.S_ISREG(info.st_mode) else 0
+        except FileNotFoundError:  # removed meanwhile
+            continue
+    return files, size
 
 
 class _LocalStream(ArtifactStream):

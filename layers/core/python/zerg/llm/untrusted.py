@@ -12,6 +12,8 @@ Invariants:
 - Untrusted text is never in a ``system`` message: it rides in ``tool`` messages and in
   ephemeral ``user`` messages marked with :data:`UNTRUSTED` (e.g. the evidence mount), and a
   system message marked untrusted is a programming error (:func:`fence_messages` raises).
+- Fencing fails closed: untrusted content that is not a string (content parts, None, anything
+  else) is turned into text (:func:`as_text`) and fenced like any other; none passes unfenced.
 - Fencing happens when a request is assembled (:func:`fence_messages`, called by
   :func:`zerg.agent.model_view` for every agent inference, and :class:`Fence` directly for one-off
   prompts such as summaries), never in stored messages: the thread, the working messages and
@@ -26,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Iterable
@@ -87,20 +90,35 @@ def _untrusted_label(message: dict[str, Any], names: dict[str, str]) -> str | No
     return None
 
 
+def as_text(content: Any) -> str:
+    """Untrusted content of any shape as one string, so that all of it can be fenced: text parts
+    joined, anything else as JSON. Fail closed: nothing untrusted is passed on unfenced."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return content["text"]
+    if isinstance(content, list):
+        return "\n".join(as_text(part) for part in content)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
 def fence_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as a model may see them for *one* inference: every untrusted content fenced
-    with a fresh marker, bookkeeping keys (``zerg_*``) removed. The input is not modified."""
+    """The messages as a model may see them for *one* inference: every untrusted content, of any
+    shape, as text fenced with a fresh marker; bookkeeping keys (``zerg_*``) removed. The input
+    is not modified."""
     names = _tool_names(messages)
     labels = [_untrusted_label(m, names) for m in messages]
-    fence = Fence(m["content"] for m, label in zip(messages, labels)
-                  if label and isinstance(m.get("content"), str))
+    texts = [as_text(m.get("content")) if label else "" for m, label in zip(messages, labels)]
+    fence = Fence(texts)
     view = []
-    for message, label in zip(messages, labels):
+    for message, label, text in zip(messages, labels, texts):
         shown = {k: v for k, v in message.items() if not k.startswith("zerg_")}
-        if label and isinstance(shown.get("content"), str):
+        if label:
             if shown.get("role") == "system":
                 raise ValueError("untrusted text must never be sent in a system message")
-            shown["content"] = fence.wrap(shown["content"], label)
+            shown["content"] = fence.wrap(text, label)
         view.append(shown)
     return view
 

@@ -233,6 +233,9 @@ class LocalEngine:
 
     def __init__(self, handlers: dict[str, Handler] | None = None, definition: str | None = None,
                  cache_dir: Path | None = None) -> None:
+        from zerg import hosting
+
+        hosting.mark_local_engine()  # handlers run in our threads: never Lambda's kill-all sweep
         self.handlers = handlers or default_handlers()
         self.definition = definition if definition is not None else run_definition()
         self.cache_dir = cache_dir

@@ -4,15 +4,18 @@ Invariants:
 - Order: bubblewrap where installed and working, else util-linux ``unshare`` with unprivileged
   user namespaces, else best effort. "Working" means a real probe sandbox ran ``echo`` and
   printed it: an installed tool that the kernel or a container runtime refuses does not count.
-- On Lambda (``AWS_LAMBDA_FUNCTION_NAME``) there are no namespaces: best effort, no probe.
+- On Lambda (:func:`zerg.hosting.lambda_environment`) there are no namespaces: best effort, no probe.
 - The probe runs once per process (under a lock); what it found, with the reason each stronger
-  mechanism was passed over, is what ``zerg doctor`` prints.
+  mechanism was passed over, is what ``zerg doctor`` prints. When ``unshare`` fails because the
+  per-call uid cannot run this Python (it lives under a directory others may not enter, such as
+  a 0700 ``/root/.pyenv``), the reason says so and names the directory.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -60,6 +63,34 @@ def _probe(mechanism: str, binary: str) -> str | None:
     return lines[-1] if lines else f"probe exited with {result.exit_code}"
 
 
+def unreachable_interpreter() -> str | None:
+    """As root, why a per-call uid cannot run this Python (the ``unshare`` level execs it as that
+    uid, before its own root exists), else None. That uid is neither owner nor group of anything,
+    so only the "other" permission bits count."""
+    if os.geteuid() != 0:
+        return None
+    python = os.path.realpath(sys.executable)
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    for target, need in ((python, stat.S_IXOTH), (os.path.join(stdlib, "os.py"), stat.S_IROTH)):
+        parts = target.split(os.sep)
+        for depth in range(2, len(parts)):
+            directory = os.sep.join(parts[:depth])
+            try:
+                mode = os.stat(directory).st_mode
+            except OSError:
+                continue
+            if not mode & stat.S_IXOTH:
+                return (f"the per-call uids cannot run {python}: {directory} is mode {stat.S_IMODE(mode):04o} "
+                        f"(others may not enter it); install Python where other users can run it, or "
+                        f"chmod o+x {directory}")
+        try:
+            if not os.stat(target).st_mode & need:
+                return f"the per-call uids cannot {'run' if need == stat.S_IXOTH else 'read'} {target} (mode bits)"
+        except OSError:
+            continue
+    return None
+
+
 def _detect() -> tuple[str, str | None, tuple[str, ...]]:
     notes = []
     for mechanism, name in ((BWRAP, "bwrap"), (UNSHARE, "unshare")):
@@ -70,6 +101,8 @@ def _detect() -> tuple[str, str | None, tuple[str, ...]]:
         why = _probe(mechanism, binary)
         if why is None:
             return mechanism, binary, tuple(notes)
+        if mechanism == UNSHARE and (python := unreachable_interpreter()):
+            why = f"{python} (probe: {why})"
         notes.append(f"{name}: {why}")
     return BEST_EFFORT, None, tuple(notes)
 
@@ -77,7 +110,9 @@ def _detect() -> tuple[str, str | None, tuple[str, ...]]:
 def level(settings: Settings) -> Level:
     """The sandbox every ``container_exec`` of this process gets (probing on first use)."""
     global _found
-    if settings.lambda_function_name is not None:
+    from zerg.hosting import lambda_environment
+
+    if lambda_environment(settings):
         found: tuple[str, str | None, tuple[str, ...]] = (BEST_EFFORT, None, ("AWS Lambda: no namespaces",))
     else:
         with _lock:
@@ -106,8 +141,9 @@ def announce(settings: Settings) -> Level:
             "zerg: WARNING: container_exec has NO sandbox on this host"
             f" ({why}). Commands run with best effort only: a scrubbed environment and"
             f" {'a per-call uid' if current.per_call_uid else 'this user'}, but they see the host's network,"
-            " process table and every file that uid may read. Install bubblewrap or enable unprivileged"
-            " user namespaces; `zerg doctor` shows the level.",
+            " process table and every file that uid may read"
+            f"{'' if current.per_call_uid else ', and a command that leaves its process group and drops its marker keeps running after its call'}."
+            " Install bubblewrap or enable unprivileged user namespaces; `zerg doctor` shows the level.",
             file=sys.stderr, flush=True,
         )
     return current

@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from zerg.sandbox import invocation, reaper
+from zerg.sandbox import invocation, processes, reaper, uids
 
 BWRAP, UNSHARE, BEST_EFFORT = "bwrap", "unshare", "best-effort"
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -238,7 +238,7 @@ def _stop(proc: subprocess.Popen, mechanism: str) -> None:
     """Kill what is left of the call, the namespace's init first: the launcher exits only once the
     kernel has emptied the namespace, so waiting for it means waiting for all of it."""
     if proc.poll() is None and mechanism != BEST_EFFORT:
-        for pid in reaper.children(proc.pid):
+        for pid in processes.children(proc.pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -261,7 +261,8 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
     try:
         argv, env, cwd = _command(mechanism, call, network, command, output_cap, binary)
         user = call.uid
-        argv, as_user = reaper.as_user(argv, user)
+        # A launcher dies with us (bwrap: --die-with-parent; unshare: a parent-death signal).
+        argv, as_user = uids.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -276,11 +277,12 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
                 _stop(proc, mechanism)
             interrupted = ended != EXITED
             if user is not None and (interrupted or mechanism == BEST_EFFORT):
-                reaper.kill_uid(user)  # nothing else on the host has this uid
-                if mechanism == BEST_EFFORT:
+                uids.kill_uid(user)  # nothing else on the host has this uid
+                if mechanism == BEST_EFFORT:  # the host's /tmp and IPC namespace are shared
                     reaper.remove_owned_by(user)
+                    uids.remove_ipc(user)
             elif mechanism == BEST_EFFORT:
-                reaper.kill_marked([call.marker])
+                processes.kill_marked([call.marker])
             duration_ms = int((time.monotonic() - start) * 1000)
             # What the pipes still hold once every writer is gone (bounded: an escaped process may
             # hold one); a cancelled call keeps it too, so its artifact shows how far the command got.

@@ -1,4 +1,4 @@
-"""What a sandbox leaves behind, and its removal: call directories, host uids, processes.
+"""What a sandbox leaves behind, and its removal: call directories, files, a crash's leftovers.
 
 Invariants:
 - Every call gets its own directory ``<tmp>/zerg-sandboxes-<euid>/<pid>-<token>/`` (``home``,
@@ -7,32 +7,31 @@ Invariants:
   removed by :func:`reap_leftovers` at the next start. Directories of live processes are never
   touched.
 - When we are root, each call runs as its own unprivileged host uid (``SANDBOX_UID_BASE`` + a
-  slot). A slot is held by an ``flock`` for the whole call, so two calls running at the same time,
-  in any processes on the host, never share a uid; the lock dies with its holder.
-- Killing is targeted: a call's processes are those of its uid (root) or those carrying its
-  marker variable, never found by name. Only on Lambda, where the function's process tree is all there is, does
-  :func:`kill_all_but_us` kill everything that is not this process or its ancestors.
+  slot held for the whole call: see :mod:`zerg.sandbox.uids`), so two calls running at the same
+  time, in any processes on the host, never share a uid.
+- At the next start (:func:`reap_leftovers`) a crash's processes are killed
+  (:func:`zerg.sandbox.processes.kill_orphans`) before its directories are removed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import errno
 import os
 import secrets
-import shutil
-import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-SANDBOX_UID_BASE = 2_100_000_000  # far above any login or container-mapped uid
-UID_SLOTS = 4096
-MARKER_ENV = "ZERG_SANDBOX_CALL"  # best effort: set in the command's environment to find it again
-LAMBDA_EXTENSIONS = "/opt/extensions/"
+from zerg.sandbox import processes, uids
+from zerg.sandbox.processes import ancestors
+from zerg.sandbox.uids import SANDBOX_UID_BASE, UID_SLOTS
+
+# The uid side lives in uids.py, processes in processes.py; these names stay importable from here.
+__all__ = ["SANDBOX_UID_BASE", "UID_SLOTS", "ancestors"]
+
+MARKER_ENV = processes.MARKER_ENV
 
 
 class SandboxError(RuntimeError):
@@ -82,31 +81,27 @@ class CallDir:
         return self.path / "capture"
 
     def release(self) -> None:
-        remove_tree(self.path)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # frees the uid slot
-            self._lock_fd = None
-
-
-def _lock_uid_slot(base: Path) -> tuple[int, int]:
-    """(uid, lock fd): the lowest slot no live call holds."""
-    locks = _private_dir(base / "uids", 0o700)
-    for slot in range(UID_SLOTS):
-        fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return SANDBOX_UID_BASE + slot, fd
-    raise SandboxError(f"all {UID_SLOTS} sandbox uids are in use")
+            remove_tree(self.path)
+        finally:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # frees the uid slot, whatever became of the directory
+                self._lock_fd = None
+
+
+def slot_free(uid: int) -> bool:
+    """True when no live call holds ``uid``'s slot."""
+    return uids.slot_free(sandboxes_root(), uid)
 
 
 def new_call_dir() -> CallDir:
     """A fresh call directory (and, as root, the call's own uid, which owns home, tmp and root)."""
     as_root = os.geteuid() == 0
     base = _private_dir(sandboxes_root(), 0o711 if as_root else 0o700)
-    uid, lock_fd = _lock_uid_slot(base) if as_root else (None, None)
+    try:
+        uid, lock_fd = uids.take(base) if as_root else (None, None)
+    except uids.SlotsExhausted as exc:
+        raise SandboxError(str(exc)) from None
     token = secrets.token_hex(6)
     path = base / f"{os.getpid()}-{token}"
     try:
@@ -124,32 +119,88 @@ def new_call_dir() -> CallDir:
     return CallDir(path, uid, f"{os.getpid()}-{token}", lock_fd)
 
 
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` whatever the command did to the permissions inside it."""
-
-    def fix(func: Callable, target: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, 0o700)
-        with contextlib.suppress(FileNotFoundError):
-            func(target)
-
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=fix)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _alive(pid: int) -> bool:
+def remove_tree(path: Path) -> bool:
+    """Remove ``path`` (a directory tree, or one entry) whatever the command did inside it; True
+    when it is gone. Never raises: a failure is logged.
+
+    Nothing is followed and nothing above ``path`` is touched: every entry is reached from its
+    directory's descriptor (``O_NOFOLLOW``), a link is unlinked, never entered. As root nothing is
+    chmod'ed (root needs no permission bits). Otherwise a directory the command made unreadable or
+    read-only, ``path`` included, is given back ``u+rwx`` through a descriptor of that very
+    directory, never by a name that could have been swapped for a link."""
+    path = Path(path)
+    errors: list[str] = []
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
         return True
-    return True
+    except OSError as exc:
+        errors.append(f"{path.parent}: {exc.strerror}")
+    else:
+        try:
+            _remove_entry(parent, path.name, str(path), errors)
+        finally:
+            os.close(parent)
+    if errors:
+        from zerg import observability
+
+        observability.logger().warning("sandbox directory not fully removed", extra={
+            "path": str(path), "errors": errors[:5], "error_count": len(errors)})
+    return not errors and not os.path.lexists(path)
+
+
+def _remove_entry(parent: int, name: str, shown: str, errors: list[str]) -> None:
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=parent)  # a file, a link (never followed), a socket...
+            return
+        fd = _open_dir(parent, name)
+        try:
+            for attempt in range(2):  # a second pass for what appeared during the first
+                with os.scandir(fd) as entries:
+                    names = [entry.name for entry in entries]
+                for child in names:
+                    _remove_entry(fd, child, f"{shown}/{child}", errors)
+                try:
+                    os.rmdir(name, dir_fd=parent)
+                    return
+                except OSError as exc:
+                    if exc.errno != errno.ENOTEMPTY or attempt:
+                        raise
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        errors.append(f"{shown}: {exc.strerror}")
+
+
+def _open_dir(parent: int, name: str) -> int:
+    """A descriptor of directory ``name`` (no link followed), made ``u+rwx`` if we are not root
+    and the command took that from us."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except PermissionError:
+        if os.geteuid() == 0:
+            raise
+        # Unreadable: pin the directory itself (O_PATH needs no permission on it), chmod that
+        # inode through /proc, then open it for reading.
+        pinned = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{pinned}", 0o700)
+            fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        finally:
+            os.close(pinned)
+        return fd
+    if os.geteuid() != 0:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o700 != 0o700:
+            os.fchmod(fd, mode | 0o700)  # entries of a read-only directory cannot be unlinked
+    return fd
 
 
 LEGACY_PREFIXES = ("zerg-sandbox-", "zerg-capture-")  # the per-call dirs of zerg before this module
@@ -182,8 +233,15 @@ def _reap_legacy(tmp: Path, older_than_s: float = 3600) -> list[Path]:
 
 
 def reap_leftovers(base: Path | None = None) -> list[Path]:
-    """Remove the call directories of dead processes (a crash's leftovers); return them."""
+    """Kill what a crash left running, then remove the call directories of dead processes (a
+    crash's leftovers); return the directories."""
     base = base or sandboxes_root()
+    try:
+        processes.kill_orphans(base)
+    except OSError as exc:  # never a reason not to start
+        from zerg import observability
+
+        observability.logger().warning("could not look for a crash's sandbox processes", extra={"error": str(exc)})
     removed = _reap_legacy(base.parent)
     try:
         entries = list(os.scandir(base))
@@ -191,143 +249,11 @@ def reap_leftovers(base: Path | None = None) -> list[Path]:
         return removed
     for entry in entries:
         pid, _, token = entry.name.partition("-")
-        if not (pid.isdigit() and token) or _alive(int(pid)):
+        if not (pid.isdigit() and token) or processes.alive(int(pid)):
             continue
         remove_tree(Path(entry.path))
         removed.append(Path(entry.path))
     return removed
-
-
-# --- processes --------------------------------------------------------------------------------
-
-def _pids() -> Iterator[int]:
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            yield int(name)
-
-
-def _status(pid: int) -> dict[str, str]:
-    fields = {}
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-    except OSError:
-        pass
-    return fields
-
-
-def _real_uid(pid: int) -> int | None:
-    uid = _status(pid).get("Uid")
-    return int(uid.split()[0]) if uid else None
-
-
-def _live(pid: int) -> bool:
-    """Not a zombie (a dead process waiting for its parent: nothing left to kill)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _kill_rounds(select: Callable[[int], bool], rounds: int = 20) -> int:
-    """SIGKILL every process ``select`` picks until a scan finds none (a forking loop loses the
-    race); return how many distinct processes were signalled."""
-    killed: set[int] = set()
-    me = os.getpid()
-    for _ in range(rounds):
-        victims = [pid for pid in _pids() if pid != me and _live(pid) and select(pid)]
-        if not victims:
-            break
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-    return len(killed)
-
-
-@lru_cache(maxsize=1)
-def _setpriv() -> str | None:
-    return shutil.which("setpriv")
-
-
-def as_user(argv: list[str], uid: int | None) -> tuple[list[str], dict[str, object]]:
-    """(argv, Popen keywords) that run ``argv`` as ``uid``: through util-linux ``setpriv`` where
-    there is one, because Popen(user=...) cannot use vfork, and forking a worker-sized process
-    costs ~3 ms a call (measured against setpriv's extra exec)."""
-    if uid is None:
-        return argv, {}
-    if _setpriv():
-        return [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv], {}
-    return argv, {"user": uid, "group": uid, "extra_groups": []}
-
-
-def kill_uid(uid: int) -> None:
-    """Kill every process whose uid is ``uid`` (a call's own uid: nothing else has it), by a
-    ``kill -9 -1`` run as that uid: the kernel signals every process of the uid in one pass, with
-    forks held off, so a forking loop cannot outrun it, and no /proc scan is needed."""
-    import subprocess
-
-    argv, user = as_user(["/bin/sh", "-c", "kill -9 -1 2>/dev/null; exit 0"], uid)
-    subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=False, **user)
-
-
-def kill_marked(markers: Iterable[str]) -> int:
-    """Kill every process of ours carrying one of the calls' marker variables (best effort: a
-    command can drop the variable from its children's environment)."""
-    needles = {f"{MARKER_ENV}={m}".encode() for m in markers}
-    if not needles:
-        return 0
-    me = os.geteuid()
-
-    def marked(pid: int) -> bool:
-        if me != 0 and _real_uid(pid) != me:
-            return False
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                return bool(needles.intersection(fh.read().split(b"\0")))
-        except OSError:
-            return False
-
-    return _kill_rounds(marked)
-
-
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (the sandbox's init, for a launcher process)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(p) for p in fh.read().split()]
-    except OSError:
-        return [p for p in _pids() if _status(p).get("PPid") == str(pid)]
-
-
-def ancestors(pid: int | None = None) -> set[int]:
-    """``pid`` (default: this process) and every process above it."""
-    chain, current = set(), pid or os.getpid()
-    while current > 0 and current not in chain:
-        chain.add(current)
-        ppid = _status(current).get("PPid")
-        current = int(ppid) if ppid and ppid.isdigit() else 0
-    return chain
-
-
-def kill_all_but_us() -> int:
-    """Lambda only: kill every process that is not this one or an ancestor (an extension's
-    binary under /opt/extensions is spared: a command cannot write there)."""
-    keep = ancestors()
-
-    def stray(pid: int) -> bool:
-        if pid in keep:
-            return False
-        try:
-            return not os.readlink(f"/proc/{pid}/exe").startswith(LAMBDA_EXTENSIONS)
-        except OSError:
-            return True  # a zombie or a process we cannot inspect: still ours to kill
-
-    return _kill_rounds(stray)
 
 
 def remove_owned_by(uid: int, dirs: Iterable[str] = ("/tmp", "/var/tmp", "/dev/shm")) -> None:

@@ -6,6 +6,7 @@ on Lambda, where the data dir does not outlive the container.
 
 from __future__ import annotations
 
+from zerg import hosting
 from zerg.config import Settings, get_settings
 from zerg.sealing.port import Sealer, SealError
 
@@ -20,7 +21,7 @@ def get_sealer(settings: Settings | None = None) -> Sealer:
         from zerg.sealing.kms import KMSSealer
 
         return KMSSealer(settings.kms_key_id)
-    if settings.lambda_function_name:
+    if hosting.may_be_lambda(settings):
         raise SealError("ZERG_KMS_KEY_ID must be set on Lambda: a local key file would not outlive the container")
     from zerg.sealing.local import LocalSealer
 

@@ -11,7 +11,9 @@ Invariants:
   connection then goes to the checked address itself (Host header and TLS server name keep the
   original name), so a DNS answer that changes between check and connect (rebinding) cannot
   redirect it.
-- Credentials (Authorization, Cookie) are not forwarded to another origin on a redirect.
+- Credentials (Authorization, Cookie) are not forwarded to another origin on a redirect. A URL
+  carrying credentials (``user:password@host``), first or on a redirect hop, is refused without
+  echoing it; nothing but the host name and a non-default port goes into the Host header.
 - The response body is capped for the model; the artifact keeps up to the storage bound.
 """
 
@@ -50,6 +52,9 @@ def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> tuple[st
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return f"only http and https URLs are allowed, not {parts.scheme or 'no scheme'!r}", None
+    if "@" in parts.netloc:  # never echoed: the URL would carry them into the model's context
+        return ("URLs with credentials (user:password@host) are refused: send them in an "
+                "Authorization header instead"), None
     if not parts.hostname:
         return f"URL {url!r} has no host", None
     allowed_hosts = ctx.settings.http_allow_hosts
@@ -78,17 +83,29 @@ def check_destination(url: str, ctx: ToolContext, resolve: Resolver) -> tuple[st
     return None, addresses[0]
 
 
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def _pinned(url: str, address: str) -> tuple[str, dict[str, str], dict[str, str]]:
     """The URL with its host replaced by the checked address (no second DNS lookup that could
-    answer differently), plus the Host header and TLS server name that keep it the same request."""
+    answer differently), plus the Host header and TLS server name that keep it the same request.
+    The Host header is the host name (IPv6 in brackets) and a port other than the scheme's."""
     parts = urlsplit(url)
-    host = f"[{address}]" if ":" in address else address
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), {"Host": parts.netloc}, extensions
+    hostname = parts.hostname or ""
+    netloc = f"{_bracketed(address)}:{parts.port}" if parts.port else _bracketed(address)
+    default = 443 if parts.scheme == "https" else 80
+    host = _bracketed(hostname) + (f":{parts.port}" if parts.port and parts.port != default else "")
+    extensions = {"sni_hostname": hostname} if parts.scheme == "https" else {}
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), {"Host": host}, extensions
 
 
 _CREDENTIALS = {"authorization", "cookie", "proxy-authorization"}
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def make_http_request(
@@ -107,7 +124,7 @@ def make_http_request(
             for hop in range(MAX_REDIRECTS + 1):
                 reason, address = check_destination(url, ctx, resolve)
                 if reason:
-                    return error(f"redirect to {url}: {reason}" if hop else reason)
+                    return error(f"redirect to {_without_credentials(url)}: {reason}" if hop else reason)
                 target, host_header, extensions = _pinned(url, address)
                 try:
                     with client.stream(method, target, headers={**headers, **host_header}, content=body,
