@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import socket
 from http import HTTPStatus
 from typing import Any
 
@@ -43,6 +44,18 @@ class _Connection(h11.Connection):
             raise
 
 
+def _no_delay(transport: asyncio.Transport) -> None:
+    """TCP_NODELAY on the accepted socket. asyncio sets it only when the listening socket was made
+    with ``proto=IPPROTO_TCP``; without it uvicorn's two writes (head, then body) meet Nagle and
+    the client's delayed ACK: every keep-alive response after the first took ~40 ms more."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # closed already: nothing to speed up
+            pass
+
+
 class ZergH11Protocol(H11Protocol):
     def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -53,6 +66,7 @@ class ZergH11Protocol(H11Protocol):
     # --- uvicorn's hooks -----------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        _no_delay(transport)
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
