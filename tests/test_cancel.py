@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import pytest
 
@@ -17,8 +16,8 @@ from tests.support.factories import make_job, make_run, unique_name
 from tests.support.hosts import add_host
 from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
 from tests.support.ssh_server import start_ssh_server
+from tests.support.sandbox import argv_of, require, running, wait_for
 from tests.test_api import db_events, login, read_stream
-from tests.test_sandbox import require
 from zerg.owners import create_owner
 from zerg.runs import events
 from zerg.runs import store as runs
@@ -43,37 +42,10 @@ def bob(pool):
 
 # --- processes ------------------------------------------------------------------------------
 
-def _argv(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [a.decode() for a in fh.read().split(b"\0")[:-1]]
-    except OSError:
-        return []
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie (a killed child not yet reaped is gone as a command)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def our_sleepers() -> list[int]:
     """Live ``sleep 60`` processes started below this test process (sandbox, or the SSH server child)."""
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _argv(int(p)) == SLEEP
-            and alive(int(p)) and os.getpid() in reaper.ancestors(int(p))]
-
-
-def wait_for(predicate, what: str, limit_s: float = 60):
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and argv_of(int(p)) == SLEEP
+            and running(int(p)) and os.getpid() in reaper.ancestors(int(p))]
 
 
 class EmitSpy:
@@ -86,7 +58,7 @@ class EmitSpy:
         real = events.emit
 
         def emit(conn, run_id, owner_id, event_type, payload):
-            alive_now = [p for p in self.watched if alive(p)] if event_type in events.TERMINAL_EVENTS else None
+            alive_now = [p for p in self.watched if running(p)] if event_type in events.TERMINAL_EVENTS else None
             event_id = real(conn, run_id, owner_id, event_type, payload)
             self.calls.append({"run_id": run_id, "type": event_type, "id": event_id, "alive": alive_now,
                                "payload": payload})
@@ -137,13 +109,13 @@ def test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_a
     client = login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "slow thing"}).json()
     run_id = run["run_id"]
-    [sleeper] = wait_for(our_sleepers, "the worker's sleep 60 in its sandbox")
+    [sleeper] = wait_for(our_sleepers, "the worker's sleep 60 in its sandbox", limit_s=60)
     spy.watched.append(sleeper)
 
     # Another owner can neither cancel the run nor stop its workers.
     assert login(base, bob).post(f"/api/jarvis/runs/{run_id}/cancel").status_code == 404
     assert cancellation.stop_run_workers(rt, bob.owner_id, run_id, wait_s=0) == []
-    assert alive(sleeper) and client.get(f"/api/jarvis/runs/{run_id}").json()["status"] == "running"
+    assert running(sleeper) and client.get(f"/api/jarvis/runs/{run_id}").json()["status"] == "running"
 
     resp = client.post(f"/api/jarvis/runs/{run_id}/cancel")
     assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
@@ -151,7 +123,7 @@ def test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_a
     assert streamed[-1][1] == "error" and streamed[-1][2]["message"] == "cancelled by the user"
 
     assert spy.terminal(run_id)["alive"] == []  # the sleeper was gone before the terminal event was written
-    assert not alive(sleeper)
+    assert not running(sleeper)
     assert_nothing_follows_the_terminal_event(pool, spy, run_id)
 
     slow, queued = job_rows(pool, run_id)
@@ -195,7 +167,7 @@ def test_cancel_from_another_process_ends_an_ssh_sleep_60_on_the_server_before_t
     with pool.connection() as conn:
         started = runs.start_run(conn, owner, "wait on the box", trigger="cli")
     arn = engine.start_execution(started.run_id, owner, started.thread_id)
-    [sleeper] = wait_for(our_sleepers, "sleep 60 on the SSH server")
+    [sleeper] = wait_for(our_sleepers, "sleep 60 on the SSH server", limit_s=60)
     spy.watched.append(sleeper)
 
     # What the API Lambda does on AWS: only the database changes; the worker notices by polling.
@@ -204,7 +176,7 @@ def test_cancel_from_another_process_ends_an_ssh_sleep_60_on_the_server_before_t
     engine.wait(arn, timeout=120)  # the worker, its summary and the supervisor's next step all ran
 
     assert spy.terminal(started.run_id)["alive"] == []
-    assert not alive(sleeper)
+    assert not running(sleeper)
     refused = assert_nothing_follows_the_terminal_event(pool, spy, started.run_id)
     assert "worker_summary_ready" in refused  # the summary step came after the terminal event: dropped
     [job] = job_rows(pool, started.run_id)
@@ -227,7 +199,7 @@ def test_a_cancelled_sandbox_call_returns_only_once_its_command_is_gone(mechanis
     seen: list[int] = []
 
     def cancel_when_running():
-        seen.extend(wait_for(our_sleepers, "the sandboxed sleep"))
+        seen.extend(wait_for(our_sleepers, "the sandboxed sleep", limit_s=60))
         cancel.set("cancelled by the user")
 
     thread = threading.Thread(target=cancel_when_running)
@@ -239,7 +211,7 @@ def test_a_cancelled_sandbox_call_returns_only_once_its_command_is_gone(mechanis
         thread.join()
         cancel.close()
     assert result.cancelled and not result.timed_out and result.exit_code is None
-    assert seen and not any(alive(p) for p in seen) and our_sleepers() == []
+    assert seen and not any(running(p) for p in seen) and our_sleepers() == []
     assert "not-reached" not in result.stdout
 
 

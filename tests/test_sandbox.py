@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,29 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.sandbox import host_pids, require, sleepers, wait_for
 from zerg.config import load_settings
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, detect, execute, reaper
 
 CAP = 1_000_000
-_available: dict[str, str | None] = {}
-
-
-def _problem(mechanism: str) -> str | None:
-    if mechanism not in _available:
-        binary = shutil.which(mechanism)
-        _available[mechanism] = detect._probe(mechanism, binary) if binary else f"{mechanism} is not installed"
-    return _available[mechanism]
-
-
-def require(mechanism: str) -> str:
-    problem = _problem(mechanism)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the {mechanism} sandbox must work in CI: {problem}")
-        pytest.skip(f"the {mechanism} sandbox is unavailable here: {problem}")
-    return mechanism
-
-
 @pytest.fixture(params=[BWRAP, UNSHARE])
 def mechanism(request) -> str:
     return require(request.param)
@@ -54,43 +35,6 @@ def settings(**env: str):
 
 def sh(command: str, mechanism: str, timeout_s: float = 30, **env: str):
     return execute(command, timeout_s, settings(**env), output_cap=CAP, mechanism=mechanism)
-
-
-def host_pids(token: str) -> list[int]:
-    """Host processes whose command line holds ``token`` (the host's process table)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if token.encode() in fh.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
-
-
-def sleepers(duration: str) -> list[int]:
-    """Host pids of ``sleep <duration>`` processes (exact argv)."""
-    return [pid for pid in host_pids(duration) if _argv(pid) == ["sleep", duration]]
-
-
-def _argv(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [a.decode() for a in fh.read().split(b"\0")[:-1]]
-    except OSError:
-        return []
-
-
-def wait_for(predicate, what: str, limit_s: float = 20):
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _call_dir_holding(name: str) -> Path | None:

@@ -94,9 +94,28 @@ def host_pids(token: str) -> list[int]:
     return found
 
 
+def argv_of(pid: int) -> list[str]:
+    """The command line of ``pid`` as a list ([] once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode() for a in fh.read().split(b"\0")[:-1]]
+    except OSError:
+        return []
+
+
+def sleepers(duration: str) -> list[int]:
+    """Host pids of ``sleep <duration>`` processes (exact argv)."""
+    return [pid for pid in host_pids(duration) if argv_of(pid) == ["sleep", duration]]
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed child not yet reaped is gone as a command)."""
+    return processes._live(pid)
+
+
 def live(pids: list[int]) -> list[int]:
     """Those of ``pids`` still running (not zombies)."""
-    return [pid for pid in pids if processes._live(pid)]
+    return [pid for pid in pids if running(pid)]
 
 
 def wait_for(predicate, what: str, limit_s: float = 20):
