@@ -19,7 +19,7 @@ from tests.support.hosts import add_host, host_spec
 from tests.support.ssh_server import _keypair, start_ssh_server
 from zerg.cli import main
 from zerg.hosts import registry
-from zerg.hosts.spec import HostInputError, HostSpec, parse_host_key, parse_private_key
+from zerg.hosts.spec import HostInputError, parse_host_key, parse_private_key
 from zerg.owners import create_owner, local_owner
 
 

@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.support.factories import make_job, make_run, run_events, unique_name
 from tests.support.scripts import role_of, worker_task

@@ -141,7 +141,7 @@ def still_valid(pool: "ConnectionPool", caller: Caller) -> bool:
 
 def _check_session(pool: "ConnectionPool", owner_id: int, session_id: UUID) -> int:
     """The session's device id if the session is live; :class:`AuthError` otherwise."""
-    from zerg.identity import devices, sessions
+    from zerg.identity import sessions
 
     with pool.connection() as conn:
         state = sessions.session_state(conn, session_id)
