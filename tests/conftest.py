@@ -191,3 +191,14 @@ def api_server(runtime_env):
     server = make_server("127.0.0.1", 0).start()
     yield server.url, runtime_env
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def ssh_server(tmp_path_factory):
+    """A real SSH server on loopback (OpenSSH when installed as root, else the in-process one),
+    one per test module."""
+    from tests.support.ssh_server import start_ssh_server
+
+    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()

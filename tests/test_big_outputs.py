@@ -16,7 +16,6 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run
-from tests.support.ssh_server import start_ssh_server
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.config import load_settings
 from zerg.sandbox import execute
@@ -145,13 +144,6 @@ def test_a_store_that_fails_midway_does_not_fail_the_call(worker_store):
     out = call("container_exec", ctx, command="seq 1 2000")
     assert out.ok and out.exit_code == 0 and "1999\n2000" in out.text
     assert "the raw output could not be fully saved (OSError: [Errno 28] No space left on device)" in out.text
-
-
-@pytest.fixture(scope="module")
-def ssh_server(tmp_path_factory):
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
 
 
 def test_ssh_output_reaches_the_artifact_while_the_remote_command_still_runs(runtime_env, pool, ssh_server, tmp_path):

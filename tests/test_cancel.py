@@ -15,7 +15,6 @@ import pytest
 from tests.support.factories import make_job, make_run, unique_name
 from tests.support.hosts import add_host
 from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
-from tests.support.ssh_server import start_ssh_server
 from tests.support.sandbox import argv_of, require, running, wait_for
 from tests.test_api import db_events, login, read_stream
 from zerg.owners import create_owner
@@ -136,13 +135,6 @@ def test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_a
     assert [k for k, job_id in kinds if job_id == queued["id"]] == ["worker_spawned"]  # never started
     assert worker_tasks == ["slow"]  # the queued job's worker never asked the model anything
     assert client.get(f"/api/jarvis/runs/{run_id}").json()["status"] == "cancelled"
-
-
-@pytest.fixture(scope="module")
-def ssh_server(tmp_path_factory):
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
 
 
 def ssh_sleep_script(req):

@@ -15,28 +15,12 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from tests.support.api import call
 from tests.support.factories import unique_name
-from tests.support.hosts import add_host, host_spec
-from tests.support.ssh_server import _keypair, start_ssh_server
+from tests.support.hosts import add_host, assert_no_key, host_spec, key_lines
+from tests.support.ssh_server import _keypair
 from zerg.cli import main
 from zerg.hosts import registry
 from zerg.hosts.spec import HostInputError, parse_host_key, parse_private_key
 from zerg.owners import create_owner, local_owner
-
-
-@pytest.fixture(scope="module")
-def ssh_server(tmp_path_factory):
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
-
-
-def key_lines(private_key: str) -> list[str]:
-    """The base64 body lines of a private key: any one of them in an answer is a leak."""
-    return [line for line in private_key.splitlines() if line and "-----" not in line]
-
-
-def assert_no_key(text: str, private_key: str) -> None:
-    assert not any(line in text for line in key_lines(private_key)), "private key material leaked"
 
 
 def pem(key, fmt=ser.PrivateFormat.OpenSSH, password: bytes | None = None) -> str:

@@ -15,27 +15,12 @@ import pytest
 from functions.worker.handler import handler as worker_handler
 from tests.support.api import call
 from tests.support.factories import make_job, make_run
-from tests.support.hosts import add_host
-from tests.support.ssh_server import _keypair, start_ssh_server
+from tests.support.hosts import add_host, assert_no_key
+from tests.support.ssh_server import _keypair
 from zerg.owners import create_owner
 from zerg.tools import ToolContext, invoke, worker_tools
 
 TOOLS = worker_tools()
-
-
-@pytest.fixture(scope="module")
-def ssh_server(tmp_path_factory):
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
-
-
-def key_lines(private_key: str) -> list[str]:
-    return [line for line in private_key.splitlines() if line and "-----" not in line]
-
-
-def assert_no_key(text: str, private_key: str) -> None:
-    assert not any(line in text for line in key_lines(private_key)), "private key material leaked"
 
 
 def ssh(rt, owner_id, host: str, command: str = "echo hi"):

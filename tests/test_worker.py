@@ -9,16 +9,9 @@ import pytest
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run, run_events
 from tests.support.hosts import add_host
-from tests.support.ssh_server import _keypair, start_ssh_server
+from tests.support.ssh_server import _keypair
 from zerg.handler_input import InvalidEvent
 from zerg.workers.runner import SYNTHESISED_MARK, JobNotFound
-
-
-@pytest.fixture(scope="module")
-def ssh_server(tmp_path_factory):
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
 
 
 def _job_row(pool, job_id):

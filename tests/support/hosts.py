@@ -21,3 +21,12 @@ def add_host(rt, owner_id: int, alias: str, server, **overrides) -> registry.Hos
     with rt.pool.connection() as conn:
         view, _ = registry.put_host(conn, rt.sealer, owner_id, alias, host_spec(server, **overrides))
     return view
+
+
+def key_lines(private_key: str) -> list[str]:
+    """The base64 body lines of a private key: any one of them in an answer is a leak."""
+    return [line for line in private_key.splitlines() if line and "-----" not in line]
+
+
+def assert_no_key(text: str, private_key: str) -> None:
+    assert not any(line in text for line in key_lines(private_key)), "private key material leaked"
