@@ -202,3 +202,23 @@ def ssh_server(tmp_path_factory):
     server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def alice(pool):
+    """An owner with its device secret (``NewOwner``): for tests that authenticate as it."""
+    from tests.support.factories import unique_name
+    from zerg.owners import create_owner
+
+    with pool.connection() as conn:
+        return create_owner(conn, unique_name("alice"))
+
+
+@pytest.fixture
+def bob(pool):
+    """A second owner with its device secret, for isolation tests."""
+    from tests.support.factories import unique_name
+    from zerg.owners import create_owner
+
+    with pool.connection() as conn:
+        return create_owner(conn, unique_name("bob"))

@@ -13,19 +13,6 @@ from httpx_sse import EventSource, connect_sse
 from tests.support.api import call
 from tests.support.factories import unique_name
 from tests.support.scripts import run_script
-from zerg.owners import create_owner
-
-
-@pytest.fixture
-def alice(pool):
-    with pool.connection() as conn:
-        return create_owner(conn, unique_name("alice"))
-
-
-@pytest.fixture
-def bob(pool):
-    with pool.connection() as conn:
-        return create_owner(conn, unique_name("bob"))
 
 
 def login(base, owner) -> httpx.Client:

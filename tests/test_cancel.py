@@ -12,12 +12,11 @@ import threading
 
 import pytest
 
-from tests.support.factories import make_job, make_run, unique_name
+from tests.support.factories import make_job, make_run
 from tests.support.hosts import add_host
 from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
 from tests.support.sandbox import argv_of, require, running, wait_for
 from tests.test_api import db_events, login, read_stream
-from zerg.owners import create_owner
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, execute, reaper
@@ -25,18 +24,6 @@ from zerg.tools import CancelSignal
 from zerg.workers import cancellation, jobs
 
 SLEEP = ["sleep", "60"]
-
-
-@pytest.fixture
-def alice(pool):
-    with pool.connection() as conn:
-        return create_owner(conn, unique_name("alice"))
-
-
-@pytest.fixture
-def bob(pool):
-    with pool.connection() as conn:
-        return create_owner(conn, unique_name("bob"))
 
 
 # --- processes ------------------------------------------------------------------------------

@@ -30,12 +30,6 @@ def served(runtime_env):
     server.stop()
 
 
-@pytest.fixture
-def alice(pool):
-    with pool.connection() as conn:
-        return create_owner(conn, unique_name("alice"))
-
-
 def login(base: str, owner, **kwargs) -> httpx.Client:
     client = httpx.Client(base_url=base, timeout=30, **kwargs)
     resp = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret})
