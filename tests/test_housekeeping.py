@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import wait_for
 from zerg import observability
 from zerg.local.housekeeping import DAY_S, Housekeeping, PeriodicTask, default_tasks
 
@@ -27,15 +28,6 @@ def log_lines():
     handler.setStream(old)
 
 
-def wait_for(condition, timeout: float = 30.0) -> None:
-    """Poll until ``condition()``; a generous bound that only ends a hung test, never a measured one."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.01)
-
-
 def test_the_loop_runs_each_task_again_and_again_and_survives_a_failing_one(log_lines):
     counted = []
 
@@ -44,7 +36,8 @@ def test_the_loop_runs_each_task_again_and_again_and_survives_a_failing_one(log_
 
     with Housekeeping([PeriodicTask("broken", 0.01, explode),
                        PeriodicTask("counter", 0.01, lambda: counted.append(1) or {"count": len(counted)})]) as hk:
-        wait_for(lambda: len(counted) >= 3 and hk.stats["broken"].failures >= 3)
+        wait_for(lambda: len(counted) >= 3 and hk.stats["broken"].failures >= 3,
+                 "three runs and three failures", 30, 0.01)
     assert hk.stats["broken"].runs == hk.stats["broken"].failures  # failed every time, and kept being run
     assert hk.stats["broken"].last_error == "RuntimeError: reaper broke"
     assert hk.stats["counter"].failures == 0 and hk.stats["counter"].last_result == {"count": hk.stats["counter"].runs}
@@ -60,7 +53,7 @@ def test_the_loop_runs_each_task_again_and_again_and_survives_a_failing_one(log_
 def test_stop_ends_every_loop_and_no_task_runs_after_it():
     runs = []
     hk = Housekeeping([PeriodicTask("tick", 0.01, lambda: runs.append(1))]).start()
-    wait_for(lambda: len(runs) >= 2)
+    wait_for(lambda: len(runs) >= 2, "two runs", 30, 0.01)
     hk.stop()
     assert not any(t.name.startswith("zerg-housekeeping-") and t.is_alive() for t in threading.enumerate())
     after = len(runs)
@@ -72,7 +65,7 @@ def test_a_task_runs_first_after_its_first_delay_then_at_its_interval():
     started = threading.Event()
     hk = Housekeeping([PeriodicTask("later", DAY_S, started.set, first_delay_s=DAY_S),
                        PeriodicTask("now", DAY_S, lambda: None)]).start()
-    wait_for(lambda: hk.stats["now"].runs == 1)
+    wait_for(lambda: hk.stats["now"].runs == 1, "the first run", 30, 0.01)
     hk.stop()
     assert not started.is_set() and hk.stats["later"].runs == 0 and hk.stats["now"].runs == 1
 
@@ -105,7 +98,7 @@ def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_on
     server = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: gone(pool, store, old) or server.poll() is not None, timeout=120)
+        wait_for(lambda: gone(pool, store, old) or server.poll() is not None, "the old worker's deletion", 120, 0.01)
         assert server.poll() is None, server.communicate()
     finally:
         server.send_signal(signal.SIGINT)

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import httpx
 
 from tests.support.factories import make_job, make_run, run_events, unique_name
 from tests.support.scripts import role_of, worker_task
+from tests.support.waiting import wait_for
 from zerg.owners import create_owner
 from zerg.runs import executor, orphans
 from zerg.runs import store as runs
@@ -66,13 +66,6 @@ def recovered(lines: list[str]) -> set[int]:
         if "orphaned run(s) as interrupted: " in line:
             found |= {int(i) for i in line.rstrip(")").split(": ")[-1].split(", ")}
     return found
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout  # a hang guard, not a measurement
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
 
 
 def cli_env(database_url: str, tmp_path: Path, llm) -> dict[str, str]:
@@ -148,7 +141,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
         accepted = client.post("/api/jarvis/supervisor", json={"task": "check something slow"})
         assert accepted.status_code == 202, accepted.text
         run_id = accepted.json()["run_id"]
-        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep")
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", limit_s=60)
         first.kill9()
     finally:
         first.stop()
@@ -190,7 +183,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
     killed = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", timeout=120)
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", limit_s=120)
     finally:
         killed.kill()
         out, _ = killed.communicate(timeout=30)
@@ -214,7 +207,7 @@ def test_ctrl_c_on_zerg_run_cancels_its_run_and_says_so(database_url, pool, tmp_
     proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: running_sleep(tmp_path / "artifacts", 300), "the worker's sleep", timeout=120)
+        wait_for(lambda: running_sleep(tmp_path / "artifacts", 300), "the worker's sleep", limit_s=120)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)  # a hang guard: the sleep has 300 s left
     finally:
@@ -261,7 +254,8 @@ def test_an_executor_is_gone_when_its_pid_died_was_reused_or_went_quiet_on_anoth
 
 def test_a_zombie_executor_is_gone():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    wait_for(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", "a zombie")
+    wait_for(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+             "a zombie", limit_s=60)
     try:
         started = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
         me = executor.this_process()
@@ -372,7 +366,7 @@ def test_closing_the_local_starter_interrupts_the_runs_it_still_executed(runtime
     rt.starter.start(started.run_id, owner, started.thread_id)
     with pool.connection() as conn:
         assert runs.get_run(conn, owner, started.run_id)["executor"] == executor.this_process().token
-    wait_for(lambda: sleeping(llm), "the worker's sleep")
+    wait_for(lambda: sleeping(llm), "the worker's sleep", limit_s=60)
     runtime.reset_runtime()  # what zerg serve does when it stops
     with pool.connection() as conn:
         run = runs.get_run(conn, owner, started.run_id)
@@ -386,7 +380,7 @@ def test_a_run_whose_local_execution_was_aborted_is_closed_as_the_aws_rule_close
     with pool.connection() as conn:
         started = runs.start_run(conn, owner, "check something")
     arn = rt.starter.start(started.run_id, owner, started.thread_id)
-    wait_for(lambda: llm.requests, "the plan's model call")
+    wait_for(lambda: llm.requests, "the plan's model call", limit_s=60)
     rt.starter.stop(arn, "stopped by hand")  # the execution ends; nothing closed the run
     assert rt.starter.engine().wait(arn, timeout=60)["status"] == "ABORTED"
     with pool.connection() as conn:

@@ -13,11 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import wait_for  # noqa: F401  (the sandbox tests import it from here)
 from zerg.sandbox import detect, processes, reaper
 
 _available: dict[str, str | None] = {}
@@ -116,13 +116,3 @@ def running(pid: int) -> bool:
 def live(pids: list[int]) -> list[int]:
     """Those of ``pids`` still running (not zombies)."""
     return [pid for pid in pids if running(pid)]
-
-
-def wait_for(predicate, what: str, limit_s: float = 20):
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
