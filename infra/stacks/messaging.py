@@ -29,10 +29,10 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_ses_actions as ses_actions
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
 
 INBOUND_EMAIL_PREFIX = "inbound/email/"
@@ -105,13 +105,7 @@ class MessagingStack(Stack):
         )
 
     def _schedules(self, state_machine: sfn.IStateMachine, ingress: lambda_.Function) -> None:
-        self.schedule_dlq = sqs.Queue(
-            self, "ScheduleDlq",
-            queue_name=self.config.prefix("schedule-dlq"),
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
+        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", self.config, "schedule-dlq")
         self.schedule_group = scheduler.ScheduleGroup(
             self, "Schedules", schedule_group_name=self.config.prefix("schedules")
         )

@@ -31,13 +31,13 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.components.function import FunctionSpec, ZergFunction, retention
 from infra.components.layer import CoreLayer
+from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
 from infra.stacks.data import DataStack
 
@@ -183,13 +183,7 @@ class WorkflowStack(Stack):
     def _execution_status_rule(self) -> events.Rule:
         """FAILED / TIMED_OUT / ABORTED executions of the run state machine -> ingress, which closes
         the run (the backstop for runs the state machine could not close itself)."""
-        self.execution_status_dlq = sqs.Queue(
-            self, "ExecutionStatusDlq",
-            queue_name=self.config.prefix("execution-status-dlq"),
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
+        self.execution_status_dlq = dead_letter_queue(self, "ExecutionStatusDlq", self.config, "execution-status-dlq")
         return events.Rule(
             self, "RunExecutionEnded",
             rule_name=self.config.prefix("run-execution-ended"),
