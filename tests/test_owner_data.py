@@ -47,7 +47,28 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                    host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPinned", host_key_fingerprint="SHA256:h",
                    replace=False)
         runs.complete_run(conn, runs.get_run(conn, owner_id, run_id), f"{tag} answer")
+        fill_memory(conn, owner_id, run_id, tag)
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
+
+
+def fill_memory(conn, owner_id: int, run_id: int, tag: str) -> None:
+    """A memory file with a previous version and an embedding, a fact and a compaction summary
+    (raw SQL: these tables' own modules are tested on their own)."""
+    file_id = conn.execute(
+        """INSERT INTO memory_files (owner_id, path, title, content, writer, content_hash)
+           VALUES (%s, %s, 'A', %s, 'user', 'h') RETURNING id""", (owner_id, f"notes/{tag}.md", f"{tag} note")).fetchone()["id"]
+    conn.execute("""INSERT INTO memory_file_versions (owner_id, path, title, content, tags, metadata, writer,
+                                                      content_hash, written_at, reason)
+                    VALUES (%s, 'notes/a.md', 'A', 'old', '{}', '{}', 'user', 'h0', now(), 'overwrite')""", (owner_id,))
+    conn.execute("""INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash)
+                    VALUES (%s, %s, 'test-model', 3, '[1,0,0]', 'h')""", (file_id, owner_id))
+    conn.execute("""INSERT INTO org_memory (owner_id, category, content, writer, source_run_id)
+                    VALUES (%s, 'fact', %s, 'supervisor', %s)""", (owner_id, f"{tag} fact", run_id))
+    message_id = conn.execute("SELECT max(id) AS id FROM thread_messages WHERE owner_id = %s", (owner_id,)).fetchone()["id"]
+    conn.execute("""INSERT INTO conversation_summaries (owner_id, thread_id, first_message_id, last_message_id,
+                                                        message_count, summary)
+                    SELECT %s, id, %s, %s, 1, 'summary' FROM threads WHERE owner_id = %s""",
+                 (owner_id, message_id, message_id, owner_id))
 
 
 def owner_row_ids(pool, owner_id: int) -> dict[str, set[int]]:

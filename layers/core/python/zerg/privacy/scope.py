@@ -24,6 +24,7 @@ from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.llm import ledger
+from zerg.memory import facts, files, summaries, vectors, versions
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.workers import jobs
@@ -46,6 +47,11 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("llm_calls", ledger.export_llm_calls),
     OwnerTable("devices", devices.export_devices),
     OwnerTable("ssh_hosts", hosts.export_ssh_hosts),
+    OwnerTable("memory_files", files.export_memory_files),
+    OwnerTable("memory_file_versions", versions.export_memory_file_versions),
+    OwnerTable("memory_embeddings", vectors.export_memory_embeddings),
+    OwnerTable("org_memory", facts.export_org_memory),
+    OwnerTable("conversation_summaries", summaries.export_conversation_summaries),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the
