@@ -30,6 +30,8 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 415, 422, 503}),
     ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
+    ("/api/jarvis/memory/facts", "get"): (200, {401, 422}),
+    ("/api/jarvis/memory/facts/{fact_id}", "delete"): (204, {401, 404, 422}),
 }
 
 

@@ -69,9 +69,10 @@ SPAWN_TOOL = Tool(
 
 def supervisor_tools() -> dict[str, Tool]:
     from zerg.tools import clock, http
+    from zerg.tools.facts import TOOLS as FACT_TOOLS
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
-    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL)}
+    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *FACT_TOOLS)}
 
 
 class RunNotFound(LookupError):
