@@ -13,6 +13,9 @@ Invariants:
   never stored (not in the working messages, not in the thread). It is raw tool output, so it is a
   user-role message fenced as untrusted data, never a system message; so are worker outcomes
   (tool messages).
+- The memory layer (``[MEMORY CONTEXT]``, :mod:`zerg.memory.recall`) is computed once per plan or
+  resume and shown, like the mount, fenced in a user-role message, never stored. "Remember that
+  ..." notes are written at plan time before the first model call (:mod:`zerg.memory.notes`).
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
@@ -35,6 +38,7 @@ from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import UNTRUSTED
+from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, threads
 from zerg.runs import store as runs
@@ -94,8 +98,12 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
     with rt.pool.connection() as conn:
         history = threads.recent_messages(conn, owner_id, thread_id)
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
+    memory = recall.memory_layer(rt, owner_id, run["task"])  # once per invocation, never stored
+    saved = notes.remember_explicit(rt, run)  # "remember that ...": written before any model call
     messages = [{"role": "system", "content": SUPERVISOR_PROMPT}, *history, {"role": "user", "content": run["task"]}]
-    return _turn(rt, run, messages)
+    if saved:
+        messages.append({"role": "user", "content": notes.saved_line(saved)})
+    return _turn(rt, run, messages, memory)
 
 
 def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
@@ -108,7 +116,7 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     with rt.pool.connection() as conn:
         events.emit(conn, run_id, owner_id, "supervisor_thinking",
                     {"message": f"Reviewing results from {count} worker(s)..."})
-    return _turn(rt, run, messages)
+    return _turn(rt, run, messages, recall.memory_layer(rt, owner_id, run["task"]))
 
 
 def _fill_pending(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> int:
@@ -169,8 +177,9 @@ class _SupervisorHooks(LoopHooks):
     calls become jobs and end the turn; every other tool says so on the event stream; past the
     run's answer-by time the turn stops so the supervisor answers with what exists."""
 
-    def __init__(self, rt: Runtime, run: dict[str, Any]) -> None:
+    def __init__(self, rt: Runtime, run: dict[str, Any], memory: str | None = None) -> None:
         self.rt, self.run = rt, run
+        self.memory = memory  # the [MEMORY CONTEXT] layer of this invocation
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
         settings = rt.settings
@@ -196,10 +205,12 @@ class _SupervisorHooks(LoopHooks):
         with self.rt.pool.connection() as conn:
             mount = build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
                                          self.rt.settings.evidence_budget_bytes)
-        if not mount:
-            return messages
-        # Raw tool output: a user-role message fenced as data by the loop, never the system role.
-        return [*messages, {"role": "user", "content": mount, UNTRUSTED: MOUNT_LABEL}]
+        # Recalled memory and raw tool output: user-role messages fenced as data by the loop, never
+        # the system role.
+        layers = [{"role": "user", "content": self.memory, UNTRUSTED: recall.LABEL}] if self.memory else []
+        if mount:
+            layers.append({"role": "user", "content": mount, UNTRUSTED: MOUNT_LABEL})
+        return [*messages, *layers] if layers else messages
 
     def handle(self, call: ToolCall) -> dict[str, Any] | None:
         if call.name != SPAWN_TOOL.name:
@@ -232,9 +243,9 @@ class _SupervisorHooks(LoopHooks):
         return None
 
 
-def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]], memory: str | None = None) -> dict[str, Any]:
     settings = rt.settings
-    hooks = _SupervisorHooks(rt, run)
+    hooks = _SupervisorHooks(rt, run, memory)
     agent = _agent(rt, run, hooks, settings.supervisor_max_steps)
     spent = AgentUsage()
     answer: str | None = None
