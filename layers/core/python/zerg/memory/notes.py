@@ -1,8 +1,9 @@
 """Notes the user asks Zerg to keep: "Remember that …", "keep in mind …", "save this …".
 
 Invariants:
-- Found by a deterministic pattern at the start of the task or of one of its sentences
-  (case-insensitive; a leading "please" is allowed), never by a model: no model call is spent on
+- Found by a deterministic pattern at the start of the task or of one of its sentences ("remember
+  that|this|:", "keep (this) in mind", "save this"; case-insensitive; a leading "please" is allowed;
+  not in a question: "remember that time …?" asks), never by a model: no model call is spent on
   it, and it is written at plan time, before the run's first model call.
 - Each such sentence becomes ``notes/YYYY-MM-DD-{slug}.md`` holding the sentence as said, tagged
   ``remembered``, writer ``user`` (the owner's own words) with the run as ``writer_run_id``. At most
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 MAX_NOTES = 3
 TAGS = ["remembered"]
 _TRIGGER = re.compile(
-    r"^(?:please[,\s]+)?(?:remember(?:\s+that|\s+this)?|keep\s+(?:this\s+)?in\s+mind|save\s+this)\b[\s:,-]*(?P<rest>.*)$",
+    r"^(?:please[,\s]+)?(?:remember\s+that|remember\s+this|remember\s*:|keep\s+(?:this\s+)?in\s+mind|save\s+this)"
+    r"(?:\b|(?<=:))[\s:,-]*(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -39,7 +41,7 @@ def explicit_notes(task: str) -> list[tuple[str, str]]:
     for sentence in _SENTENCES.split(task or ""):
         sentence = sentence.strip()
         match = _TRIGGER.match(sentence)
-        if match and match.group("rest").strip(" .!?"):
+        if match and match.group("rest").strip(" .!?") and not sentence.endswith("?"):  # a question asks, not tells
             found.append((sentence, match.group("rest").strip()))
     return found[:MAX_NOTES]
 
