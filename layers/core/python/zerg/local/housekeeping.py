@@ -133,4 +133,8 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
         tasks.append(PeriodicTask("retention", DAY_S, partial(retention.run_retention, rt)))
     tasks.append(PeriodicTask("reconcile", reconcile.RECONCILE_INTERVAL_S, partial(reconcile.run_reconcile, rt),
                               first_delay_s=reconcile.RECONCILE_INTERVAL_S))  # the index vs metadata.json
+    if rt.embedder is not None:  # memory files new or edited since their last vector
+        from zerg.memory import indexer
+
+        tasks.append(PeriodicTask("embed", indexer.SWEEP_EVERY_S, partial(indexer.run_sweep, rt)))
     return tasks
