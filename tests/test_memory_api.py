@@ -21,7 +21,7 @@ def login(owner) -> str:
 
 @pytest.fixture
 def alice_token(runtime_env, alice):
-    runtime_env()
+    runtime_env(ZERG_EMBEDDINGS="off")
     return login(alice)
 
 
@@ -105,7 +105,7 @@ def test_a_body_with_a_nul_or_not_json_is_refused_before_the_route(alice_token):
 
 
 def test_another_owners_memory_is_404_or_empty_on_every_route(runtime_env, alice, alice_token, bob_token):
-    rt = runtime_env()
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
     fs.write(rt, alice.owner_id, "private/vault.md", "vault code 1234", tags=["secret"], writer="user")
     fs.write(rt, alice.owner_id, "private/vault.md", "vault code 5678", tags=["secret"], writer="user")
     (version,) = fs.versions_of(rt, alice.owner_id, "private/vault.md")
@@ -124,9 +124,37 @@ def test_another_owners_memory_is_404_or_empty_on_every_route(runtime_env, alice
 
 
 def test_without_credentials_every_memory_route_is_401_before_its_parameters(runtime_env):
-    runtime_env()
+    runtime_env(ZERG_EMBEDDINGS="off")
     for method, url in (("GET", "/api/jarvis/memory/files?limit=0"), ("GET", f"{FILE}?path=..%2Fx"),
                         ("PUT", f"{FILE}?path=a.md"), ("DELETE", f"{FILE}"), ("GET", f"{FILE}/versions"),
                         ("POST", f"{FILE}/restore?path=a.md&version_id=x"), ("GET", "/api/jarvis/memory/search")):
         status, body, _ = call(method, url, {"content": "x"} if method == "PUT" else None)
         assert (status, body["error"]) == (401, "unauthorized"), (method, url)
+
+
+def test_written_files_are_embedded_in_the_background_and_search_fuses_both_sides(runtime_env, alice, llm, pool):
+    from tests.support.llm_server import _pseudo_vector
+    from tests.support.waiting import wait_for
+
+    runtime_env(ZERG_EMBEDDINGS="openai")  # text-embedding-3-small, served by the scripted model server
+    token = login(alice)
+    for path, content in (("notes/backup.md", "The backup server is called cube."), ("notes/garden.md", "Tomatoes need water.")):
+        assert call("PUT", f"{FILE}?path={q(path)}", {"content": content}, token=token)[0] == 201
+
+    def embedded() -> bool:
+        with pool.connection() as conn:
+            return conn.execute("SELECT count(*) AS n FROM memory_embeddings WHERE owner_id = %s AND model = "
+                                "'text-embedding-3-small'", (alice.owner_id,)).fetchone()["n"] == 2
+    wait_for(embedded, "both files embedded by the background indexer")
+
+    # The query's vector is the garden note's own: only the vector side can find it for these words.
+    llm.script_embeddings({"vectors": [_pseudo_vector("Tomatoes need water.", 1536)]})
+    status, body, _ = call("GET", "/api/jarvis/memory/search?q=backup%20server", token=token)
+    assert status == 200 and body["methods"] == ["fulltext", "vector"] and body["note"] is None
+    assert [(h["path"], h["method"]) for h in body["hits"]] == [("notes/backup.md", "both"), ("notes/garden.md", "vector")]
+    assert llm.embedding_requests[-1]["input"] == ["backup server"]
+
+    llm.script_embeddings({"status": 500, "message": "down"})  # the embedder fails: full text, and it says so
+    status, body, _ = call("GET", "/api/jarvis/memory/search?q=backup%20server", token=token)
+    assert status == 200 and body["methods"] == ["fulltext"] and "full-text search only" in body["note"]
+    assert [(h["path"], h["method"]) for h in body["hits"]] == [("notes/backup.md", "fulltext")]

@@ -18,7 +18,7 @@ from zerg.owners import local_owner
 
 @pytest.fixture
 def rt(runtime_env):
-    return runtime_env()
+    return runtime_env(ZERG_EMBEDDINGS="off")  # full text only, unless a test gives an embedder
 
 
 def stdin(monkeypatch, data: bytes) -> None:

@@ -14,7 +14,7 @@ from zerg.memory.paths import check_path, check_prefix, check_tags
 
 @pytest.fixture
 def rt(runtime_env):
-    return runtime_env()
+    return runtime_env(ZERG_EMBEDDINGS="off")  # full text only, unless a test gives an embedder
 
 
 # --- paths ----------------------------------------------------------------------------------------
