@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ GREP_PATTERN_CHARS = 200
 VERSIONS_MAX = 100
 
 __all__ = ["MemoryFile", "MemoryInputError", "MemoryNotFound", "WRITERS", "content_hash", "delete", "edit", "grep",
-           "ls", "read", "restore", "search", "versions_of", "write"]
+           "ls", "prune_versions", "read", "restore", "search", "versions_of", "write"]
 
 
 class MemoryNotFound(LookupError):
@@ -284,6 +285,21 @@ def delete(rt: "Runtime", owner_id: int, path: str) -> MemoryFile:
         versions.keep(conn, current, "delete")
         files.delete(conn, owner_id, current["id"])
     return MemoryFile.of(current)
+
+
+def prune_versions(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Delete every owner's versions replaced more than 30 days ago, in batches (the daily
+    housekeeping task ``memory-versions``); counts for the log. ``should_stop`` (a Lambda's
+    remaining time) is asked between batches: a sweep cut short is ``complete=False``."""
+    pruned = 0
+    while True:
+        with rt.pool.connection() as conn:
+            n = versions.prune(conn)
+        pruned += n
+        if n < versions.PRUNE_BATCH:
+            return {"memory_versions_pruned": pruned, "complete": True}
+        if should_stop is not None and should_stop():
+            return {"memory_versions_pruned": pruned, "complete": False}
 
 
 @dataclass(frozen=True)
