@@ -14,7 +14,7 @@ from zerg.memory.paths import check_path, check_prefix, check_tags
 
 @pytest.fixture
 def rt(runtime_env):
-    return runtime_env()
+    return runtime_env(ZERG_EMBEDDINGS="off")  # full text only, unless a test gives an embedder
 
 
 # --- paths ----------------------------------------------------------------------------------------
@@ -219,3 +219,18 @@ def test_another_owners_files_do_not_exist_for_any_operation(rt, owner, other_ow
     mine = fs.write(rt, other_owner, "secret.md", "mine", writer="user")
     assert mine.created and fs.read(rt, owner, "secret.md").content == "the vault code is 5678"
     assert len(fs.versions_of(rt, owner, "secret.md")) == 1 and fs.versions_of(rt, other_owner, "secret.md") == []
+
+
+def test_the_daily_housekeeping_event_prunes_old_versions_on_aws(rt, owner, pool):
+    from functions.events.handler import handler
+
+    fs.write(rt, owner, "aws.md", "a", writer="user")
+    fs.write(rt, owner, "aws.md", "b", writer="user")
+    with pool.connection() as conn:
+        conn.execute("UPDATE memory_file_versions SET replaced_at = now() - interval '40 days' WHERE owner_id = %s",
+                     (owner,))
+    out = handler({"trigger": "housekeeping", "task": "memory-versions"}, None)
+    assert out["task"] == "memory-versions" and out["result"]["complete"] is True
+    assert out["result"]["memory_versions_pruned"] >= 1
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM memory_file_versions WHERE owner_id = %s", (owner,)).fetchone()["n"] == 0

@@ -51,7 +51,7 @@ class Failing(BagOfWords):
 
 @pytest.fixture
 def rt(runtime_env):
-    return runtime_env()
+    return runtime_env(ZERG_EMBEDDINGS="off")  # full text only, unless a test gives an embedder
 
 
 def put(rt, pool, owner_id, path, content, tags=(), embedder=None):

@@ -19,7 +19,7 @@ NAMES = {"memory_ls", "memory_read", "memory_write", "memory_edit", "memory_grep
 
 @pytest.fixture
 def rt(runtime_env):
-    return runtime_env()
+    return runtime_env(ZERG_EMBEDDINGS="off")  # full text only, unless a test gives an embedder
 
 
 def call(rt, owner_id, name, agent="supervisor", run_id=None, **args):
@@ -56,7 +56,7 @@ def test_write_read_edit_ls_grep_search_delete_round_trip(rt, owner, pool):
 
 
 def test_a_worker_records_itself_and_its_run_as_the_writer(runtime_env, llm, pool, owner):
-    rt = runtime_env()
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
     run_id, _ = make_run(pool, owner)
     job_id = make_job(pool, owner, run_id, "Note the backup host")
     llm.script({"tool_calls": [("memory_write", {"path": "notes/hosts.md", "content": "backup: cube"})]},

@@ -635,8 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_owner_option(h_rm)
     h_rm.set_defaults(func=cmd_hosts_rm)
 
-    memory = groups.add_parser("memory", help="long-term memory").add_subparsers(dest="cmd", required=True)
-    _add_fact_commands(memory)
+    from zerg.memory.commands import add_commands as add_memory_commands
+
+    _add_fact_commands(add_memory_commands(groups, _add_owner_option, _owner))  # + facts, forget
     return parser
 
 

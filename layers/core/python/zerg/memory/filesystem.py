@@ -15,12 +15,15 @@ Invariants:
 - Title, tags and metadata left out of a write keep the file's current ones (a new file: no tags,
   no metadata, and the content's first ``# heading`` as its title).
 - A read records the access (``last_accessed_at``, at most once a minute); grep and search do not.
+- A change starts the file's re-embedding in the background (:func:`zerg.memory.indexer.kick`);
+  until it lands the file is found by full text (a stale vector keeps serving the vector side).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -45,7 +48,7 @@ GREP_PATTERN_CHARS = 200
 VERSIONS_MAX = 100
 
 __all__ = ["MemoryFile", "MemoryInputError", "MemoryNotFound", "WRITERS", "content_hash", "delete", "edit", "grep",
-           "ls", "read", "restore", "search", "versions_of", "write"]
+           "ls", "prune_versions", "read", "restore", "search", "versions_of", "write"]
 
 
 class MemoryNotFound(LookupError):
@@ -194,6 +197,14 @@ def search(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), limit: i
     return memory_search.search_memory(rt, owner_id, query, tags=tags, limit=limit)
 
 
+def _changed(rt: "Runtime", owner_id: int, written: Written) -> None:
+    """New content: its vector is computed in the background (the indexer never raises)."""
+    if written.changed:
+        from zerg.memory import indexer
+
+        indexer.kick(rt, owner_id)
+
+
 # --- changes ------------------------------------------------------------------------------------
 
 def _put(conn: "Connection", owner_id: int, path: str, *, content: str, title: str | None, tags: list[str] | None,
@@ -233,6 +244,7 @@ def write(rt: "Runtime", owner_id: int, path: str, content: str, *, title: str |
     with rt.pool.connection() as conn:
         out = _put(conn, owner_id, path, content=content, title=title, tags=tags, metadata=metadata, writer=writer,
                    run_id=run_id, reason="overwrite", current=files.get(conn, owner_id, path, lock=True))
+    _changed(rt, owner_id, out)
     return out
 
 
@@ -259,6 +271,7 @@ def edit(rt: "Runtime", owner_id: int, path: str, old: str, new: str, *, writer:
         content = check_content(current["content"].replace(old, new, 1))
         out = _put(conn, owner_id, path, content=content, title=None, tags=None, metadata=None, writer=writer,
                    run_id=run_id, reason="edit", current=current)
+    _changed(rt, owner_id, out)
     return out
 
 
@@ -272,6 +285,21 @@ def delete(rt: "Runtime", owner_id: int, path: str) -> MemoryFile:
         versions.keep(conn, current, "delete")
         files.delete(conn, owner_id, current["id"])
     return MemoryFile.of(current)
+
+
+def prune_versions(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Delete every owner's versions replaced more than 30 days ago, in batches (the daily
+    housekeeping task ``memory-versions``); counts for the log. ``should_stop`` (a Lambda's
+    remaining time) is asked between batches: a sweep cut short is ``complete=False``."""
+    pruned = 0
+    while True:
+        with rt.pool.connection() as conn:
+            n = versions.prune(conn)
+        pruned += n
+        if n < versions.PRUNE_BATCH:
+            return {"memory_versions_pruned": pruned, "complete": True}
+        if should_stop is not None and should_stop():
+            return {"memory_versions_pruned": pruned, "complete": False}
 
 
 @dataclass(frozen=True)
@@ -319,4 +347,5 @@ def restore(rt: "Runtime", owner_id: int, path: str, version_id: int, *, writer:
         out = _put(conn, owner_id, path, content=old["content"], title=old["title"], tags=list(old["tags"]),
                    metadata=dict(old["metadata"] or {}), writer=writer, run_id=run_id, reason="restore",
                    current=files.get(conn, owner_id, path, lock=True))
+    _changed(rt, owner_id, out)
     return out

@@ -7,7 +7,7 @@ Invariants:
 - Both sides fetch ``4 x limit`` candidates; reciprocal rank fusion (k = 60) merges the two
   rankings. Each hit says which side found it: ``fulltext``, ``vector`` or ``both``.
 - The query is embedded before any database work, outside any transaction, within the embedder's
-  hard timeout. No embedder, or an :class:`~zerg.embeddings.EmbeddingError` (timeout, outage): the
+  hard timeout (``ZERG_EMBEDDING_TIMEOUT_S``). No embedder, or an :class:`~zerg.embeddings.EmbeddingError` (timeout, outage): the
   search is full-text only and says why (``SearchOutcome.note``); it never fails for it.
 - Only vectors of the query's own model are compared (the vector side filters on the model name).
 - Snippets are short (at most 300 characters): an excerpt around the query's words, else the start.
@@ -34,7 +34,6 @@ CANDIDATES_PER_HIT = 4
 SNIPPET_CHARS = 300
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1_000
-QUERY_EMBED_TIMEOUT_S = 2.0  # the default bound on embedding one query (the embedder enforces it)
 METHODS = ("fulltext", "vector", "both")
 
 
@@ -82,8 +81,7 @@ def check_limit(limit: Any) -> int:
     return limit
 
 
-def embed_query(embedder: QueryEmbedder | None, query: str,
-                timeout_s: float = QUERY_EMBED_TIMEOUT_S) -> tuple[list[float] | None, str | None]:
+def embed_query(embedder: QueryEmbedder | None, query: str, timeout_s: float) -> tuple[list[float] | None, str | None]:
     """(the query's vector, None), or (None, why there is none)."""
     if embedder is None:
         return None, "no embedder is configured: full-text search only"
@@ -101,11 +99,29 @@ def embed_query(embedder: QueryEmbedder | None, query: str,
     return vector, None
 
 
+def runtime_embedder(rt: "Runtime") -> QueryEmbedder | None:
+    """The runtime's embedder; None (full-text only) when there is none or it cannot be built."""
+    try:
+        return rt.embedder
+    except Exception:  # e.g. the model key's secret cannot be read: search still answers, by full text
+        from zerg import observability
+
+        observability.logger().warning("memory search: no embedder, full-text only", exc_info=True)
+        return None
+
+
+_RUNTIME: Any = object()  # "the runtime's embedder" (None means: none)
+
+
 def search_memory(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), limit: int = 5,
-                  embedder: QueryEmbedder | None = None,
-                  timeout_s: float = QUERY_EMBED_TIMEOUT_S) -> SearchOutcome:
-    """The owner's best ``limit`` files for ``query`` (with every tag in ``tags``)."""
+                  embedder: QueryEmbedder | None = _RUNTIME, timeout_s: float | None = None) -> SearchOutcome:
+    """The owner's best ``limit`` files for ``query`` (with every tag in ``tags``). The embedder is
+    the runtime's unless one is given (None: full-text only); ``timeout_s`` bounds embedding the
+    query (default ``ZERG_EMBEDDING_TIMEOUT_S``; the embedder enforces it)."""
     query, tags, limit = check_query(query), check_tags(list(tags)), check_limit(limit)
+    if embedder is _RUNTIME:
+        embedder = runtime_embedder(rt)
+    timeout_s = rt.settings.embedding_timeout_s if timeout_s is None else timeout_s
     vector, note = embed_query(embedder, query, timeout_s)  # before the transaction: never holds a connection
     with rt.pool.connection() as conn:
         return fuse(conn, owner_id, query, vector=vector, model=embedder.model if vector is not None else None,
@@ -113,7 +129,7 @@ def search_memory(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), l
 
 
 def search(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), limit: int = 5,
-           embedder: QueryEmbedder | None = None) -> list[Hit]:
+           embedder: QueryEmbedder | None = _RUNTIME) -> list[Hit]:
     """Just the hits of :func:`search_memory`."""
     return search_memory(rt, owner_id, query, tags=tags, limit=limit, embedder=embedder).hits
 
