@@ -157,7 +157,7 @@ def thread_view(thread: Thread, limit: int) -> list[dict[str, Any]]:
     """The thread part within ``limit`` bytes: summaries (up to :data:`SUMMARY_SHARE` of it), then
     the newest messages that fit; the oldest are left out first, a too-big newest one is cut."""
     summary = _summary_message(thread.summaries, int(limit * SUMMARY_SHARE)) if thread.summaries else None
-    room = limit - (message_bytes(summary) if summary else 0) - 120  # 120: the note below
+    room = limit - (message_bytes(summary) if summary else 0) - 140  # 140: room for the note below
     shown: list[dict[str, Any]] = []
     for row in reversed(thread.messages):
         message = {"role": row["role"], "content": row["content"]}
