@@ -31,6 +31,8 @@ FIGURES = {
            "== checkouts per API request", "GET /api/jarvis/thread"],
     "bigoutput": ["== zerg serve memory, 6 MB tool output", "output printed", "server RSS before", "peak while written",
                   "RSS after the write", "peak while read", "RSS after", "whole-file GET of it"],
+    "context": ["== supervisor request at resume", "request bytes", "repeated excerpts", "result tails",
+                "output tails", "parts at 2 workers", "evidence mount"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

@@ -53,7 +53,7 @@ def test_a_fact_remembered_in_run_1_is_in_the_memory_layer_of_run_2_and_never_on
                  and {"role": "user", "content": "what is the backup server?"} in r["messages"]]
     layer = layer_of(plan_2)
     assert layer is not None and layer["role"] == "user"
-    assert layer["content"].startswith(f"<<<{WORD} ") and "memory context" in layer["content"].splitlines()[0]
+    assert layer["content"].startswith(f"<<<{WORD} ") and "memory recall" in layer["content"].splitlines()[0]
     (inside,) = fenced_parts(layer["content"])
     assert inside.startswith(recall.HEADER) and "cube" in inside
     note = next(p for p in inside.split() if p.startswith("notes/") and p.endswith("-the-backup-server-is-called-cube.md"))
@@ -145,3 +145,15 @@ def test_the_layer_is_bounded_and_drops_general_memories_first_then_files_then_p
     assert layer.count("[#1] ") == 20  # every profile memory kept
     tight = recall.render(hits, [{**row, "category": "profile"}] * 20, [row] * 10, max_bytes=7_000)
     assert "Organisational memory" not in tight and tight.count("[#1] ") == 20 and len(tight.encode()) <= 7_000
+
+
+def test_the_layer_fits_its_share_of_the_context_budget_keeping_the_profile(runtime_env, pool, owner):
+    rt = runtime_env(ZERG_EMBEDDINGS="off", ZERG_CONTEXT_BUDGET_BYTES="40000")
+    with pool.connection() as conn:
+        for i in range(20):
+            facts.add_fact(conn, owner, "profile", f"Profile fact {i} " + "p" * 200, importance=9)
+        for i in range(10):
+            facts.add_fact(conn, owner, "fact", f"General fact {i} " + "g" * 200, importance=5)
+    layer = recall.memory_layer(rt, owner, "anything")
+    assert len(layer.encode()) <= recall.layer_bytes(40_000) < 4_000
+    assert "Profile fact 19" in layer and "General fact" not in layer  # general memories go first

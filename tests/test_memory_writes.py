@@ -153,3 +153,24 @@ def test_slugs_and_project_names_are_safe_path_segments():
     assert episodic.project_of("Project:  Zerg.v2 next") == "zerg.v2" and episodic.project_of("no label") is None
     run = {"id": 7, "task": "x", "started_at": datetime(2026, 1, 17, 23, 30, tzinfo=timezone.utc)}
     assert episodic.path_for(run, "日本語") == "episodes/2026-01-17/7-episode.md"
+
+
+def test_the_remember_step_compacts_a_long_thread_and_embeds_what_it_wrote(runtime_env, llm, pool, owner):
+    from zerg.memory import summaries
+    from zerg.runs import threads
+
+    rt = runtime_env()
+    run = finished_run(pool, owner, "check disk on cube")  # 2 messages on the thread
+    with pool.connection() as conn:
+        threads.append_messages(conn, owner, run["thread_id"], None,
+                                [("user" if i % 2 == 0 else "assistant", f"message {i}", {}) for i in range(50)])
+    llm.respond_with(lambda r: {"content": json.dumps(EPISODE)} if memory_call(r) == "episode"
+                     else {"content": "They talked about disks."})
+    report = writes.remember_run(rt, run["id"], owner, run["thread_id"])
+    assert report["compacted"] is True and report["episode"]["written"]
+    with pool.connection() as conn:
+        assert summaries.last_summarised_id(conn, owner, run["thread_id"]) is not None
+        stored = conn.execute("SELECT count(*) AS n FROM thread_messages WHERE thread_id = %s", (run["thread_id"],)).fetchone()
+    assert stored["n"] == 52  # every message stays
+    assert sorted(memory_call(r) for r in llm.requests) == ["compaction", "episode"]
+    assert isinstance(report["embedded"], int)  # what the indexer embedded (0 without an embedder)

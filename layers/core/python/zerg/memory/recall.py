@@ -1,8 +1,8 @@
 """Recall: the ``[MEMORY CONTEXT]`` layer the supervisor is shown for a run (seed 004 §7, seed 002).
 
-:func:`memory_layer` gathers, for one task: the top memory-file hits of a search for it (path,
-title, snippet, who wrote it and in which run), the owner's ``profile`` memories (always, up to
-20, by importance then recency) and the owner's top other organisational memories.
+:func:`memory_layer` gathers, for one task: the owner's ``profile`` memories (always, up to 20,
+by importance then recency), the top memory-file hits of a search for it (path, title, snippet, who
+wrote it and in which run) and the owner's top other organisational memories.
 
 Invariants:
 - Owner-scoped: every read filters by the owner (search, files, org memory); another owner's
@@ -11,8 +11,9 @@ Invariants:
   handed to the context assembler, never stored (not on the thread, not in the working messages).
   Memory may hold text a model wrote from tool output, so the layer reaches the model fenced as
   data in a user-role message, never in the system prompt.
-- Bounded: at most :data:`MAX_BYTES` (the assembler then fits it to its share); when it must be
-  cut, the general memories go first, then the file hits, the profile last.
+- Bounded: about the memory share of ``ZERG_CONTEXT_BUDGET_BYTES`` (at most :data:`MAX_BYTES`; the
+  assembler then fits it exactly); when it must be cut, whole lines go, the general memories first,
+  then the file hits, the profile last (it also comes first, as the assembler keeps the head).
 - Never fails a run: the query embedding runs under the embedder's hard timeout inside search
   (a slow embedder degrades to full-text); any failure is logged and the layer carries what was
   gathered, or is None.
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 HEADER = "[MEMORY CONTEXT]"
-LABEL = "memory context: recalled from the owner's long-term memory (ephemeral)"
 FILE_HITS = 3
 TOP_FACTS = 10
 MAX_BYTES = 8_000
@@ -53,7 +53,15 @@ def memory_layer(rt: "Runtime", owner_id: int, task: str) -> str | None:
             general = facts.top_facts(conn, owner_id, TOP_FACTS)
     except Exception as exc:
         log.warning("recall: organisational memory not read", extra={"owner_id": owner_id, "reason": f"{type(exc).__name__}: {exc}"[:300]})
-    return render(hits, profile, general)
+    return render(hits, profile, general, layer_bytes(rt.settings.context_budget_bytes))
+
+
+def layer_bytes(context_budget: int) -> int:
+    """The layer's size: about its share of the context budget (the assembler fits it exactly; cut
+    here at whole lines, the least important first, rather than there mid-line), at most MAX_BYTES."""
+    from zerg.supervisor.context import MEMORY_SHARE
+
+    return min(MAX_BYTES, int(context_budget * MEMORY_SHARE * 0.8))
 
 
 def file_hits(rt: "Runtime", owner_id: int, task: str) -> list[dict[str, Any]]:
@@ -106,10 +114,10 @@ def render(hits: list[dict[str, Any]], profile: list[dict[str, Any]], general: l
     def text() -> str:
         out = [HEADER, "What Zerg remembers that may bear on this request (memory_read(path) opens a file; "
                        "list_facts shows every organisational memory)."]
+        if profile_part:  # first: the assembler keeps the head of the layer when it must cut
+            out += ["About the owner (profile):", *profile_part]
         if files_part:
             out += ["Memory files (best matches):", *(line for lines in files_part for line in lines)]
-        if profile_part:
-            out += ["About the owner (profile):", *profile_part]
         if general_part:
             out += ["Organisational memory (most important first):", *general_part]
         return "\n".join(out)

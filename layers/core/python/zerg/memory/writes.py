@@ -34,11 +34,12 @@ def remember_run(rt: "Runtime", run_id: int, owner_id: int, thread_id: int | Non
         return {"run_id": run_id, "skipped": "run not found"}
     if run["status"] != "success":
         return {"run_id": run_id, "skipped": f"the run ended {run['status']}"}
-    from zerg.memory import indexer, org
+    from zerg.memory import compaction, indexer, org
 
     parts: dict[str, Callable[[], Any]] = {
         "episode": lambda: write_episode(rt, run),
         "facts": lambda: org.extract_facts(rt, run),
+        "compacted": lambda: compaction.compact(rt, owner_id, run["thread_id"], run_id=run_id),
         # Last: the new episode (and notes) get their vectors now; on Lambda nothing else would.
         "embedded": lambda: indexer.embed_pending(rt, owner_id=owner_id),
     }
