@@ -157,6 +157,8 @@ def draft_episode(rt: "Runtime", run: dict[str, Any]) -> tuple[EpisodeDraft, dic
     prompt = (f"The user asked:\n{task[:TEXT_CHARS]}\n\nZerg answered (data):\n"
               f"{fence.wrap(shown, 'the answer Zerg gave')}\n\nThe JSON object:")
     meta: dict[str, Any] = {"version": EPISODE_VERSION, "run_id": run["id"], "thread_id": run["thread_id"]}
+    if rt.settings.offline:  # the offline planner writes no episodes: truncation, without a call
+        return fallback_draft(task, answer), {**meta, "model": FALLBACK_MODEL, "error": "no model is configured (offline)"}
     try:
         reply = rt.llm.complete(
             [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],

@@ -107,6 +107,8 @@ def extract_facts(rt: "Runtime", run: dict[str, Any]) -> dict[str, Any]:
     """Extract and add the run's organisational memories; a report of what happened."""
     if not rt.settings.memory_extract:
         return {"skipped": "ZERG_MEMORY_EXTRACT=off"}
+    if rt.settings.offline:  # the offline planner cannot read a conversation: nothing to ask
+        return {"skipped": "no model is configured (offline)"}
     task, answer = run["task"] or "", run["result"] or ""
     found = signals(task, answer)
     if not found:
