@@ -157,3 +157,17 @@ def test_the_layer_fits_its_share_of_the_context_budget_keeping_the_profile(runt
     layer = recall.memory_layer(rt, owner, "anything")
     assert len(layer.encode()) <= recall.layer_bytes(40_000) < 4_000
     assert "Profile fact 19" in layer and "General fact" not in layer  # general memories go first
+
+
+def test_recall_runs_once_per_supervisor_invocation_and_joins_every_inference_of_it(runtime_env, llm, pool, owner, monkeypatch):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    with pool.connection() as conn:
+        facts.add_fact(conn, owner, "profile", "Call them Sam", importance=8)
+    calls = []
+    real = recall.memory_layer
+    monkeypatch.setattr(recall, "memory_layer", lambda *a: calls.append(a) or real(*a))
+    run_id, thread_id = make_run(pool, owner, "what time is it?")
+    llm.script({"tool_calls": [("get_current_time", {})]}, {"content": "Noon, Sam."})
+    assert turn.plan(rt, run_id, owner, thread_id)["done"]
+    assert len(calls) == 1 and len(llm.requests) == 2  # two inferences, one recall
+    assert all("Call them Sam" in layer_of(r)["content"] for r in llm.requests)
