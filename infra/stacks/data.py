@@ -26,7 +26,7 @@ from infra.config import StageConfig
 DATABASE_NAME = "zerg"
 POSTGRES_PORT = 5432
 # Aurora PostgreSQL 16 (the migrations avoid PostgreSQL 17/18-only SQL and are tested on a real
-# 16: tests/test_migrations_pg16.py). The minor must be 16.8 or later: Aurora 16.8 updated pgvector
+# 16: tests/test_migrations.py). The minor must be 16.8 or later: Aurora 16.8 updated pgvector
 # to 0.8.0 (iterative index scans, which owner-filtered memory search relies on; 16.6 has 0.7.4),
 # per the Aurora PostgreSQL release notes. 16.9 ships pgvector 0.8.0 and is a minor cfn-lint does
 # not flag as deprecated. tests/infra/test_infra_data.py pins both facts.
