@@ -137,6 +137,8 @@ def _check_upgraded(data_dir: Path, seeded: dict) -> None:
             (owner["id"], seeded["path"])).fetchone()
         assert row["content"] == seeded["message"]
         assert [float(x) for x in row["vector"].strip("[]").split(",")] == pytest.approx(VECTOR)
+        # 0007 skipped the trigram index on 16 (no pg_trgm there); 0008 adds it on 18.
+        assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'memory_files_content_trgm'").fetchone()
 
 
 def test_db_upgrade_moves_every_row_to_postgresql_18_and_keeps_the_old_dir(old_dir, capsys):
