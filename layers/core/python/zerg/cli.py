@@ -594,6 +594,10 @@ def build_parser() -> argparse.ArgumentParser:
     h_rm.add_argument("alias")
     _add_owner_option(h_rm)
     h_rm.set_defaults(func=cmd_hosts_rm)
+
+    from zerg.memory.commands import add_commands as add_memory_commands
+
+    add_memory_commands(groups, _add_owner_option, _owner)
     return parser
 
 

@@ -138,6 +138,15 @@ class Settings(BaseModel):
     summary_model: str = Field(default="gpt-4o-mini", alias="ZERG_SUMMARY_MODEL")
     llm_max_retries: int = Field(default=3, ge=0, le=10, alias="ZERG_LLM_MAX_RETRIES")
     llm_timeout_s: float = Field(default=60.0, gt=0, le=600, alias="ZERG_LLM_TIMEOUT_S")
+    embeddings: Literal["auto", "openai", "local", "off"] = Field(
+        default="auto", alias="ZERG_EMBEDDINGS",
+        description="Memory search vectors: auto = OpenAI text-embedding-3-small with a model key, else the "
+                    "local all-MiniLM-L6-v2 when installed, else off (full-text only).",
+    )
+    embedding_timeout_s: float = Field(
+        default=2.0, gt=0, le=60, alias="ZERG_EMBEDDING_TIMEOUT_S",
+        description="Hard limit of one embedding call; past it search is full-text only for that query.",
+    )
 
     # --- the supervisor and the state machine ---------------------------------------------
     supervisor_max_rounds: int = Field(default=3, ge=1, le=20, alias="ZERG_SUPERVISOR_MAX_ROUNDS")
@@ -219,6 +228,11 @@ class Settings(BaseModel):
         if isinstance(value, str):
             value = [p for p in value.split(",") if p.strip()]
         return tuple(_host_pattern(p) for p in value)
+
+    @field_validator("embeddings", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -143,9 +143,25 @@ def _model(settings: Settings, say: Callable[[str], None]) -> bool:
     return True
 
 
+def _embeddings(settings: Settings, say: Callable[[str], None]) -> bool:
+    from zerg.embeddings import choose
+
+    choice = choose(settings)
+    if choice.kind == "openai":
+        from zerg.embeddings.openai import DIMENSION, MODEL
+    elif choice.kind == "local":
+        from zerg.embeddings.local import DIMENSION, MODEL
+    else:
+        say(f"embeddings: none, memory search is full-text only ({choice.reason})")
+        return not choice.broken
+    say(f"embeddings: {MODEL} ({choice.kind}, {DIMENSION} dimensions; {choice.reason}), "
+        f"{settings.embedding_timeout_s:g} s timeout per call")
+    return True
+
+
 def run_doctor(settings: Settings, say: Callable[[str], None] = print) -> int:
     """Print every finding; 0 when nothing is broken, 1 otherwise."""
-    checks = (_sandbox, _ssh, _database, _model)
+    checks = (_sandbox, _ssh, _database, _model, _embeddings)
     results = [check(settings, say) for check in checks]
     broken = results.count(False)
     say("doctor: " + ("everything works" if not broken else f"{broken} problem(s) above"))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from zerg.artifacts import WorkerArtifactStore
+    from zerg.embeddings import Embedder
     from zerg.llm import ChatModel
     from zerg.runs.starter import RunStarter
     from zerg.sealing import Sealer
@@ -49,6 +50,13 @@ class Runtime:
         return MeteredChatModel(make_llm(self.settings), lambda: self.pool)
 
     @cached_property
+    def embedder(self) -> "Embedder | None":
+        """Text to vectors for memory search (ZERG_EMBEDDINGS), with its hard timeout; None: full-text only."""
+        from zerg.embeddings import make_embedder
+
+        return make_embedder(self.settings)
+
+    @cached_property
     def sealer(self) -> "Sealer":
         """Seals owners' connector secrets: KMS on AWS, a local key file otherwise."""
         from zerg.sealing import get_sealer
@@ -76,17 +84,22 @@ def make_llm(settings: Settings) -> "ChatModel":
         return OfflineChatModel(ssh_hosts=list(settings.ssh_hosts))
     from zerg.llm.openai_provider import OpenAIChatModel
 
+    return OpenAIChatModel(
+        api_key=openai_api_key(settings),
+        base_url=settings.openai_base_url,
+        max_retries=settings.llm_max_retries,
+        timeout=settings.llm_timeout_s,
+    )
+
+
+def openai_api_key(settings: Settings) -> str | None:
+    """OPENAI_API_KEY, else (AWS) the key in ZERG_OPENAI_SECRET_ARN's secret; None for a keyless endpoint."""
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     if key is None and settings.openai_secret_arn:  # AWS: the key lives in Secrets Manager
         import boto3
 
         key = boto3.client("secretsmanager").get_secret_value(SecretId=settings.openai_secret_arn)["SecretString"]
-    return OpenAIChatModel(
-        api_key=key,
-        base_url=settings.openai_base_url,
-        max_retries=settings.llm_max_retries,
-        timeout=settings.llm_timeout_s,
-    )
+    return key
 
 
 _runtime: Runtime | None = None

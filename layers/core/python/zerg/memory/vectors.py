@@ -1,14 +1,179 @@
 """Embeddings of memory files (``memory_embeddings``): one row per (file, model).
 
-Every read is scoped by owner.
+Invariants:
+- Every read is scoped by owner, and the owner (and tag) filter applies *before* the top-k: a
+  filter never shrinks the answer. The owner is never post-filtered out of a global top-k.
+- Vectors of different models are never compared: every query names its model, and a vector whose
+  size is not the model's is an error (:class:`VectorSizeError`), never a silent miss.
+- :func:`nearest` takes one of two paths, same answer up to the index's approximation:
+  - *index*: the model's partial HNSW index (migration 0007) with pgvector >= 0.8 iterative scans,
+    so the scan goes on past ``hnsw.ef_search`` until ``limit`` rows of this owner (and tags) are
+    found; the query repeats the index's exact expression (``embedding::vector(N)``, the model as a
+    literal) or the planner cannot use it. Candidates are re-ordered exactly afterwards. If the scan
+    still comes back short (``hnsw.max_scan_tuples`` reached under a very selective filter), the
+    exact path answers instead.
+  - *exact*: a scan of the owner's rows of that model (index ``memory_embeddings_owner``) with the
+    uncast distance, which no HNSW index matches. Taken when the owner has fewer than
+    :data:`EXACT_SCAN_BELOW` rows of the model (it is as fast there, and exact), when pgvector is
+    older than 0.8 (a filtered HNSW scan would lose rows) or for a model without an index.
+- A file's vectors go with it (``ON DELETE CASCADE``); a vector is current while its
+  ``content_hash`` equals the file's, and :func:`stale` lists the files for which it is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
-from psycopg import Connection
+from psycopg import Connection, sql
+
+# The models with an HNSW index in migration 0007, and the dimension the index casts to.
+INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536}
+# Below this many rows of the owner for a model, the exact scan is used: bench/memory.py measured
+# it (384-d, 2 cores) at ~3.5 ms for 2,000 rows, while the index path costs 1-2 ms at any size.
+EXACT_SCAN_BELOW = 2_000
+# The HNSW candidate list: 40 is pgvector's default; 100 keeps recall@10 above 0.99 in
+# bench/memory.py for a few ms more.
+EF_SEARCH = 100
+
+
+class VectorSizeError(ValueError):
+    """A vector whose number of dimensions is not its model's."""
+
+
+def upsert(conn: Connection, owner_id: int, file_id: int, model: str, vector: Sequence[float],
+           content_hash: str) -> bool:
+    """Store the file's vector for ``model`` (replacing an older one); False when the file is not
+    the owner's (or is gone)."""
+    literal = _vector_literal(model, vector)
+    cur = conn.execute(
+        """INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash)
+           SELECT f.id, f.owner_id, %s, %s, %s::vector, %s FROM memory_files f WHERE f.id = %s AND f.owner_id = %s
+           ON CONFLICT (file_id, model) DO UPDATE
+           SET dimension = EXCLUDED.dimension, embedding = EXCLUDED.embedding,
+               content_hash = EXCLUDED.content_hash, created_at = now()""",
+        (model, len(vector), literal, content_hash, file_id, owner_id))
+    return cur.rowcount == 1
+
+
+def stale(conn: Connection, model: str, *, owner_id: int | None = None, limit: int,
+          max_chars: int | None = None) -> list[dict[str, Any]]:
+    """Files with no vector for ``model``, or one of other content: file_id, owner_id, title,
+    content (the first ``max_chars``), content_hash. Most recently updated first."""
+    owner = sql.SQL("AND f.owner_id = %s") if owner_id is not None else sql.SQL("")
+    content = sql.SQL("left(f.content, %s)") if max_chars is not None else sql.SQL("f.content")
+    query = sql.SQL(
+        """SELECT f.id AS file_id, f.owner_id, f.title, {content} AS content, f.content_hash
+           FROM memory_files f LEFT JOIN memory_embeddings e ON e.file_id = f.id AND e.model = %s
+           WHERE (e.id IS NULL OR e.content_hash <> f.content_hash) {owner}
+           ORDER BY f.updated_at DESC, f.id LIMIT %s""").format(content=content, owner=owner)
+    params = [*([max_chars] if max_chars is not None else []), model,
+              *([owner_id] if owner_id is not None else []), limit]
+    return conn.execute(query, params).fetchall()
+
+
+def nearest(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
+            tags: Sequence[str] = ()) -> list[tuple[int, float]]:
+    """The owner's ``limit`` files nearest to ``vector`` under ``model`` (with every tag in
+    ``tags``): (file_id, cosine distance), nearest first, on the path :func:`plan` picks."""
+    _vector_literal(model, vector)  # a wrong size is an error on either path
+    if limit < 1:
+        return []
+    if plan(conn, owner_id, model) == "index":
+        rows = index_scan(conn, owner_id, model, vector, limit=limit, tags=tags)
+        if len(rows) >= limit:
+            return rows
+    return exact_scan(conn, owner_id, model, vector, limit=limit, tags=tags)
+
+
+def plan(conn: Connection, owner_id: int, model: str) -> Literal["index", "exact"]:
+    """Which path :func:`nearest` takes for this owner and model now (see the module's rules)."""
+    if model not in INDEXED:
+        return "exact"
+    row = conn.execute(
+        """SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version,
+                  (SELECT count(*) FROM (SELECT 1 FROM memory_embeddings WHERE owner_id = %s AND model = %s
+                                         LIMIT %s) AS owned) AS owned""",
+        (owner_id, model, EXACT_SCAN_BELOW)).fetchone()
+    if row["owned"] < EXACT_SCAN_BELOW or not iterative_scans(row["version"]):
+        return "exact"
+    return "index"
+
+
+def iterative_scans(version: str | None) -> bool:
+    """pgvector ``version`` has HNSW iterative scans (0.8.0 and later)."""
+    try:
+        return tuple(int(p) for p in (version or "0").split(".")[:2]) >= (0, 8)
+    except ValueError:
+        return False
+
+
+def index_scan_sql(model: str, *, tags: bool) -> sql.Composed:
+    """The index path's query (params: vector, owner_id[, tags], limit); public for the EXPLAIN test."""
+    dims = INDEXED[model]
+    join, where = _tag_filter(tags)
+    return sql.SQL(
+        """WITH candidates AS MATERIALIZED (
+               SELECT e.file_id, e.embedding::vector({dims}) <=> %s::vector({dims}) AS distance
+               FROM memory_embeddings e {join}
+               WHERE e.model = {model} AND e.owner_id = %s {where}
+               ORDER BY distance LIMIT %s)
+           SELECT file_id, distance FROM candidates ORDER BY distance, file_id""").format(
+        dims=sql.Literal(dims), model=sql.Literal(model), join=join, where=where)
+
+
+def exact_scan_sql(*, tags: bool) -> sql.Composed:
+    """The exact path's query (params: vector, owner_id, model, dimension[, tags], limit)."""
+    join, where = _tag_filter(tags)
+    return sql.SQL(
+        """SELECT e.file_id, e.embedding <=> %s::vector AS distance
+           FROM memory_embeddings e {join}
+           WHERE e.owner_id = %s AND e.model = %s AND e.dimension = %s {where}
+           ORDER BY distance, e.file_id LIMIT %s""").format(join=join, where=where)
+
+
+def index_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
+               tags: Sequence[str] = ()) -> list[tuple[int, float]]:
+    """The index path alone (pgvector >= 0.8, an indexed model): may come back short, see :func:`nearest`."""
+    literal = _vector_literal(model, vector)
+    if model not in INDEXED:
+        raise ValueError(f"model {model!r} has no HNSW index")
+    params: list[Any] = [literal, owner_id, *([list(tags)] if tags else []), limit]
+    with conn.transaction():  # SET LOCAL needs one; inside a caller's transaction it is a savepoint
+        # relaxed_order: fewer tuples visited than strict_order; the outer query re-orders exactly.
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                     " set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH, limit)),))
+        rows = conn.execute(index_scan_sql(model, tags=bool(tags)), params).fetchall()
+    return [(r["file_id"], float(r["distance"])) for r in rows]
+
+
+def exact_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
+               tags: Sequence[str] = ()) -> list[tuple[int, float]]:
+    """The exact path: every row of the owner for this model (and size), the true top ``limit``."""
+    literal = _vector_literal(model, vector)
+    params: list[Any] = [literal, owner_id, model, len(vector), *([list(tags)] if tags else []), limit]
+    rows = conn.execute(exact_scan_sql(tags=bool(tags)), params).fetchall()
+    return [(r["file_id"], float(r["distance"])) for r in rows]
+
+
+def _tag_filter(tags: bool) -> tuple[sql.SQL, sql.SQL]:
+    if not tags:
+        return sql.SQL(""), sql.SQL("")
+    return (sql.SQL("JOIN memory_files f ON f.id = e.file_id AND f.owner_id = e.owner_id"),
+            sql.SQL("AND f.tags @> %s::text[]"))
+
+
+def _vector_literal(model: str, vector: Sequence[float]) -> str:
+    """pgvector's text form, after checking the size against the model and that every value is finite."""
+    want = INDEXED.get(model)
+    if want is not None and len(vector) != want:
+        raise VectorSizeError(f"model {model} makes {want}-dimensional vectors, not {len(vector)}")
+    if not vector:
+        raise VectorSizeError("an empty vector")
+    if not all(math.isfinite(x) for x in vector):
+        raise ValueError("a vector with a NaN or infinite value")
+    return "[" + ",".join(f"{x:.8g}" for x in vector) + "]"
 
 
 def export_memory_embeddings(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:

@@ -68,10 +68,10 @@ SPAWN_TOOL = Tool(
 
 
 def supervisor_tools() -> dict[str, Tool]:
-    from zerg.tools import clock, http
+    from zerg.tools import clock, http, memory
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
-    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL)}
+    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS)}
 
 
 class RunNotFound(LookupError):
@@ -262,7 +262,8 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
 def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:
     return AgentLoop(
         llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
-        ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt),
+        ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
+                        agent="supervisor"),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),
         max_steps=max_steps, answer_on_last_step=True,
     )

