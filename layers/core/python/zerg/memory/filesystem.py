@@ -197,14 +197,6 @@ def search(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), limit: i
     return memory_search.search_memory(rt, owner_id, query, tags=tags, limit=limit)
 
 
-def _changed(rt: "Runtime", owner_id: int, written: Written) -> None:
-    """New content: its vector is computed in the background (the indexer never raises)."""
-    if written.changed:
-        from zerg.memory import indexer
-
-        indexer.kick(rt, owner_id)
-
-
 # --- changes ------------------------------------------------------------------------------------
 
 def _put(conn: "Connection", owner_id: int, path: str, *, content: str, title: str | None, tags: list[str] | None,
@@ -231,6 +223,14 @@ def _put(conn: "Connection", owner_id: int, path: str, *, content: str, title: s
                             metadata=current["metadata"] if metadata is None else metadata, writer=writer,
                             writer_run_id=run_id, content_hash=new_hash)
         return Written(MemoryFile.of(row), created=False, changed=True)
+
+
+def _changed(rt: "Runtime", owner_id: int, written: Written) -> None:
+    """New content: its vector is computed in the background (the indexer never raises)."""
+    if written.changed:
+        from zerg.memory import indexer
+
+        indexer.kick(rt, owner_id)
 
 
 def write(rt: "Runtime", owner_id: int, path: str, content: str, *, title: str | None = None,
