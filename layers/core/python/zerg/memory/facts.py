@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from psycopg import Connection
+if TYPE_CHECKING:  # the CLI imports this module to build its parser: keep it light
+    from psycopg import Connection
 
 Category = Literal["fact", "decision", "preference", "insight", "reminder", "profile"]
 CATEGORIES: tuple[str, ...] = ("fact", "decision", "preference", "insight", "reminder", "profile")
