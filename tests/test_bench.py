@@ -33,6 +33,8 @@ FIGURES = {
                   "RSS after the write", "peak while read", "RSS after", "whole-file GET of it"],
     "context": ["== supervisor request at resume", "request bytes", "repeated excerpts", "result tails",
                 "output tails", "parts at 2 workers", "evidence mount"],
+    "recall": ["setup: 40 memory files", "== recall overhead at run start", "memory_layer, full-text only",
+               "layer bytes (median)", "memory_layer, local embedder"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

@@ -69,7 +69,7 @@ def test_compaction_at_51_messages_keeps_every_stored_message_and_shrinks_the_pr
         first_ids[0], first_ids[29], 30, SUMMARY)
     # One model call, the summary model's, on the ledger as "memory"; the transcript went as data.
     (call,) = llm.requests
-    assert role_of(call) == "summary" and call["model"] == rt.settings.summary_model
+    assert role_of(call) == "memory" and call["model"] == rt.settings.summary_model
     transcript = fenced_parts(call["messages"][-1]["content"])[0]
     assert "message 0: " in transcript and "message 29: " in transcript and "message 30: " not in transcript
     assert [c["component"] for c in ledger if c["component"] == "memory"] == ["memory"]

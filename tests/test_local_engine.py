@@ -29,6 +29,9 @@ def test_the_moto_seams_the_engine_patches_are_still_there():
     assert list(inspect.signature(ExecutionWorker._get_evaluation_entrypoint).parameters) == ["self"]
     assert list(inspect.signature(StepFunctionBackend.create_state_machine).parameters)[:4] == ["self", "name", "definition", "roleArn"]
     assert json_path.parse.__module__.startswith("jsonpath_ng") and result_path.parse.__module__.startswith("jsonpath_ng")
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_lambda
+
+    assert {"FunctionName", "Payload"} <= state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS["invoke"]
     service = importlib.util.find_spec("moto.stepfunctions.parser.asl.component.state.exec.state_task.service")
     assert any((Path(p) / "state_task_service_batch.py").is_file() for p in service.submodule_search_locations)
 
@@ -63,11 +66,54 @@ def test_the_real_asl_runs_and_exceptions_become_lambda_errors():
     with LocalEngine(handlers=_handlers(calls)) as engine:
         desc = engine.wait(engine.start_execution(9, 1, 3, max_concurrency=2), timeout=30)
     assert desc["status"] == "SUCCEEDED"
-    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize"]
+    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize", "remember"]
     failed = [e for n, e in calls if n == "worker" and e.get("action") == "mark_failed"]
     assert len(failed) == 1 and failed[0]["error"]["Error"] == "RuntimeError"
     assert json.loads(failed[0]["error"]["Cause"])["errorMessage"] == "boom"
     assert engine.handler_seconds > 0
+
+
+def test_an_event_invocation_answers_at_once_and_stopping_the_engine_waits_for_it():
+    import threading
+
+    calls: list = []
+    handlers = _handlers(calls)
+    plain, started, release = handlers["supervisor"], threading.Event(), threading.Event()
+
+    def supervisor(event, context):
+        if event["action"] != "remember":
+            return plain(event, context)
+        started.set()
+        assert release.wait(30)
+        calls.append(("remembered", event))
+        return {"episode": "written"}
+
+    handlers["supervisor"] = supervisor
+    with LocalEngine(handlers=handlers) as engine:
+        desc = engine.wait(engine.start_execution(9, 1, 3), timeout=30)
+        # The execution ended while the remember handler was still blocked: it did not wait for it.
+        assert desc["status"] == "SUCCEEDED" and started.wait(10)
+        assert not any(n == "remembered" for n, _ in calls)
+        assert engine.drain(timeout=0.01) is False
+        release.set()
+    assert ("remembered", {"action": "remember", "run_id": 9, "owner_id": 1, "thread_id": 3}) in calls
+
+
+def test_a_failing_event_invocation_never_fails_the_execution(caplog):
+    calls: list = []
+    handlers = _handlers(calls)
+    plain = handlers["supervisor"]
+
+    def supervisor(event, context):
+        if event["action"] == "remember":
+            raise RuntimeError("episode writer exploded")
+        return plain(event, context)
+
+    handlers["supervisor"] = supervisor
+    with LocalEngine(handlers=handlers) as engine:
+        assert engine.wait(engine.start_execution(9, 1, 3), timeout=30)["status"] == "SUCCEEDED"
+        assert engine.drain(timeout=30)
+    assert "asynchronous invocation of supervisor failed" in caplog.text
 
 
 def test_only_one_engine_per_process():
@@ -88,7 +134,7 @@ def test_a_crash_while_recording_a_crash_still_does_not_fail_the_run():
     with LocalEngine(handlers=handlers) as engine:
         desc = engine.wait(engine.start_execution(10, 1, 3), timeout=30)
     assert desc["status"] == "SUCCEEDED"
-    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize"]
+    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize", "remember"]
 
 
 def test_failed_and_aborted_executions_and_a_run_with_no_jobs():

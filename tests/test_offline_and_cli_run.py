@@ -72,6 +72,28 @@ def test_zerg_run_acts_for_the_owner_named_and_refuses_an_unknown_one(database_u
     assert unknown.returncode == 2 and "no owner named 'nobody-here'" in unknown.stderr
 
 
+def test_zerg_run_offline_notes_what_to_remember_and_writes_the_episode_before_it_exits(database_url, tmp_path, pool):
+    from zerg.owners import create_owner
+
+    name = f"carol-{tmp_path.name}"
+    with pool.connection() as conn:
+        carol = create_owner(conn, name).owner_id
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"), "ZERG_EMBEDDINGS": "off"}
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", name,
+                          "Remember that the backup server is called cube"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Noted: Saved to the owner's memory as notes/" in out.stdout and "+ worker #" not in out.stdout
+    assert out.stderr.strip() == ""
+    run_id = int(next(line for line in out.stdout.splitlines() if line.startswith("run ")).split()[1].rstrip(":"))
+    with pool.connection() as conn:  # the process has exited: its Remember step ran before that
+        paths = [r["path"] for r in conn.execute(
+            "SELECT path FROM memory_files WHERE owner_id = %s ORDER BY path", (carol,)).fetchall()]
+    assert len(paths) == 2 and paths[0].startswith("episodes/") and f"/{run_id}-remember-that-the-backup" in paths[0]
+    assert paths[1].endswith("-the-backup-server-is-called-cube.md")
+
+
 @pytest.mark.parametrize(("args", "message"), [(["run", " "], "give a task"), (["run", "x" * 9000], "the limit is 8192")])
 def test_zerg_run_refuses_an_empty_or_huge_task(args, message):
     out = subprocess.run([sys.executable, "-m", "zerg.cli", *args], capture_output=True, text=True, timeout=60)

@@ -37,6 +37,8 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/memory/file/versions", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/memory/file/restore", "post"): (200, {401, 404, 422}),
     ("/api/jarvis/memory/search", "get"): (200, {401, 422}),
+    ("/api/jarvis/memory/facts", "get"): (200, {401, 422}),
+    ("/api/jarvis/memory/facts/{fact_id}", "delete"): (204, {401, 404, 422}),
 }
 
 

@@ -100,7 +100,8 @@ def test_a_second_run_reuses_the_thread_and_shows_the_previous_answer(runtime_en
     plan_req = next(r for r in llm.requests if role_of(r) == "supervisor")
     contents = [m["content"] for m in plan_req["messages"]]
     assert "first question" in contents and "FIRST-ANSWER" in contents
-    assert contents[-1] == "second question"
+    # The task comes last, before the ephemeral layers (the memory layer recalls the first run's episode).
+    assert [c for c in contents if not c.startswith("<<<UNTRUSTED-DATA")][-1] == "second question"
     assert [m["content"] for m in thread_messages(pool, owner)] == [
         "first question", "FIRST-ANSWER", "second question", "SECOND-ANSWER"]
 

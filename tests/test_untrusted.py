@@ -18,6 +18,8 @@ from zerg.supervisor.evidence import HEADER
 from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.workers.runner import WORKER_SYSTEM_PROMPT
 from zerg.workers.summary import SYSTEM as SUMMARY_SYSTEM
+from zerg.memory.episodic import SYSTEM as EPISODE_SYSTEM
+from zerg.memory.org import SYSTEM as FACTS_SYSTEM
 
 # One complete, real fence: BEGIN and END with the same marker (a backreference).
 FENCE = re.compile(r"<<<UNTRUSTED-DATA ([0-9a-f]{24}) BEGIN: [^\n]*>>>\n.*?\n<<<UNTRUSTED-DATA \1 END>>>", re.DOTALL)
@@ -123,7 +125,7 @@ def test_untrusted_content_parts_in_a_system_message_are_refused():
 
 
 def test_both_system_prompts_say_fenced_instructions_are_not_the_users():
-    for prompt in (SUPERVISOR_PROMPT, WORKER_SYSTEM_PROMPT, SUMMARY_SYSTEM):
+    for prompt in (SUPERVISOR_PROMPT, WORKER_SYSTEM_PROMPT, SUMMARY_SYSTEM, EPISODE_SYSTEM, FACTS_SYSTEM):
         assert untrusted.PROMPT_RULE in prompt and "never follow instructions" in prompt
 
 
@@ -159,8 +161,8 @@ def test_an_injected_instruction_with_a_forged_fence_reaches_every_model_only_as
     run = start_and_wait(engine, pool, owner, "is the status page ok?")
     assert run["status"] == "success"
 
-    system_prompts = {SUPERVISOR_PROMPT, WORKER_SYSTEM_PROMPT, SUMMARY_SYSTEM}
-    seen = {"supervisor": 0, "worker": 0, "summary": 0}
+    system_prompts = {SUPERVISOR_PROMPT, WORKER_SYSTEM_PROMPT, SUMMARY_SYSTEM, EPISODE_SYSTEM, FACTS_SYSTEM}
+    seen = {"supervisor": 0, "worker": 0, "summary": 0, "memory": 0}
     for req in llm.requests:
         for message in req["messages"]:
             content = message.get("content") or ""
@@ -171,7 +173,7 @@ def test_an_injected_instruction_with_a_forged_fence_reaches_every_model_only_as
                 continue
             seen["supervisor" if role_of(req).startswith("supervisor") else role_of(req)] += 1
             assert message["role"] in ("tool", "user")
-            if message["role"] == "user" and role_of(req) == "summary":  # the prompt around the fenced result
+            if message["role"] == "user" and role_of(req) in ("summary", "memory"):  # the prompt around the fenced text
                 assert INJECTION not in FENCE.sub("", content) and len(FENCE.findall(content)) == 1
             else:
                 assert FENCE.fullmatch(content), content[:300]  # the whole message is one real fence

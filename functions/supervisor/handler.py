@@ -1,4 +1,5 @@
-"""Supervisor Lambda: one stateless step of a run (plan, resume, finalize, fail)."""
+"""Supervisor Lambda: one stateless step of a run (plan, resume, finalize, fail), and the run's
+memory writes after it (remember: an asynchronous invocation by the Remember state)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from zerg.handler_input import InvalidEvent, parse_event
 
 class SupervisorEvent(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    action: Literal["plan", "resume", "finalize", "fail"]
+    action: Literal["plan", "resume", "finalize", "fail", "remember"]
     run_id: int = Field(gt=0)
     owner_id: int = Field(gt=0)
     thread_id: int | None = Field(default=None, gt=0)
@@ -30,6 +31,10 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     with observability.invocation("supervisor", ev.run_id) as log:
         if ev.action == "fail":
             out = turn.fail(rt, ev.run_id, ev.owner_id, ev.error)
+        elif ev.action == "remember":
+            from zerg.memory.writes import remember_run
+
+            out = remember_run(rt, ev.run_id, ev.owner_id, ev.thread_id)
         else:
             out = getattr(turn, ev.action)(rt, ev.run_id, ev.owner_id, ev.thread_id)
         log.info(f"supervisor {ev.action} done", extra={"action": ev.action, "result": out})

@@ -26,8 +26,10 @@ class Fakes:
     """Scripted functions; records every invocation and the Map's peak concurrency."""
 
     def __init__(self, plan_jobs=(1, 2, 3), second_round=(10, 11), crash_plan=False,
-                 throttle_summary_once=False, hold=1):
+                 throttle_summary_once=False, hold=1, crash_remember=False, remember_error=None):
         self.calls: list[tuple[str, dict]] = []
+        self.invocation_types: list[tuple[str | None, str | None]] = []
+        self.crash_remember, self.remember_error = crash_remember, remember_error
         self.plan_jobs, self.second_round = list(plan_jobs), list(second_round)
         self.crash_plan, self.throttle_summary_once = crash_plan, throttle_summary_once
         self.rounds = 0
@@ -43,6 +45,8 @@ class Fakes:
             if self.crash_plan:
                 raise RuntimeError("planner exploded")
             return {"jobs": self.plan_jobs, "done": not self.plan_jobs}
+        if p["action"] == "remember" and self.crash_remember:
+            raise RuntimeError("episode writer exploded")
         if p["action"] == "resume":
             self.rounds += 1
             more = self.second_round if self.rounds == 1 else []
@@ -81,6 +85,9 @@ class Fakes:
             raise JsonRESTError("TooManyRequestsException", "Rate exceeded")
         with self.lock:
             self.calls.append((name, payload))
+            self.invocation_types.append((payload.get("action"), headers.get("X-Amz-Invocation-Type")))
+        if name == "supervisor" and payload["action"] == "remember" and self.remember_error:
+            raise JsonRESTError(self.remember_error, "cannot queue it")
         try:
             result = getattr(self, name)(payload)
         except Exception as exc:  # what the Lambda runtime reports for an unhandled error
@@ -101,6 +108,12 @@ def execute(monkeypatch):
     def run(fakes: Fakes, execution_input: dict) -> dict:
         monkeypatch.setattr(LambdaSimpleBackend, "invoke",
                             lambda backend, *args: fakes.invoke(backend, *args))
+        # moto 5.2.5 drops a lambda:invoke task's InvocationType (Step Functions passes it): let
+        # it through, as the local engine does, so the Remember state is asked for what AWS does.
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_lambda as sfn_lambda)
+        bindings = sfn_lambda._SUPPORTED_API_PARAM_BINDINGS
+        monkeypatch.setitem(bindings, "invoke", {*bindings["invoke"], "InvocationType"})
         config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
         with mock_aws(config=config):
             region = "us-east-1"
@@ -129,7 +142,7 @@ def test_rounds_fan_out_and_a_crashed_worker_becomes_a_failed_job(execute):
     fakes = Fakes(hold=2)
     desc = execute(fakes, {**RUN, "max_concurrency": 2})
     assert desc["status"] == "SUCCEEDED"
-    assert [p["action"] for p in fakes.called("supervisor")] == ["plan", "resume", "resume", "finalize"]
+    assert [p["action"] for p in fakes.called("supervisor")] == ["plan", "resume", "resume", "finalize", "remember"]
     assert all(p == {"action": p["action"], **RUN} for p in fakes.called("supervisor"))
     work = [p for p in fakes.called("worker") if "action" not in p]
     assert sorted(p["job_id"] for p in work) == [1, 2, 3, 10, 11]
@@ -153,7 +166,7 @@ def test_max_concurrency_defaults_to_five(execute):
 def test_plan_done_at_once_goes_straight_to_finalize(execute):
     fakes = Fakes(plan_jobs=())
     assert execute(fakes, {**RUN, "max_concurrency": 3})["status"] == "SUCCEEDED"
-    assert [p["action"] for p in fakes.called("supervisor")] == ["plan", "finalize"]
+    assert [p["action"] for p in fakes.called("supervisor")] == ["plan", "finalize", "remember"]
     assert fakes.called("worker") == []
 
 
@@ -163,11 +176,25 @@ def test_transient_lambda_errors_are_retried(execute):
     assert [p["job_id"] for p in fakes.called("summary")] == [1]
 
 
+def test_remember_is_an_event_invocation_after_finalize_and_never_fails_the_run(execute):
+    fakes = Fakes(plan_jobs=())
+    assert execute(fakes, RUN)["status"] == "SUCCEEDED"
+    assert fakes.invocation_types[-2:] == [("finalize", None), ("remember", "Event")]
+    for broken in (Fakes(plan_jobs=(), crash_remember=True),  # the function failed
+                   Fakes(plan_jobs=(), remember_error="TooManyRequestsException"),  # retried, then caught
+                   Fakes(plan_jobs=(), remember_error="ResourceNotFoundException")):  # could not even be queued
+        desc = execute(broken, RUN)
+        assert desc["status"] == "SUCCEEDED", desc
+        assert [p["action"] for p in broken.called("supervisor")][:2] == ["plan", "finalize"]
+        assert len(desc["output"]) < 512
+
+
 def test_run_failure_reports_to_the_supervisor_then_fails(execute):
     fakes = Fakes(crash_plan=True)
     desc = execute(fakes, {**RUN, "max_concurrency": 5})
     assert desc["status"] == "FAILED" and desc["error"] == "RunFailed"
     (fail,) = fakes.called("supervisor", "fail")
+    assert fakes.called("supervisor", "remember") == []  # only a finalized run is remembered
     assert {k: fail[k] for k in RUN} == RUN
     assert fail["error"]["Error"] == "RuntimeError"
     assert "planner exploded" in fail["error"]["Cause"]

@@ -134,6 +134,22 @@ def test_synthesized_definition_is_the_repo_file_inline_with_substitutions(synth
     assert props["LoggingConfiguration"]["Level"] == "ERROR"
 
 
+def test_the_remember_step_invokes_the_supervisor_asynchronously_and_the_role_may(synth):
+    (machine_id, machine), = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").items()
+    states = json.loads(machine["Properties"]["DefinitionString"])["States"]
+    assert states["Finalize"]["Next"] == "Remember" and states["Remember"]["Next"] == "Succeeded"
+    remember = states["Remember"]
+    assert remember["Resource"] == "arn:aws:states:::lambda:invoke"
+    assert remember["Parameters"]["FunctionName"] == "${SupervisorFunctionArn}"
+    assert remember["Parameters"]["InvocationType"] == "Event"
+    assert remember["Parameters"]["Payload"]["action"] == "remember"
+    assert remember["ResultPath"] is None and "ResultSelector" not in remember  # an Event answer has no payload
+    assert remember["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "Succeeded"}]
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoke = _statements_with(synth.statements_of_role(role_id), "lambda:InvokeFunction")
+    assert synth.function("supervisor")[0] in json.dumps([s["Resource"] for s in invoke])
+
+
 def test_migration_runs_on_deploy_before_functions_update(synth):
     template = synth.assertion("Workflow")
     template.has_resource_properties("Custom::ZergMigration", {

@@ -7,7 +7,22 @@ from collections.abc import Callable
 from typing import Any
 
 
+def memory_call(request: dict[str, Any]) -> str | None:
+    """"episode", "facts" or "compaction" for the post-run memory calls (by their system prompts), else None."""
+    first = (request.get("messages") or [{}])[0]
+    text = (first.get("content") or "") if first.get("role") == "system" else ""
+    if text.startswith("You write the episodic memory"):
+        return "episode"
+    if text.startswith("You keep Zerg's long-term memory"):
+        return "facts"
+    if text.startswith("You compact the oldest part"):
+        return "compaction"
+    return None
+
+
 def role_of(request: dict[str, Any]) -> str:
+    if memory_call(request):
+        return "memory"
     if request.get("tool_choice") == "none":
         return "supervisor-final"
     names = {t["function"]["name"] for t in request.get("tools") or []}

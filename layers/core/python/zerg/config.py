@@ -168,6 +168,18 @@ class Settings(BaseModel):
                     "answers with what exists (the run ends timeout). Above the 300 s worker timeout on purpose.",
     )
 
+    # --- long-term memory (the writes after a run) --------------------------------------------
+    memory_extract: bool = Field(
+        default=True, alias="ZERG_MEMORY_EXTRACT",
+        description="on: after a run whose conversation states a fact, preference or decision, one model "
+                    "call extracts up to 3 organisational memories; off: no extraction call at all.",
+    )
+    memory_timeout_s: float = Field(
+        default=30.0, gt=0, le=300, alias="ZERG_MEMORY_TIMEOUT_S",
+        description="Budget of each post-run memory model call (episode, extraction); past it the "
+                    "episode falls back to truncation and extraction adds nothing.",
+    )
+
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
     jwt_secret_arn: str | None = Field(default=None, alias="ZERG_JWT_SECRET_ARN")

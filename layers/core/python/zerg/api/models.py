@@ -171,6 +171,20 @@ class ThreadPage(BaseModel):
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 
+class Fact(BaseModel):
+    """One organisational memory (seed 002): added by the post-run extraction, add-only with dedup."""
+
+    id: int
+    category: Literal["fact", "decision", "preference", "insight", "reminder", "profile"]
+    content: str
+    tags: list[str]
+    importance: int = Field(ge=1, le=10, description="1-10; a repeated mention raises it")
+    writer: Literal["user", "supervisor", "worker", "system"] = Field(description="Who wrote it (system: extracted after a run)")
+    source_run_id: int | None = Field(description="The run it was extracted from")
+    created_at: datetime
+    updated_at: datetime
+
+
 class MemoryFileEntry(BaseModel):
     path: str
     title: str
@@ -196,6 +210,10 @@ class MemoryFileDocument(BaseModel):
     writer_run_id: int | None = Field(description="The run that wrote it, if any")
     created_at: datetime
     updated_at: datetime
+
+
+class FactList(BaseModel):
+    facts: list[Fact] = Field(description="Most important first, then most recently updated")
 
 
 class MemoryFileVersion(BaseModel):

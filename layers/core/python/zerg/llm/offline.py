@@ -54,6 +54,7 @@ PLAYBOOK: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 DEFAULT_TOPICS = ("disk", "memory", "load")
 LOCAL = "this machine"
+SAVED_PREFIX = "[Zerg] Saved to the owner's memory"  # zerg.memory.notes.saved_line
 
 
 def topics_in(text: str) -> list[str]:
@@ -95,8 +96,14 @@ class OfflineChatModel:
     # --- supervisor ------------------------------------------------------------------------
     def _supervise(self, messages, can_spawn: bool) -> tuple[str, list[ToolCall]]:
         # The last user message that is not fenced data (the evidence mount is a fenced user message).
-        task = next(m["content"] for m in reversed(messages) if m["role"] == "user" and unwrap(m["content"]) == m["content"])
+        said = [m["content"] for m in messages if m["role"] == "user" and unwrap(m["content"]) == m["content"]]
+        task = said[-1]
+        saved = task.startswith(SAVED_PREFIX) and len(said) > 1  # Zerg's line after a "remember that" task
+        if saved:
+            task = said[-2]
         outcomes = [unwrap(m["content"]) for m in messages if m["role"] == "tool" and m.get("content")]
+        if saved and not outcomes and not topics_in(_without_notes(task)):  # only something to remember
+            return f"{OFFLINE_NOTE}\n\nNoted: {said[-1].removeprefix('[Zerg] ').split(', as the user asked')[0]}.", []
         if not outcomes and can_spawn:
             topics = topics_in(task) or list(DEFAULT_TOPICS)
             targets = hosts_in(task, self.ssh_hosts) or [LOCAL]
@@ -137,6 +144,15 @@ class OfflineChatModel:
         prompt = messages[-1]["content"]
         result = (fenced_parts(prompt) or [prompt])[0]
         return _first_informative(result)[:150]
+
+
+def _without_notes(task: str) -> str:
+    """The task without its "remember that ..." sentences (those are saved, not worked on)."""
+    from zerg.memory.notes import explicit_notes
+
+    for sentence, _ in explicit_notes(task):
+        task = task.replace(sentence, " ")
+    return task
 
 
 def _first_informative(text: str) -> str:

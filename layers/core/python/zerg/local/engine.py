@@ -11,7 +11,13 @@ directly: no ``mock_aws``, no boto3 clients, no IAM, no moto Lambda backend. The
   builds a boto3 Lambda client through it for every ``lambda:invoke`` task and calls
   ``client.invoke(FunctionName=..., Payload=bytes)``. We swap in a client that dispatches to our
   Python handlers and answers like Lambda (an unhandled exception becomes
-  ``FunctionError: Unhandled`` with the Lambda error payload).
+  ``FunctionError: Unhandled`` with the Lambda error payload). An ``InvocationType: "Event"``
+  call runs the handler on a background thread and answers 202 at once; :meth:`LocalEngine.stop`
+  waits a bounded time for those threads.
+* ``state_task_service_lambda._SUPPORTED_API_PARAM_BINDINGS``: moto passes a ``lambda:invoke``
+  task's Parameters to ``client.invoke`` but drops those missing from this list, and moto 5.2.5
+  lacks ``InvocationType`` (Step Functions supports it). We add it, so the Remember state's
+  asynchronous invocation is asynchronous here too.
 * ``ExecutionWorker._get_evaluation_entrypoint(self) -> program``: moto ANTLR-parses the
   definition at create_state_machine and again at every execution (~250 ms cold). We parse once
   per (definition, moto version), cache the pickled program on disk (``compiled_program``), and
@@ -51,6 +57,10 @@ from zerg.runs.starter import execution_input, execution_name
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
+# How long stopping the engine waits for asynchronous (Event) invocations, e.g. the Remember step
+# writing a run's episode after ``zerg run`` printed the answer: its model calls have their own
+# timeouts, this bounds the exit should they all be slow.
+EVENT_WAIT_S = 60.0
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/zerg-local"
@@ -213,12 +223,20 @@ def _read_cached(path: Path) -> bytes | None:
 
 
 class _LambdaClient:
-    """What moto's interpreter needs of a boto3 Lambda client: ``invoke``."""
+    """What moto's interpreter needs of a boto3 Lambda client: ``invoke``.
+
+    ``InvocationType: "Event"`` (an asynchronous invocation, e.g. the post-run Remember step) is
+    honoured like Lambda does: the handler runs on a background thread and the call answers
+    ``202`` with no payload at once; its outcome never reaches the execution."""
 
     def __init__(self, engine: "LocalEngine") -> None:
         self._engine = engine
 
-    def invoke(self, FunctionName: str, Payload: Any = None, **_: Any) -> dict[str, Any]:
+    def invoke(self, FunctionName: str, Payload: Any = None, InvocationType: str = "RequestResponse",
+               **_: Any) -> dict[str, Any]:
+        if InvocationType == "Event":
+            self._engine._dispatch_event(FunctionName, Payload)
+            return {"StatusCode": 202, "Payload": io.BytesIO(b"")}
         body, error = self._engine._dispatch(FunctionName, Payload)
         response: dict[str, Any] = {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": io.BytesIO(body)}
         if error:
@@ -244,6 +262,7 @@ class LocalEngine:
         self.machine_arn: str | None = None
         self.handler_seconds = 0.0  # time spent inside our handlers (for benchmarks)
         self._lock = threading.Lock()
+        self._events: set[threading.Thread] = set()  # Event invocations still running
 
     # --- lifecycle ---------------------------------------------------------------------------
     def _patch(self, owner: Any, name: str, value: Any) -> None:
@@ -260,6 +279,9 @@ class LocalEngine:
         from moto.stepfunctions.models import StepFunctionBackend
         from moto.stepfunctions.parser.asl.component.common.path import result_path
         from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_lambda as sfn_lambda,
+        )
         from moto.stepfunctions.parser.asl.utils import json_path
         from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
         from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -275,6 +297,9 @@ class LocalEngine:
             self._patch(json_path, "parse", _memo(json_path.parse))
             self._patch(result_path, "parse", _memo(result_path.parse))
             self._patch(lambda_eval_utils, "boto_client_for", lambda *a, **k: client)
+            bindings = dict(sfn_lambda._SUPPORTED_API_PARAM_BINDINGS)
+            bindings["invoke"] = {*bindings["invoke"], "InvocationType"}
+            self._patch(sfn_lambda, "_SUPPORTED_API_PARAM_BINDINGS", bindings)
             self._patch(ExecutionWorker, "_get_evaluation_entrypoint", lambda worker: pickle.loads(blob))
             # A private backend (not the BackendDict, whose first use loads botocore's endpoint
             # data to list regions). StepFunctionBackend.create_state_machine: the definition was
@@ -288,6 +313,9 @@ class LocalEngine:
         return self
 
     def stop(self) -> None:
+        """Stop the engine: first wait (up to ``EVENT_WAIT_S``) for the Event invocations still
+        running, so a command that prints its answer and exits still writes the run's memory."""
+        self.drain(EVENT_WAIT_S)
         while self._patches:
             owner, name, original = self._patches.pop()
             setattr(owner, name, original)
@@ -331,6 +359,41 @@ class LocalEngine:
         finally:
             with self._lock:
                 self.handler_seconds += time.perf_counter() - start
+
+    def _dispatch_event(self, function_name: str, body: Any) -> None:
+        """An asynchronous invocation: the handler on its own thread; errors are only logged
+        (Lambda would retry and then drop an Event invocation; nothing waits for it)."""
+
+        def work() -> None:
+            try:
+                _, error = self._dispatch(function_name, body)
+                if error:
+                    log.warning("asynchronous invocation of %s failed (its result is dropped, as Lambda does)",
+                                function_name.rsplit(":", 1)[-1])
+            finally:
+                with self._lock:
+                    self._events.discard(threading.current_thread())
+
+        thread = threading.Thread(target=work, name=f"zerg-event-{function_name.rsplit(':', 1)[-1]}", daemon=True)
+        with self._lock:
+            self._events.add(thread)
+        thread.start()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the Event invocations running now (and any they start) to end; False when some
+        were still running after ``timeout`` seconds (they go on, as daemon threads)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                running = next(iter(self._events), None)
+            if running is None:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                log.warning("%d asynchronous invocation(s) still running after %.0f s; not waiting for them",
+                            len(self._events), timeout)
+                return False
+            running.join(left)
 
     # --- executions ------------------------------------------------------------------------
     def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
@@ -438,6 +501,13 @@ class LocalStarter:
         if desc["status"] == "RUNNING":
             return None
         return {**desc, "cause": desc.get("cause") or self._causes.get(arn)}
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the engine's asynchronous invocations (the Remember step) to end (see
+        :meth:`LocalEngine.drain`); True at once when no engine was started."""
+        with self._lock:
+            engine = self._engine
+        return True if engine is None else engine.drain(timeout)
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self._causes[execution_arn] = cause

@@ -158,7 +158,7 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     """The ``zerg memory`` group under the top-level sub-parsers; returns its sub-parsers so other
     memory commands can join it. ``resolve_owner(conn, name)`` is the CLI's own (``--owner`` or the
     local owner; its failure is the CLI's error)."""
-    memory = groups.add_parser("memory", help="the owner's memory files (notes, episodes)").add_subparsers(
+    memory = groups.add_parser("memory", help="the owner's long-term memory: files (notes, episodes) and organisational memories").add_subparsers(
         dest="cmd", required=True)
     ls = memory.add_parser("ls", help="list memory files by path")
     ls.add_argument("prefix", nargs="?", default="", help="only paths starting with this, e.g. notes/")

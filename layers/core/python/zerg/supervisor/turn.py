@@ -16,6 +16,10 @@ Invariants:
   user-role message fenced as untrusted data, never a system message; so are worker outcomes
   (tool messages). An outcome carries status, duration, error, summary and pointers; the worker's
   result and tool output reach the model through the mount only (no excerpt twice).
+- The memory layer (``[MEMORY CONTEXT]``, :mod:`zerg.memory.recall`) is computed once per plan or
+  resume and handed to the assembler, which shows it fenced in a user-role message, never stored.
+  "Remember that ..." notes are written at plan time before the first model call
+  (:mod:`zerg.memory.notes`); the model is told in a Zerg-written working message.
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
@@ -37,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events
 from zerg.runs import store as runs
@@ -69,9 +74,10 @@ SPAWN_TOOL = Tool(
 
 def supervisor_tools() -> dict[str, Tool]:
     from zerg.tools import clock, http, memory
+    from zerg.tools.facts import TOOLS as FACT_TOOLS
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
-    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS)}
+    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS)}
 
 
 class RunNotFound(LookupError):
@@ -92,7 +98,9 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
         return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
-    return _turn(rt, run, [])
+    memory = recall.memory_layer(rt, owner_id, run["task"])  # once per invocation, never stored
+    saved = notes.remember_explicit(rt, run)  # "remember that ...": written before any model call
+    return _turn(rt, run, [{"role": "user", "content": notes.saved_line(saved)}] if saved else [], memory)
 
 
 def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
@@ -105,7 +113,7 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     with rt.pool.connection() as conn:
         events.emit(conn, run_id, owner_id, "supervisor_thinking",
                     {"message": f"Reviewing results from {count} worker(s)..."})
-    return _turn(rt, run, messages)
+    return _turn(rt, run, messages, recall.memory_layer(rt, owner_id, run["task"]))
 
 
 def _fill_pending(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> int:
