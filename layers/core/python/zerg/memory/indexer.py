@@ -27,9 +27,9 @@ from zerg.memory import vectors
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
-BATCH = 16
+BATCH = 8
 # A background batch is not on anyone's critical path: it gets longer than a query's timeout
-# (16 texts of 256 tokens take ~0.5 s on the local model, 2 cores).
+# (8 texts of 256 tokens are ~2,000 tokens: 1.5-3 s on the local model on 2 busy cores).
 BATCH_TIMEOUT_S = 30.0
 PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
 SWEEP_EVERY_S = 60.0
