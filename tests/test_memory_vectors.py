@@ -97,7 +97,7 @@ def test_explain_shows_the_index_path_on_the_hnsw_index_and_the_exact_path_off_i
     literal = "[" + ",".join(f"{x:.7g}" for x in crowded["query"]) + "]"
     with pool.connection() as conn:
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        index_plan = _plan_json(conn, vectors.index_scan_sql(MINILM, tags=False), [literal, crowded["owner"], 10])
+        index_plan = _plan_json(conn, vectors.index_scan_sql(MINILM, crowded["query"], crowded["owner"], limit=10), [])
         exact_plan = _plan_json(conn, vectors.exact_scan_sql(tags=False), [literal, crowded["owner"], MINILM, 384, 10])
     assert '"Index Name": "memory_embeddings_hnsw_minilm"' in index_plan
     assert "hnsw" not in exact_plan
