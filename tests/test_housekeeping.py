@@ -78,10 +78,10 @@ def test_task_names_are_unique_and_intervals_positive():
 
 
 def test_zerg_serve_sweeps_retention_only_when_it_is_configured(runtime_env):
-    orphans, reconcile = default_tasks(runtime_env())  # the job index vs metadata.json, orphaned runs
+    orphans, reconcile = default_tasks(runtime_env(ZERG_EMBEDDINGS="off"))  # the job index vs metadata.json, orphaned runs
     assert (orphans.name, orphans.interval_s, orphans.first_delay_s) == ("orphans", 60.0, 60.0)  # swept at start
     assert reconcile.name == "reconcile"
-    _, task, _ = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30"))
+    _, task, _ = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30", ZERG_EMBEDDINGS="off"))
     assert (task.name, task.interval_s, task.first_delay_s) == ("retention", DAY_S, 0.0)
 
 
