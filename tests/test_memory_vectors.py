@@ -248,3 +248,15 @@ def test_housekeeping_runs_an_embedding_pass_only_when_an_embedder_exists(runtim
     with_model = {t.name: t for t in default_tasks(runtime_env(ZERG_EMBEDDINGS="local"))}
     assert with_model["embed"].interval_s == indexer.SWEEP_EVERY_S
     assert "embed" not in {t.name for t in default_tasks(runtime_env(ZERG_EMBEDDINGS="off"))}
+
+
+def test_the_sweep_works_off_a_backlog_bigger_than_one_pass(runtime_env, pool, owner, monkeypatch):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    counting = rt.__dict__["embedder"] = CountingEmbedder()
+    monkeypatch.setattr(indexer, "PASS_LIMIT", 3)
+    with pool.connection() as conn:
+        for i in range(7):
+            add_file(conn, owner, f"notes/{i}.md", f"note number {i}")
+    assert indexer.run_sweep(rt, should_stop=lambda: True) == {"embedded": 3}  # told to stop after a pass
+    assert indexer.run_sweep(rt)["embedded"] >= 4  # the rest (other tests' files may be stale too)
+    assert len(_stored(pool, owner, counting.model)) == 7
