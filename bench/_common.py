@@ -82,7 +82,8 @@ def admin_database_url() -> str:
     """The server benchmarks create their databases on: DATABASE_URL, else an embedded one."""
     from zerg import db
 
-    return os.environ.get("DATABASE_URL") or db.embedded_database_url(ROOT / ".zerg" / "bench")
+    return os.environ.get("DATABASE_URL") or db.embedded_database_url(
+        ROOT / ".zerg" / f"bench-pg{db.embedded_major()}")
 
 
 @contextlib.contextmanager

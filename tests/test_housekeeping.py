@@ -78,11 +78,32 @@ def test_task_names_are_unique_and_intervals_positive():
 
 
 def test_zerg_serve_sweeps_retention_only_when_it_is_configured(runtime_env):
-    orphans, reconcile = default_tasks(runtime_env(ZERG_EMBEDDINGS="off"))  # the job index vs metadata.json, orphaned runs
+    tasks = {t.name: t for t in default_tasks(runtime_env())}  # the job index vs metadata.json, orphaned runs
+    orphans = tasks["orphans"]
     assert (orphans.name, orphans.interval_s, orphans.first_delay_s) == ("orphans", 60.0, 60.0)  # swept at start
-    assert reconcile.name == "reconcile"
-    _, task, _ = default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30", ZERG_EMBEDDINGS="off"))
+    assert "reconcile" in tasks and "retention" not in tasks
+    task = {t.name: t for t in default_tasks(runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30"))}["retention"]
     assert (task.name, task.interval_s, task.first_delay_s) == ("retention", DAY_S, 0.0)
+
+
+def test_zerg_serve_prunes_memory_file_versions_daily_whatever_the_retention(runtime_env, pool, owner):
+    from zerg.memory import filesystem as fs
+
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    fs.write(rt, owner, "a.md", "one", writer="user")
+    fs.write(rt, owner, "a.md", "two", writer="user")
+    fs.write(rt, owner, "a.md", "three", writer="user")
+    with pool.connection() as conn:
+        conn.execute("UPDATE memory_file_versions SET replaced_at = now() - interval '31 days' "
+                     "WHERE owner_id = %s AND content = 'one'", (owner,))
+    task = {t.name: t for t in default_tasks(rt)}["memory-versions"]
+    assert (task.interval_s, task.first_delay_s) == (DAY_S, 0.0)
+    out = task.run()
+    assert out["complete"] is True and out["memory_versions_pruned"] >= 1
+    assert [v.reason for v in fs.versions_of(rt, owner, "a.md")] == ["overwrite"]
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM memory_file_versions WHERE owner_id = %s",
+                            (owner,)).fetchone()["n"] == 1
 
 
 def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_one(database_url, pool, owner, tmp_path):
@@ -106,4 +127,5 @@ def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_on
     assert server.returncode == 0, err
     assert kept(pool, store, cited)
     done = [json.loads(line) for line in err.splitlines() if '"housekeeping task done"' in line]
-    assert done[0]["task"] == "retention" and done[0]["result"]["kept_pinned"] >= 1
+    retention = [line for line in done if line["task"] == "retention"]
+    assert retention[0]["result"]["kept_pinned"] >= 1

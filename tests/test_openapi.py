@@ -30,6 +30,13 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/hosts/{alias}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/hosts/{alias}", "put"): (200, {400, 401, 415, 422, 503}),
     ("/api/jarvis/hosts/{alias}", "delete"): (204, {401, 404, 409, 422}),
+    ("/api/jarvis/memory/files", "get"): (200, {401, 422}),
+    ("/api/jarvis/memory/file", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/memory/file", "put"): (200, {400, 401, 415, 422}),
+    ("/api/jarvis/memory/file", "delete"): (204, {401, 404, 422}),
+    ("/api/jarvis/memory/file/versions", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/memory/file/restore", "post"): (200, {401, 404, 422}),
+    ("/api/jarvis/memory/search", "get"): (200, {401, 422}),
 }
 
 
@@ -103,6 +110,7 @@ def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
     for (path, method), (success, errors) in OPERATIONS.items():
         responses = doc["paths"][path][method]["responses"]
         extra = {204} if path.endswith("/events") else {206} if "/files/" in path else set()  # no body / a byte range
+        extra |= {201} if (path, method) == ("/api/jarvis/memory/file", "put") else set()  # created, or replaced
         assert {int(code) for code in responses} == {success, *errors, 500} | extra, path
         for code in (*errors, 500):
             schema = responses[str(code)]["content"]["application/json"]["schema"]

@@ -105,7 +105,8 @@ def test_resume_shows_the_supervisor_the_outcome_metadata_json_recorded(runtime_
 
     outcome = next(m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool")
     assert f"Worker job {job_id} finished: status success" in outcome
-    assert "Check disk usage: success" in outcome  # its result.txt
+    mount = llm.requests[-1]["messages"][-1]["content"]  # its result.txt reaches the model in the mount
+    assert "Check disk usage: success" in mount and "Check disk usage: success" not in outcome
     assert index_row(pool, job_id)["status"] == "success"
 
 

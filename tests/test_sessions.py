@@ -35,7 +35,8 @@ def _host_body() -> dict:
 
 
 # Routes whose body must be valid to reach the credential check (a malformed body is reported first).
-BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts/{alias}", "put"): _host_body()}
+BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts/{alias}", "put"): _host_body(),
+          ("/api/jarvis/memory/file", "put"): {"content": "x"}}
 
 
 def zerg(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -177,14 +177,15 @@ def test_an_injected_instruction_with_a_forged_fence_reaches_every_model_only_as
                 assert FENCE.fullmatch(content), content[:300]  # the whole message is one real fence
             assert FORGED_END not in content and FORGED_BEGIN not in content  # quoted inside it
     # It did reach each model, as data: the worker's tool result, its result in the summary prompt,
-    # and for the supervisor its worker's outcome (a tool message) and the evidence mount.
-    assert seen["worker"] >= 1 and seen["summary"] == 1 and seen["supervisor"] >= 2
+    # and for the supervisor the evidence mount (the worker's outcome, a tool message, carries status,
+    # summary and pointers: the result reaches the supervisor once, through the mount).
+    assert seen["worker"] >= 1 and seen["summary"] == 1 and seen["supervisor"] >= 1
 
     resume = [r for r in llm.requests if role_of(r) == "supervisor" and has_tool_results(r)][-1]
     mount, outcome = resume["messages"][-1], resume["messages"][-2]
     assert mount["role"] == "user" and fenced_parts(mount["content"])[0].startswith(HEADER)
     assert INJECTION in fenced_parts(mount["content"])[0] and outcome["role"] == "tool"
-    assert INJECTION in fenced_parts(outcome["content"])[0]
+    assert FENCE.fullmatch(outcome["content"]) and "status success" in fenced_parts(outcome["content"])[0]
 
     # Markers are fresh per inference and never stored: not in the run, the thread or the worker's trace.
     sup_markers = [marker_of(r["messages"][-1]["content"]) for r in llm.requests

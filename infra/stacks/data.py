@@ -25,8 +25,11 @@ from infra.config import StageConfig
 
 DATABASE_NAME = "zerg"
 POSTGRES_PORT = 5432
-# Aurora PostgreSQL 16 ships pgvector (CREATE EXTENSION vector in migration 0001) and matches
-# the embedded server's major version; 16.9 is a minor cfn-lint does not flag as deprecated.
+# Aurora PostgreSQL 16 (the migrations avoid PostgreSQL 17/18-only SQL and are tested on a real
+# 16: tests/test_migrations.py). The minor must be 16.8 or later: Aurora 16.8 updated pgvector
+# to 0.8.0 (iterative index scans, which owner-filtered memory search relies on; 16.6 has 0.7.4),
+# per the Aurora PostgreSQL release notes. 16.9 ships pgvector 0.8.0 and is a minor cfn-lint does
+# not flag as deprecated. tests/infra/test_infra_data.py pins both facts.
 ENGINE_VERSION = rds.AuroraPostgresEngineVersion.VER_16_9
 INTERFACE_ENDPOINTS = {
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,

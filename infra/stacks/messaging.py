@@ -12,6 +12,8 @@ Invariants:
 - Housekeeping: with ``artifact_retention_days`` set, a daily rule invokes ingress with
   ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
   DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
+  Another daily rule, always there, sends ``{"task": "memory-versions"}``: memory file versions are
+  kept 30 days whatever the artifact retention (a database sweep; no S3 grant).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from infra.config import StageConfig
 INBOUND_EMAIL_PREFIX = "inbound/email/"
 # The ingress event of the daily retention sweep (zerg.handler_input.HousekeepingEvent).
 HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
+# The ingress event of the daily prune of memory file versions older than 30 days.
+HOUSEKEEPING_MEMORY_VERSIONS = {"trigger": "housekeeping", "task": "memory-versions"}
 
 
 class MessagingStack(Stack):
@@ -152,27 +156,37 @@ class MessagingStack(Stack):
         CfnOutput(self, "ScheduleDlqArn", value=self.schedule_dlq.queue_arn)
 
     def _housekeeping(self, bucket: s3.IBucket, ingress: lambda_.Function) -> None:
+        self.memory_versions_rule = self._daily(
+            "MemoryVersionsPrune", "memory-versions-prune",
+            "Daily: delete memory file versions replaced more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_VERSIONS)
         if not self.config.artifact_retention_days:
             return
-        self.retention_rule = events.Rule(
-            self, "RetentionSweep",
-            rule_name=self.config.prefix("retention-sweep"),
-            description="Daily: delete workers older than the artifact retention that nothing pins",
-            schedule=events.Schedule.rate(Duration.days(1)),
-            targets=[targets.LambdaFunction(
-                ingress,
-                event=events.RuleTargetInput.from_object(HOUSEKEEPING_RETENTION),
-                dead_letter_queue=self.schedule_dlq,
-                retry_attempts=2,
-                max_event_age=Duration.hours(6),
-            )],
-        )
+        self.retention_rule = self._daily(
+            "RetentionSweep", "retention-sweep", "Daily: delete workers older than the artifact retention that nothing pins",
+            ingress, HOUSEKEEPING_RETENTION)
         iam.Policy(
             self, "IngressExpiresArtifacts",
             roles=[ingress.role],
             statements=[iam.PolicyStatement(
                 actions=["s3:DeleteObject", "s3:DeleteObjectVersion"],
                 resources=[bucket.arn_for_objects("workers/*")],
+            )],
+        )
+
+    def _daily(self, construct_id: str, name: str, description: str, ingress: lambda_.Function,
+               event: dict[str, str]) -> events.Rule:
+        """A daily rule invoking ingress with a housekeeping ``event`` (failed deliveries: the schedule DLQ)."""
+        return events.Rule(
+            self, construct_id,
+            rule_name=self.config.prefix(name),
+            description=description,
+            schedule=events.Schedule.rate(Duration.days(1)),
+            targets=[targets.LambdaFunction(
+                ingress,
+                event=events.RuleTargetInput.from_object(event),
+                dead_letter_queue=self.schedule_dlq,
+                retry_attempts=2,
+                max_event_age=Duration.hours(6),
             )],
         )
 

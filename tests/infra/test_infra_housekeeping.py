@@ -11,14 +11,14 @@ from aws_cdk.assertions import Match
 from zerg.handler_input import HousekeepingEvent, parse_event
 
 
-def _retention_rule(synth) -> dict:
+def _rule(synth, name: str = "zerg-test-retention-sweep") -> dict:
     (rule,) = [r for r in synth.resources("Messaging", "AWS::Events::Rule").values()
-               if r["Properties"].get("Name") == "zerg-test-retention-sweep"]
+               if r["Properties"].get("Name") == name]
     return rule["Properties"]
 
 
 def test_a_daily_rule_sends_ingress_the_retention_event_the_handler_accepts(synth):
-    props = _retention_rule(synth)
+    props = _rule(synth)
     assert props["ScheduleExpression"] == "rate(1 day)" and props["State"] == "ENABLED"
     (target,) = props["Targets"]
     assert synth.function("events")[0] in json.dumps(target["Arn"])
@@ -28,6 +28,17 @@ def test_a_daily_rule_sends_ingress_the_retention_event_the_handler_accepts(synt
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600}
     (dlq_id,) = [k for k in synth.resources("Messaging", "AWS::SQS::Queue") if "ScheduleDlq" in k]
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}  # the queue that alarms
+
+
+def test_a_daily_rule_always_sends_ingress_the_memory_versions_prune(synth):
+    props = _rule(synth, "zerg-test-memory-versions-prune")
+    assert props["ScheduleExpression"] == "rate(1 day)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "memory-versions"
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600}
+    assert "DeadLetterConfig" in target
 
 
 def test_eventbridge_may_invoke_ingress_and_write_the_dlq_only_from_that_rule(synth):
@@ -79,7 +90,8 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
     stack = MessagingStack(app, "Messaging", config=config, bucket=s3.Bucket(deps, "Bucket"),
                            state_machine=machine, ingress=ingress, supervisor=supervisor)
     template = Template.from_stack(stack)
-    template.resource_count_is("AWS::Events::Rule", 0)
+    rules = template.find_resources("AWS::Events::Rule")  # only the memory versions' daily prune
+    assert [r["Properties"]["Name"] for r in rules.values()] == ["zerg-test-memory-versions-prune"]
     assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
 
 

@@ -61,6 +61,20 @@ def cmd_db_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from zerg.local.pg_upgrade import UpgradeError, upgrade
+
+    settings = get_settings()
+    if settings.database_url or settings.db_secret_arn:
+        raise CliError(f"DATABASE_URL is set: zerg db upgrade works only on the embedded database "
+                       f"({settings.data_dir / 'pg'}); unset DATABASE_URL to upgrade it")
+    try:
+        print(upgrade(settings.data_dir))
+    except UpgradeError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
 def _host_key_line(args: argparse.Namespace) -> str:
     """The pin from --host-key, --host-key-file or (explicitly asked: trust on first use) a scan."""
     from zerg.hosts.spec import HostInputError, scan_host_key
@@ -544,6 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop = db.add_parser("stop", help="stop the embedded PostgreSQL (it keeps running between commands)")
     stop.add_argument("--force", action="store_true", help="stop even while another zerg process uses it")
     stop.set_defaults(func=cmd_db_stop)
+    db.add_parser("upgrade", help="move an embedded PostgreSQL 16 data dir (pgserver's) to the embedded "
+                  "PostgreSQL 18; the old dir is kept").set_defaults(func=cmd_db_upgrade)
 
     workers = groups.add_parser("workers", help="worker artifacts").add_subparsers(
         dest="cmd", required=True
@@ -578,18 +594,23 @@ def build_parser() -> argparse.ArgumentParser:
     h_rm.add_argument("alias")
     _add_owner_option(h_rm)
     h_rm.set_defaults(func=cmd_hosts_rm)
+
+    from zerg.memory.commands import add_commands as add_memory_commands
+
+    add_memory_commands(groups, _add_owner_option, _owner)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    from zerg.db import DatabaseUnavailable
     from zerg.migrate import MigrationError
 
     try:
         get_settings()
         return func(args)
-    except (ConfigError, MigrationError, CliError) as exc:
+    except (ConfigError, MigrationError, CliError, DatabaseUnavailable) as exc:
         print(f"zerg: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

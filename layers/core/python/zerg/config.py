@@ -152,7 +152,15 @@ class Settings(BaseModel):
     supervisor_max_rounds: int = Field(default=3, ge=1, le=20, alias="ZERG_SUPERVISOR_MAX_ROUNDS")
     supervisor_max_workers: int = Field(default=10, ge=1, le=100, alias="ZERG_SUPERVISOR_MAX_WORKERS")
     supervisor_max_steps: int = Field(default=8, ge=1, le=50, alias="ZERG_SUPERVISOR_MAX_STEPS")
-    evidence_budget_bytes: int = Field(default=32_000, ge=2_000, le=500_000, alias="ZERG_EVIDENCE_BUDGET_BYTES")
+    evidence_budget_bytes: int = Field(
+        default=32_000, ge=2_000, le=500_000, alias="ZERG_EVIDENCE_BUDGET_BYTES",
+        description="Cap of the evidence mount's share of ZERG_CONTEXT_BUDGET_BYTES.",
+    )
+    context_budget_bytes: int = Field(
+        default=40_000, ge=16_000, le=2_000_000, alias="ZERG_CONTEXT_BUDGET_BYTES",
+        description="Size of every supervisor request (JSON bytes of its messages): the prompt and the task, "
+                    "then shares for the thread, the memory layer, the evidence mount and the run's messages.",
+    )
     map_concurrency: int = Field(default=5, ge=1, le=40, alias="ZERG_MAP_CONCURRENCY")
     run_timeout_s: float = Field(
         default=600.0, ge=1, le=3000, alias="ZERG_RUN_TIMEOUT_S",
@@ -241,6 +249,11 @@ class Settings(BaseModel):
         return self.openai_api_key is None and not self.openai_base_url and not self.openai_secret_arn
 
     def check(self) -> "Settings":
+        if self.context_budget_bytes < self.task_max_bytes + 8_000:
+            raise ConfigError(
+                f"ZERG_CONTEXT_BUDGET_BYTES={self.context_budget_bytes} leaves no room beside a task of "
+                f"ZERG_TASK_MAX_BYTES={self.task_max_bytes}: give it at least {self.task_max_bytes + 8_000}"
+            )
         if self.artifact_backend == "s3" and not self.artifact_bucket:
             raise ConfigError(
                 "ZERG_ARTIFACT_BUCKET must be set when ZERG_ARTIFACT_BACKEND=s3"

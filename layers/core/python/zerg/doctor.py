@@ -97,10 +97,33 @@ def _database(settings: Settings, say: Callable[[str], None]) -> bool:
         say(f"  reachable: NO ({detail})")
         return False
     say(f"  reachable: yes, PostgreSQL {info['server_version']}, schema version {schema.current} of "
-        f"{schema.latest}, pgvector {info['pgvector'] or 'not installed'}")
+        f"{schema.latest}, pgvector {_extension(info, 'pgvector')}, pg_trgm {_extension(info, 'pg_trgm')}")
     if schema.pending:
         say("  pending migrations: zerg db migrate applies them (zerg run and zerg serve do it too)")
+    for warning in _extension_warnings(info):
+        say(f"  WARNING: {warning}")
     return True
+
+
+def _extension(info: dict, name: str) -> str:
+    if info[name]:
+        return info[name]
+    return f"{info[name + '_available']} available, not installed" if info[name + "_available"] else "MISSING"
+
+
+ITERATIVE_SCANS = (0, 8)  # pgvector's hnsw.iterative_scan: an owner filter that never shrinks the top-k
+
+
+def _extension_warnings(info: dict) -> list[str]:
+    """What memory loses on this server (pgvector < 0.8, no pg_trgm); it works either way."""
+    warnings = []
+    pgvector = info["pgvector"] or info["pgvector_available"]
+    if pgvector and tuple(int(p) for p in pgvector.split(".")[:2] if p.isdigit()) < ITERATIVE_SCANS:
+        warnings.append(f"pgvector {pgvector} has no iterative index scans (0.8+): memory search falls "
+                        "back to exact scans of the owner's vectors")
+    if not info["pg_trgm_available"]:
+        warnings.append("pg_trgm is missing: memory grep scans the owner's files without a trigram index")
+    return warnings
 
 
 def _model(settings: Settings, say: Callable[[str], None]) -> bool:

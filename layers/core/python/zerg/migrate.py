@@ -100,8 +100,24 @@ def status(conn: Connection) -> Status:
     )
 
 
+# Indexes that need an extension the server may lack (pg_trgm: Aurora and the embedded 18 have it,
+# pgserver's 16 did not, so there 0007 skipped its trigram index). Re-checked at every migrate, so
+# a database that has the extension now (e.g. moved by `zerg db upgrade`) gets them; where it is
+# still missing nothing happens. Idempotent and cheap once the index exists.
+OPTIONAL_INDEXES = """DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm')
+       AND to_regclass('memory_files') IS NOT NULL THEN
+        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        CREATE INDEX IF NOT EXISTS memory_files_content_trgm ON memory_files USING gin (content gin_trgm_ops);
+    END IF;
+END
+$$"""
+
+
 def migrate(conn: Connection) -> list[Migration]:
-    """Apply pending migrations; return the ones applied (empty when up to date)."""
+    """Apply pending migrations, then :data:`OPTIONAL_INDEXES`; return the migrations applied
+    (empty when up to date)."""
     migrations = available()
     done: list[Migration] = []
     with conn.transaction():
@@ -118,4 +134,5 @@ def migrate(conn: Connection) -> list[Migration]:
                     (migration.version, migration.name, migration.checksum),
                 )
             done.append(migration)
+        conn.execute(OPTIONAL_INDEXES)
     return done

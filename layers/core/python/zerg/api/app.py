@@ -31,12 +31,12 @@ def build_app() -> APIGatewayHttpResolver:
     from zerg.api import docs
     from zerg.api.body import BodyValidation
     from zerg.api.deps import PUBLIC_PATHS, owner_of
-    from zerg.api.routes import auth, hosts, runs, sessions, thread, workers
+    from zerg.api.routes import auth, hosts, memory, runs, sessions, thread, workers
 
     app = APIGatewayHttpResolver(enable_validation=True)
     # Powertools builds each route's middleware stack on its first call, from this attribute.
     app._request_validation_middleware = BodyValidation()  # noqa: SLF001
-    for module in (auth, runs, workers, thread, sessions, hosts):
+    for module in (auth, runs, workers, thread, sessions, hosts, memory):
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

@@ -171,6 +171,63 @@ class ThreadPage(BaseModel):
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 
+class MemoryFileEntry(BaseModel):
+    path: str
+    title: str
+    tags: list[str]
+    writer: Literal["user", "supervisor", "worker", "system"] = Field(description="Who wrote the current content")
+    updated_at: datetime
+    size: int = Field(description="Bytes of UTF-8 content")
+
+
+class MemoryFileList(BaseModel):
+    files: list[MemoryFileEntry] = Field(description="By path (at most limit)")
+    total: int = Field(description="Files under the prefix, beyond the limit too")
+
+
+class MemoryFileDocument(BaseModel):
+    path: str
+    title: str
+    content: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    writer: Literal["user", "supervisor", "worker", "system"] = Field(
+        description="Who wrote the current content: text a model wrote from tool output is untrusted")
+    writer_run_id: int | None = Field(description="The run that wrote it, if any")
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryFileVersion(BaseModel):
+    id: int = Field(description="Pass as version_id to restore it")
+    reason: Literal["overwrite", "edit", "delete", "restore"] = Field(description="What replaced this content")
+    writer: str = Field(description="Who wrote this content")
+    writer_run_id: int | None
+    written_at: datetime
+    replaced_at: datetime
+    title: str
+    tags: list[str]
+    size: int
+
+
+class MemoryFileVersionList(BaseModel):
+    versions: list[MemoryFileVersion] = Field(description="Newest first; each kept 30 days after it was replaced")
+
+
+class MemorySearchHit(BaseModel):
+    path: str
+    title: str
+    snippet: str = Field(description="A short excerpt (at most 300 characters)")
+    method: Literal["fulltext", "vector", "both"] = Field(description="Which side of the search found it")
+    score: float = Field(description="Reciprocal-rank fusion score: higher is better")
+
+
+class MemorySearchResult(BaseModel):
+    hits: list[MemorySearchHit] = Field(description="Best first")
+    methods: list[Literal["fulltext", "vector"]] = Field(description="The sides that ran")
+    note: str | None = Field(description="Why the vector side did not run, when it did not")
+
+
 ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",

@@ -3,8 +3,9 @@ statement on ``runs`` lives here.
 
 Invariants:
 - A run belongs to one owner and that owner's single thread; every read here is owner-scoped.
-- The run's working conversation (prompt, tool calls, tool results) lives on the run
-  (``runs.working_messages``), never in ``thread_messages``.
+- The run's own messages (the supervisor's tool calls and their results) live on the run
+  (``runs.working_messages``), never in ``thread_messages``; the prompt, the thread and the task are
+  assembled afresh for every inference (:mod:`zerg.supervisor.context`), never stored here.
 - The thread receives exactly two messages per successful run, the user's task and the final
   answer (with provenance: run id and job ids), written in one transaction at the end. So does a
   run that reached its deadline and answered with what existed (it ends ``timeout``). A failed,

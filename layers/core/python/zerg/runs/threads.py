@@ -64,6 +64,27 @@ def recent_messages(conn: Connection, owner_id: int, thread_id: int, limit: int 
     return [{"role": r["role"], "content": r["content"]} for r in rows]
 
 
+def messages_after(conn: Connection, owner_id: int, thread_id: int, after_id: int, *, limit: int,
+                   newest: bool = False) -> list[dict[str, Any]]:
+    """Messages with id > ``after_id`` (those no compaction summary covers), oldest first: the first
+    ``limit`` of them, or the last ``limit`` when ``newest``. Each has id, role and content."""
+    order = "DESC" if newest else "ASC"
+    rows = conn.execute(
+        f"""SELECT id, role, content FROM thread_messages
+            WHERE owner_id = %s AND thread_id = %s AND id > %s ORDER BY id {order} LIMIT %s""",
+        (owner_id, thread_id, after_id, limit),
+    ).fetchall()
+    return rows[::-1] if newest else rows
+
+
+def count_messages_after(conn: Connection, owner_id: int, thread_id: int, after_id: int) -> int:
+    """How many of the thread's messages have id > ``after_id``."""
+    return conn.execute(
+        "SELECT count(*) AS n FROM thread_messages WHERE owner_id = %s AND thread_id = %s AND id > %s",
+        (owner_id, thread_id, after_id),
+    ).fetchone()["n"]
+
+
 def page_messages(conn: Connection, owner_id: int, thread_id: int, *, before_id: int, limit: int) -> list[dict[str, Any]]:
     """A page of the thread, newest first: messages with id < ``before_id``."""
     return conn.execute(

@@ -10,8 +10,13 @@ Invariants:
   system-recorded facts only (a call's exit code / error flag in ``metadata.json``):
   failed calls first, then newest first.
 - Only workers of *this* run of *this* owner are mounted.
-- The rendered block never exceeds ``budget_bytes``; files are read with head/tail ranges, so
-  the bytes read stay proportional to the budget, not to the size of the artifacts.
+- The rendered block never exceeds ``budget_bytes``, nor ``per_worker_bytes`` times the number of
+  workers when that is given (a 2-worker run does not pay a 10-worker mount); files are read with
+  head/tail ranges, so the bytes read stay proportional to the budget, not to the artifacts' size.
+- The mount is where a worker's ``result.txt`` and tool outputs reach the supervisor: its outcome
+  (the ``spawn_worker`` tool message) carries status, summary and pointers only, so no excerpt is
+  shown twice. Each worker gets its result (a third of its room) and its most relevant tool output
+  (half of what is left; the next ones share the rest).
 - Unstarted workers and missing artifacts degrade to a placeholder line, never an exception.
 - Only regular files are mounted: a symbolic link in a worker directory is neither listed as a
   pointer nor read (the store refuses to follow it anyway).
@@ -27,7 +32,8 @@ from zerg.workers import jobs
 
 DEFAULT_BUDGET_BYTES = 32_000
 HEAD_BYTES = 1_000  # a file's first bytes (the command line, exit code) survive any cut
-MIN_FILE_BYTES = 400  # below this a file excerpt is not worth its header: pointer only
+MIN_FILE_BYTES = 200  # below this a file excerpt is not worth its header: pointer only
+TASK_CHARS = 120  # the task is in the spawn_worker call already: a reminder, not a copy
 HEADER = "[INTERNAL EVIDENCE - EPHEMERAL]"
 
 
@@ -60,7 +66,7 @@ def _order_tool_files(files: list[str], calls: list[dict[str, Any]]) -> list[str
 
 
 def _render_worker(store: WorkerArtifactStore, w: _Worker, budget: int) -> str:
-    head = [f"Worker {w.job_id} ({w.worker_id or 'not started'}) [{w.status}]", f"Task: {w.task[:300]}"]
+    head = [f"Worker {w.job_id} ({w.worker_id or 'not started'}) [{w.status}]", f"Task: {w.task[:TASK_CHARS]}"]
     if not w.worker_id:
         return "\n".join(head + [f"(no artifacts yet: worker is {w.status})"])
     try:
@@ -75,14 +81,15 @@ def _render_worker(store: WorkerArtifactStore, w: _Worker, budget: int) -> str:
     fixed = "\n".join(head) + "\nPointers:\n" + "\n".join(pointers) + "\n"
     room = budget - len(fixed.encode()) - 2
     sections: list[str] = []
-    # result.txt gets a quarter of the room (the worker's own prose); tool output the rest.
-    wanted = [("result.txt", room // 4)] if "result.txt" in listing else []
+    # result.txt (the worker's own prose) gets a third of the room when tool output exists; the
+    # most relevant tool file half of what is left, each next one half again, the last the rest.
+    wanted = [("result.txt", room // 3 if tool_files else room)] if "result.txt" in listing else []
     wanted += [(p, 0) for p in tool_files]
     remaining = room
     for index, (path, share) in enumerate(wanted):
         label = f"--- {path} (size {listing[path]} bytes) ---\n"
-        if share == 0:  # tool files split what is left evenly
-            share = remaining // max(1, len(wanted) - index)
+        if share == 0:
+            share = remaining if index == len(wanted) - 1 else remaining // 2
         allot = min(share, remaining) - len(label.encode()) - 1
         if allot < MIN_FILE_BYTES:
             continue
@@ -105,14 +112,18 @@ def build_evidence_mount(
     owner_id: int,
     run_id: int,
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    per_worker_bytes: int | None = None,
 ) -> str | None:
-    """The mount text for this run, or None when the run has no workers."""
+    """The mount text for this run, or None when the run has no workers. With
+    ``per_worker_bytes`` the budget is at most that much per worker."""
     rows = jobs.run_jobs(conn, owner_id, run_id)
     if not rows:
         return None
+    if per_worker_bytes is not None:
+        budget_bytes = min(budget_bytes, per_worker_bytes * len(rows))
     workers = [_Worker(r["id"], r["worker_id"], r["status"], r["task"]) for r in rows]
     intro = f"{HEADER}\nRun: {run_id}\nWorkers: {len(workers)}\n"
-    per_worker = (budget_bytes - len(intro.encode())) // len(workers) - 2
+    per_worker = max(0, (budget_bytes - len(intro.encode())) // len(workers) - 2)
     parts = [intro]
     for w in workers:
         block = _render_worker(store, w, per_worker)

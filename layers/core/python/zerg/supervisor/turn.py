@@ -2,9 +2,11 @@
 
 Each action is one stateless Lambda invocation; everything is rehydrated from the database:
 
-- ``plan``: build the working conversation (prompt, the thread's recent history, the task) and run
-  the tool loop until the model answers or calls ``spawn_worker``.
+- ``plan``: run the tool loop on the task until the model answers or calls ``spawn_worker``.
 - ``resume``: give every pending ``spawn_worker`` call its worker's outcome, continue the loop.
+- What the model is shown at each inference (the prompt, the thread, the task, the run's working
+  messages, the memory layer, the evidence mount) is assembled in one place, within one budget:
+  :mod:`zerg.supervisor.context`. The run stores only its working messages.
 - ``finalize``: commit the task and the answer to the thread; ``fail``: record the failure.
 
 Invariants:
@@ -12,7 +14,8 @@ Invariants:
 - The evidence mount of the run is injected into *every* supervisor inference of the run and is
   never stored (not in the working messages, not in the thread). It is raw tool output, so it is a
   user-role message fenced as untrusted data, never a system message; so are worker outcomes
-  (tool messages).
+  (tool messages). An outcome carries status, duration, error, summary and pointers; the worker's
+  result and tool output reach the model through the mount only (no excerpt twice).
 - Bounded: spawn rounds, workers per run and model steps per turn come from configuration; past a
   bound the model is told so and must answer with what it has.
 - Re-spawning an identical task within a run reuses its job.
@@ -34,22 +37,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.llm import CallTag, LLMError, ToolCall
-from zerg.llm.untrusted import UNTRUSTED
 from zerg.runs import deadline as run_deadline
-from zerg.runs import events, threads
+from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
+from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
-from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 from zerg.tools import ToolContext
 from zerg.tools.base import Tool, ToolOutcome, parse_args
 from zerg.workers import jobs
 from zerg.workers.reconcile import reconcile_run
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
-OUTCOME_RESULT_BYTES = 4_000
-MOUNT_LABEL = "evidence mount: excerpts of this run's worker artifacts (ephemeral)"
 
 
 class SpawnArgs(BaseModel):
@@ -68,10 +68,10 @@ SPAWN_TOOL = Tool(
 
 
 def supervisor_tools() -> dict[str, Tool]:
-    from zerg.tools import clock, http
+    from zerg.tools import clock, http, memory
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
-    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL)}
+    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS)}
 
 
 class RunNotFound(LookupError):
@@ -91,10 +91,8 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
     if run["status"] in RUN_FINAL:  # cancelled meanwhile: nothing more to do
         return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
-        history = threads.recent_messages(conn, owner_id, thread_id)
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
-    messages = [{"role": "system", "content": SUPERVISOR_PROMPT}, *history, {"role": "user", "content": run["task"]}]
-    return _turn(rt, run, messages)
+    return _turn(rt, run, [])
 
 
 def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
@@ -102,7 +100,7 @@ def resume(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str,
     if run["status"] in RUN_FINAL:
         return {"jobs": [], "done": True}
     reconcile_run(rt, owner_id, run_id)  # a worker that could not record its outcome: metadata.json says it
-    messages = list(run["working_messages"])
+    messages = own_messages(run["working_messages"])
     count = _fill_pending(rt, run, messages)
     with rt.pool.connection() as conn:
         events.emit(conn, run_id, owner_id, "supervisor_thinking",
@@ -124,23 +122,22 @@ def _fill_pending(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any
 
 
 def _outcome_text(rt: Runtime, job: dict[str, Any]) -> str:
+    """The worker's outcome for its spawn_worker call: status, duration, error, summary, pointers.
+    Its result.txt and tool outputs reach the model through the evidence mount, not here."""
     duration = "-" if job["duration_ms"] is None else f"{job['duration_ms'] / 1000:.1f}s"
     lines = [f"Worker job {job['id']} finished: status {job['status']} in {duration}."]
     if job["error"]:
         lines.append(f"Error: {job['error']}")
     if job["summary"]:
         lines.append(f"Summary: {job['summary']}")
-    result, size = "", 0
+    size = None
     if job["worker_id"]:
-        try:  # only the tail is read: a huge result never costs more than the excerpt
+        try:
             size = rt.store.size(job["worker_id"], "result.txt")
-            result = rt.store.tail(job["worker_id"], "result.txt", OUTCOME_RESULT_BYTES).decode("utf-8", "ignore")
-        except Exception:
-            result = ""
-    if result:
-        cut = size > OUTCOME_RESULT_BYTES
-        lines += [f"Result{f' (last {OUTCOME_RESULT_BYTES:,} of {size:,} bytes)' if cut else ''}:", result]
-    lines.append(f"(full text: read_worker_result({job['id']}); raw tool outputs: read_worker_file)")
+        except Exception:  # no result written: the pointers below still say where to look
+            size = None
+    excerpt = f"result.txt ({size:,} bytes): excerpt in the evidence block; " if size else ""
+    lines.append(f"({excerpt}full text: read_worker_result({job['id']}); raw tool outputs: read_worker_file)")
     return "\n".join(lines)
 
 
@@ -164,15 +161,22 @@ def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool)
 
 
 class _SupervisorHooks(LoopHooks):
-    """A supervisor turn: the evidence mount joins every inference (never stored); spawn_worker
-    calls become jobs and end the turn; every other tool says so on the event stream; past the
-    run's answer-by time the turn stops so the supervisor answers with what exists."""
+    """A supervisor turn: every inference is assembled by the turn's :class:`SupervisorContext`
+    (the evidence mount and the memory layer join it, never stored); spawn_worker calls become jobs
+    and end the turn; every other tool says so on the event stream; past the run's answer-by time
+    the turn stops so the supervisor answers with what exists."""
 
-    def __init__(self, rt: Runtime, run: dict[str, Any]) -> None:
+    def __init__(self, rt: Runtime, run: dict[str, Any], memory: str | None = None) -> None:
         self.rt, self.run = rt, run
+        settings = rt.settings
+        with rt.pool.connection() as conn:  # the thread does not change during a turn: read it once
+            thread = load_thread(conn, run["owner_id"], run["thread_id"])
+        self.context = SupervisorContext(
+            budget=settings.context_budget_bytes, thread=thread, task=run["task"], memory=memory,
+            mount=self._mount, evidence_cap=settings.evidence_budget_bytes,
+        )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
-        settings = rt.settings
         left = run_deadline.seconds_left(run_deadline.answer_by(run["started_at"], settings))
         self.answer_by = time.monotonic() + left
         self.hard_deadline = self.answer_by + run_deadline.reserve_s(settings)
@@ -192,13 +196,12 @@ class _SupervisorHooks(LoopHooks):
         return max(1.0, min(self.rt.settings.llm_timeout_s, self.hard_deadline - time.monotonic()))
 
     def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with self.rt.pool.connection() as conn:
-            mount = build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
-                                         self.rt.settings.evidence_budget_bytes)
-        if not mount:
-            return messages
-        # Raw tool output: a user-role message fenced as data by the loop, never the system role.
-        return [*messages, {"role": "user", "content": mount, UNTRUSTED: MOUNT_LABEL}]
+        return self.context.messages(messages)
+
+    def _mount(self, budget_bytes: int, per_worker_bytes: int) -> str | None:
+        with self.rt.pool.connection() as conn:  # rebuilt for every inference: it is never kept
+            return build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
+                                        budget_bytes, per_worker_bytes)
 
     def handle(self, call: ToolCall) -> dict[str, Any] | None:
         if call.name != SPAWN_TOOL.name:
@@ -231,9 +234,12 @@ class _SupervisorHooks(LoopHooks):
         return None
 
 
-def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
+          memory: str | None = None) -> dict[str, Any]:
+    """One turn of the loop over the run's working ``messages`` (saved after, whatever happens);
+    ``memory`` is the memory layer's text for every inference of the turn (None: no layer)."""
     settings = rt.settings
-    hooks = _SupervisorHooks(rt, run)
+    hooks = _SupervisorHooks(rt, run, memory)
     agent = _agent(rt, run, hooks, settings.supervisor_max_steps)
     spent = AgentUsage()
     answer: str | None = None
@@ -256,7 +262,8 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]]) -> d
 def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:
     return AgentLoop(
         llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
-        ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt),
+        ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
+                        agent="supervisor"),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),
         max_steps=max_steps, answer_on_last_step=True,
     )

@@ -7,9 +7,9 @@ from zerg.tools.base import CancelSignal, CriticalToolError, Tool, ToolContext, 
 
 def worker_tools() -> dict[str, Tool]:
     """The worker's shell-first toolset: the terminal is the primitive, not a curated list."""
-    from zerg.tools import clock, container, http, ssh
+    from zerg.tools import clock, container, http, memory, ssh
 
-    return {t.name: t for t in (ssh.TOOL, container.TOOL, http.TOOL, clock.TOOL)}
+    return {t.name: t for t in (ssh.TOOL, container.TOOL, http.TOOL, clock.TOOL, *memory.TOOLS)}
 
 
 __all__ = ["CancelSignal", "CriticalToolError", "Tool", "ToolContext", "ToolOutcome", "invoke", "worker_tools"]

@@ -108,6 +108,7 @@ class ToolContext:
     # None: the tool keeps its raw output in memory and returns it as ToolOutcome.artifact.
     open_output: Callable[[str], OutputStream] | None = None
     cancel: CancelSignal | None = None  # set when the run is cancelled: end the command now
+    agent: str | None = None  # whose model calls: "supervisor" or "worker" (memory writes record it)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

@@ -238,8 +238,9 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, de
         hooks.message(message)
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
-        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], runtime=rt,
-                        open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel),
+        ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], run_id=job["run_id"],
+                        runtime=rt, open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel,
+                        agent="worker"),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent)
