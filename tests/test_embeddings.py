@@ -41,7 +41,7 @@ def test_local_minilm_matches_sentence_transformers_on_every_reference_text():
 
 
 def test_a_text_embeds_the_same_alone_or_in_a_batch():
-    texts = [item["text"] for item in REFERENCE["items"]]
+    texts = [item["text"] for item in REFERENCE["items"] if len(item["text"]) < 200] * 2
     embedder = local.LocalEmbedder()
     batch = np.array(embedder.embed(texts, timeout=60))
     alone = np.array([embedder.embed([t], timeout=60)[0] for t in texts])

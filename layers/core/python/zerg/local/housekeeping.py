@@ -138,5 +138,6 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
     if rt.embedder is not None:  # memory files new or edited since their last vector
         from zerg.memory import indexer
 
-        tasks.append(PeriodicTask("embed", indexer.SWEEP_EVERY_S, partial(indexer.run_sweep, rt)))
+        tasks.append(PeriodicTask("embed", indexer.SWEEP_EVERY_S, partial(indexer.run_sweep, rt),
+                                  first_delay_s=indexer.SWEEP_EVERY_S))  # not at once: writes kick their own
     return tasks

@@ -12,13 +12,14 @@ Invariants:
 - Who runs it: locally, :func:`kick` (after a memory write) wakes one background thread per
   process, which coalesces kicks; ``zerg serve``'s housekeeping runs a pass every
   :data:`SWEEP_EVERY_S`. On Lambda :func:`kick` does nothing (a thread would be frozen with the
-  container): the post-run Remember step calls :func:`embed_pending` for the run's owner, and the
-  daily maintenance invocation embeds whatever is left.
+  container): the post-run Remember step calls :func:`embed_pending` for the run's owner; a
+  scheduled :func:`run_sweep` (it takes housekeeping's ``should_stop``) can catch up the rest.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from zerg import observability
@@ -27,17 +28,18 @@ from zerg.memory import vectors
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
-BATCH = 16
+BATCH = 8
 # A background batch is not on anyone's critical path: it gets longer than a query's timeout
-# (16 texts of 256 tokens take ~0.5 s on the local model, 2 cores).
+# (8 texts of 256 tokens are ~2,000 tokens: 1.5-3 s on the local model on 2 busy cores).
 BATCH_TIMEOUT_S = 30.0
 PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
 SWEEP_EVERY_S = 60.0
 
 
-def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int = PASS_LIMIT) -> int:
-    """Embed up to ``limit`` stale files (of ``owner_id``, or everyone's); returns how many were
-    stored. 0 without an embedder."""
+def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None) -> int:
+    """Embed up to ``limit`` (default :data:`PASS_LIMIT`) stale files of ``owner_id``, or of every
+    owner; returns how many were stored. 0 without an embedder."""
+    limit = PASS_LIMIT if limit is None else limit
     try:
         embedder = rt.embedder
     except Exception:  # a secret that cannot be read, say: logged, and search stays full-text
@@ -66,9 +68,15 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int = PA
     return done
 
 
-def run_sweep(rt: "Runtime") -> dict[str, int]:
-    """One housekeeping pass over every owner (counts for the log)."""
-    return {"embedded": embed_pending(rt)}
+def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+    """Housekeeping: passes over every owner's stale files until none is left, a pass falls short
+    (the embedder failed) or ``should_stop()``; counts for the log."""
+    embedded = 0
+    while True:
+        done = embed_pending(rt)
+        embedded += done
+        if done < PASS_LIMIT or (should_stop is not None and should_stop()):
+            return {"embedded": embedded}
 
 
 def _text(title: str, content: str, max_chars: int) -> str:

@@ -30,11 +30,14 @@ from psycopg import Connection, sql
 
 # The models with an HNSW index in migration 0007, and the dimension the index casts to.
 INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536}
-# Below this many rows of the owner for a model, the exact scan is used: bench/memory.py measured
-# it (384-d, 2 cores) at ~3.5 ms for 2,000 rows, while the index path costs 1-2 ms at any size.
-EXACT_SCAN_BELOW = 2_000
-# The HNSW candidate list: 40 is pgvector's default; 100 keeps recall@10 above 0.99 in
-# bench/memory.py for a few ms more.
+# Below this many rows of the owner for a model, the exact scan is used. bench/memory.py (384-d,
+# 2 busy cores, p50): exact costs ~2.5 us a row (2,000 rows 5.4 ms, 4,000 8.7 ms, 20,000 55 ms);
+# the index path costs 3-4 ms for an owner holding 20% of the table but more as the owner's share
+# shrinks (iterative scans walk past other owners' rows): in a 100k-row table 27 ms at 1,000 rows,
+# 11.7 ms at 2,000, 6.7 ms at 4,000. The two cross near 3,000 rows there (near 1,500 at 10k).
+EXACT_SCAN_BELOW = 3_000
+# The HNSW candidate list: pgvector's default is 40; at 100, recall@10 against the exact answer
+# was 0.985-0.99 at 10k and 100k rows.
 EF_SEARCH = 100
 
 
@@ -109,23 +112,28 @@ def iterative_scans(version: str | None) -> bool:
         return False
 
 
-def index_scan_sql(model: str, *, tags: bool) -> sql.Composed:
-    """The index path's query (params: vector, owner_id[, tags], limit); public for the EXPLAIN test."""
+def index_scan_sql(model: str, vector: Sequence[float], owner_id: int, *, limit: int,
+                   tags: Sequence[str] = ()) -> sql.Composed:
+    """The index path's query, every value a literal (it shares one round trip with its settings,
+    which only the simple query protocol allows); public for the EXPLAIN test."""
     dims = INDEXED[model]
-    join, where = _tag_filter(tags)
+    join, where = _tag_filter(bool(tags))
     return sql.SQL(
         """WITH candidates AS MATERIALIZED (
-               SELECT e.file_id, e.embedding::vector({dims}) <=> %s::vector({dims}) AS distance
+               SELECT e.file_id, e.embedding::vector({dims}) <=> {vector}::vector({dims}) AS distance
                FROM memory_embeddings e {join}
-               WHERE e.model = {model} AND e.owner_id = %s {where}
-               ORDER BY distance LIMIT %s)
+               WHERE e.model = {model} AND e.owner_id = {owner} {where}
+               ORDER BY distance LIMIT {limit})
            SELECT file_id, distance FROM candidates ORDER BY distance, file_id""").format(
-        dims=sql.Literal(dims), model=sql.Literal(model), join=join, where=where)
+        dims=sql.Literal(dims), vector=sql.Literal(_vector_literal(model, vector)), model=sql.Literal(model),
+        owner=sql.Literal(int(owner_id)), limit=sql.Literal(int(limit)), join=join,
+        where=where.format(sql.Literal(list(tags))) if tags else where)
 
 
 def exact_scan_sql(*, tags: bool) -> sql.Composed:
     """The exact path's query (params: vector, owner_id, model, dimension[, tags], limit)."""
     join, where = _tag_filter(tags)
+    where = where.format(sql.Placeholder()) if tags else where
     return sql.SQL(
         """SELECT e.file_id, e.embedding <=> %s::vector AS distance
            FROM memory_embeddings e {join}
@@ -135,17 +143,19 @@ def exact_scan_sql(*, tags: bool) -> sql.Composed:
 
 def index_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
                tags: Sequence[str] = ()) -> list[tuple[int, float]]:
-    """The index path alone (pgvector >= 0.8, an indexed model): may come back short, see :func:`nearest`."""
-    literal = _vector_literal(model, vector)
+    """The index path alone (pgvector >= 0.8, an indexed model): may come back short, see :func:`nearest`.
+
+    One round trip: the scan settings (SET LOCAL: this transaction only; the whole of it when the
+    caller holds one) and the query go together."""
     if model not in INDEXED:
         raise ValueError(f"model {model!r} has no HNSW index")
-    params: list[Any] = [literal, owner_id, *([list(tags)] if tags else []), limit]
-    with conn.transaction():  # SET LOCAL needs one; inside a caller's transaction it is a savepoint
-        # relaxed_order: fewer tuples visited than strict_order; the outer query re-orders exactly.
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                     " set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH, limit)),))
-        rows = conn.execute(index_scan_sql(model, tags=bool(tags)), params).fetchall()
-    return [(r["file_id"], float(r["distance"])) for r in rows]
+    # relaxed_order: fewer tuples visited than strict_order; the outer query re-orders exactly.
+    query = sql.SQL("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}; {scan}").format(
+        ef=sql.Literal(min(max(EF_SEARCH, limit), 1000)), scan=index_scan_sql(model, vector, owner_id, limit=limit, tags=tags))
+    cur = conn.execute(query)
+    while cur.description is None and cur.nextset():  # past the two SETs' results
+        pass
+    return [(r["file_id"], float(r["distance"])) for r in cur.fetchall()]
 
 
 def exact_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
@@ -158,10 +168,11 @@ def exact_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[flo
 
 
 def _tag_filter(tags: bool) -> tuple[sql.SQL, sql.SQL]:
+    """The join and condition of a tag filter; the condition's value is ``%s``, or ``{}`` to format."""
     if not tags:
         return sql.SQL(""), sql.SQL("")
     return (sql.SQL("JOIN memory_files f ON f.id = e.file_id AND f.owner_id = e.owner_id"),
-            sql.SQL("AND f.tags @> %s::text[]"))
+            sql.SQL("AND f.tags @> {}::text[]"))
 
 
 def _vector_literal(model: str, vector: Sequence[float]) -> str:
@@ -173,7 +184,7 @@ def _vector_literal(model: str, vector: Sequence[float]) -> str:
         raise VectorSizeError("an empty vector")
     if not all(math.isfinite(x) for x in vector):
         raise ValueError("a vector with a NaN or infinite value")
-    return "[" + ",".join(f"{x:.8g}" for x in vector) + "]"
+    return ("[" + ",".join(["%.8g"] * len(vector)) + "]") % tuple(vector)  # one format call: ~0.1 ms for 1536
 
 
 def export_memory_embeddings(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
