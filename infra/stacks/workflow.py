@@ -137,7 +137,11 @@ class WorkflowStack(Stack):
             data.bucket.grant_read_write(fns[name])
             data.openai_secret.grant_read(fns[name])
             fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
-        # Ingress reads inbound mail and serves artifacts; it never writes worker evidence.
+        # Ingress reads inbound mail and serves artifacts; it never writes worker evidence. It reads
+        # the OpenAI key too: GET /memory/search embeds the query (text-embedding-3-small), so the API's
+        # search is hybrid like the supervisor's recall, not full-text only.
+        data.openai_secret.grant_read(self.ingress)
+        self.ingress.add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
         data.bucket.grant_read(self.ingress)
         data.jwt_secret.grant_read(self.ingress)
         self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
