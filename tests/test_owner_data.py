@@ -62,6 +62,8 @@ def fill_memory(conn, owner_id: int, run_id: int, tag: str) -> None:
                     VALUES (%s, 'notes/a.md', 'A', 'old', '{}', '{}', 'user', 'h0', now(), 'overwrite')""", (owner_id,))
     conn.execute("""INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash)
                     VALUES (%s, %s, 'test-model', 3, '[1,0,0]', 'h')""", (file_id, owner_id))
+    conn.execute("""INSERT INTO memory_embedding_failures (file_id, owner_id, model, content_hash, last_error)
+                    VALUES (%s, %s, 'other-model', 'h', 'input too long')""", (file_id, owner_id))
     conn.execute("""INSERT INTO org_memory (owner_id, category, content, writer, source_run_id)
                     VALUES (%s, 'fact', %s, 'supervisor', %s)""", (owner_id, f"{tag} fact", run_id))
     message_id = conn.execute("SELECT max(id) AS id FROM thread_messages WHERE owner_id = %s", (owner_id,)).fetchone()["id"]

@@ -24,7 +24,7 @@ from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.llm import ledger
-from zerg.memory import facts, files, summaries, vectors, versions
+from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.workers import jobs
@@ -50,6 +50,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("memory_files", files.export_memory_files),
     OwnerTable("memory_file_versions", versions.export_memory_file_versions),
     OwnerTable("memory_embeddings", vectors.export_memory_embeddings),
+    OwnerTable("memory_embedding_failures", embed_failures.export_memory_embedding_failures),
     OwnerTable("org_memory", facts.export_org_memory),
     OwnerTable("conversation_summaries", summaries.export_conversation_summaries),
 )
