@@ -190,6 +190,16 @@ def test_grep_is_a_bounded_case_insensitive_regex_over_lines(rt, owner):
     assert everything.matches[0].path == "logs/a.md" and everything.matches[0].line_no == 1
 
 
+@pytest.mark.parametrize(("pattern", "lines"), [
+    ("^foo", [("a.md", 2), ("a.md", 3)]), ("bar$", [("a.md", 2), ("b.md", 1)]), ("^foo bar$", [("a.md", 2)]),
+    ("(?i)^FOO BAR$", [("a.md", 2)]), ("^bar", []), ("x.foo", []),  # '.' never crosses a line
+])
+def test_grep_anchors_match_at_each_line(rt, owner, pattern, lines):
+    fs.write(rt, owner, "a.md", "intro x\nfoo bar\nfoo baz\nend", writer="user")
+    fs.write(rt, owner, "b.md", "a bar", writer="user")
+    assert [(m.path, m.line_no) for m in fs.grep(rt, owner, pattern).matches] == lines
+
+
 @pytest.mark.parametrize("pattern", ["(", "a{2,1}", "[z-a]", "(?P<name>x)"])
 def test_grep_with_an_invalid_regex_is_a_clear_error(rt, owner, pattern):
     fs.write(rt, owner, "a.md", "x", writer="user")

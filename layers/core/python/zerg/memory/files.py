@@ -6,8 +6,9 @@ Invariants:
   LIMIT: a path names a file only within its owner, and no ranking ever sees another owner's rows.
 - Reads return :data:`COLUMNS` (content only where asked for); sizes are UTF-8 bytes.
 - Grep is bounded here, in the database: a per-statement timeout, at most ``limit`` matching lines,
-  each cut to ``line_chars``; the whole-content ``~*`` test comes first so a trigram index (where
-  ``pg_trgm`` exists) can skip files that cannot match.
+  each cut to ``line_chars``; the whole-content ``~*`` test (newline-sensitive, so ``^`` and ``$``
+  mean what they mean per line) comes first so a trigram index (where ``pg_trgm`` exists) can skip
+  files that cannot match.
 - Full-text search never scans the owner's content: the query is parsed first (:func:`text_query`)
   and only the branch that applies runs, the tsquery a parameter the GIN index serves; the
   substring fallback reads a bounded window (:data:`SUBSTRING_FILES` x :data:`SUBSTRING_CHARS`).
@@ -102,10 +103,24 @@ def limit_time(conn: Connection, timeout: str) -> None:
     conn.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
 
 
+_OPTIONS = re.compile(r"^\(\?([bceimnpqstwx]*)\)")  # an ARE's embedded options, "(?i)"
+
+
+def per_line(pattern: str) -> str:
+    """``pattern`` in newline-sensitive mode (the ARE option ``n``: ``^`` and ``$`` match at each
+    line, ``.`` never crosses one), so the test on a whole file agrees with the test on its lines.
+    Options the pattern sets itself (``(?i)``) are kept, after ``n``: they win. (A ``***``
+    director never gets here: it is not a valid Python pattern, refused before the database.)"""
+    options = _OPTIONS.match(pattern)
+    if options:
+        return f"(?n{options[1]}){pattern[options.end():]}"
+    return f"(?n){pattern}"
+
+
 def grep(conn: Connection, owner_id: int, pattern: str, prefix: str, *, limit: int, line_chars: int) -> list[dict[str, Any]]:
     """Lines of the owner's files (under ``prefix``) matching the POSIX regular expression
     ``pattern`` case-insensitively, by path then line number: (path, line_no, line, line_length).
-    Raises psycopg's ``InvalidRegularExpression`` for a
+    ``^`` and ``$`` anchor at each line. Raises psycopg's ``InvalidRegularExpression`` for a
     pattern PostgreSQL refuses and ``QueryCanceled`` past :data:`GREP_TIMEOUT`."""
     limit_time(conn, GREP_TIMEOUT)
     return conn.execute(
@@ -114,7 +129,7 @@ def grep(conn: Connection, owner_id: int, pattern: str, prefix: str, *, limit: i
            CROSS JOIN LATERAL regexp_split_to_table(f.content, E'\\n') WITH ORDINALITY AS l(line, n)
            WHERE f.owner_id = %s AND starts_with(f.path, %s) AND f.content ~* %s AND l.line ~* %s
            ORDER BY f.path COLLATE "C", l.n LIMIT %s""",
-        (line_chars, owner_id, prefix, pattern, pattern, limit)).fetchall()
+        (line_chars, owner_id, prefix, per_line(pattern), pattern, limit)).fetchall()
 
 
 @dataclass(frozen=True)
