@@ -27,7 +27,14 @@ _pool_lock = threading.Lock()
 
 
 class EmbeddingError(RuntimeError):
-    """The embedder gave no vectors (timeout, unreachable, bad answer); the message says why."""
+    """The embedder gave no vectors (timeout, unreachable, bad answer); the message says why.
+
+    ``refused``: the model rejected the input itself (HTTP 400, 413, 422) and would reject it
+    again; anything else (timeout, 429, 5xx, unreachable, a local model failing) is transient."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class Embedder(Protocol):
