@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
-from zerg.embeddings.port import EmbeddingError
+from zerg.embeddings.port import EmbeddingError, background
 from zerg.memory import embed_failures, vectors
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | No
             if not files:
                 break
             tried.update(f["file_id"] for f in files)
-            done += _embed_batch(rt, embedder, files, timeout)
+            with background():  # its own pool: a query's embedding never waits behind this batch
+                done += _embed_batch(rt, embedder, files, timeout)
     except Exception as exc:  # a transient EmbeddingError, a database outage: next pass tries again
         observability.logger().warning("memory indexer: pass stopped, files stay stale for the next one", extra={
             "model": embedder.model, "owner_id": owner_id, "embedded": done,
