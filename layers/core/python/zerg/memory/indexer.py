@@ -17,8 +17,9 @@ Invariants:
 - Who runs it: locally, :func:`kick` (after a memory write) wakes one background thread per
   process, which coalesces kicks; ``zerg serve``'s housekeeping runs a pass every
   :data:`SWEEP_EVERY_S`. On Lambda :func:`kick` does nothing (a thread would be frozen with the
-  container): the post-run Remember step calls :func:`embed_pending` for the run's owner; a
-  scheduled :func:`run_sweep` (it takes housekeeping's ``should_stop``) can catch up the rest.
+  container): the post-run Remember step calls :func:`embed_pending` for the run's owner, and
+  the ``embed`` housekeeping rule (every 15 minutes) runs :func:`run_sweep` on ingress, which
+  starts no batch once the Lambda's ``should_stop`` says its time is nearly up.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several pas
 SWEEP_EVERY_S = 60.0
 
 
-def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None) -> int:
+def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None,
+                  should_stop: Callable[[], bool] | None = None, batch_timeout_s: float | None = None) -> int:
     """Embed up to ``limit`` (default :data:`PASS_LIMIT`) stale files of ``owner_id``, or of every
-    owner; returns how many were stored. 0 without an embedder."""
+    owner; returns how many were stored. 0 without an embedder. No batch starts once
+    ``should_stop()``; ``batch_timeout_s`` replaces :data:`BATCH_TIMEOUT_S` (a Lambda's margin)."""
     limit = PASS_LIMIT if limit is None else limit
     try:
         embedder = rt.embedder
@@ -55,9 +58,9 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | No
     if embedder is None:
         return 0
     done, tried = 0, set()  # tried: files this pass already sent (a refused one is not sent again now)
-    timeout = max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s)
+    timeout = batch_timeout_s or max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s)
     try:
-        while done < limit:
+        while done < limit and not (should_stop is not None and should_stop()):
             with rt.pool.connection() as conn:
                 files = vectors.stale(conn, embedder.model, owner_id=owner_id, limit=min(BATCH, limit - done),
                                       max_chars=embedder.max_chars, exclude=sorted(tried))
@@ -116,12 +119,13 @@ def _texts(files: list[dict[str, Any]], embedder: "Embedder") -> list[str]:
     return [_text(f["title"], f["content"], embedder.max_chars) for f in files]
 
 
-def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None, *,
+              batch_timeout_s: float | None = None) -> dict[str, int]:
     """Housekeeping: passes over every owner's stale files until none is left, a pass falls short
-    (the embedder failed) or ``should_stop()``; counts for the log."""
+    (the embedder failed) or ``should_stop()`` (checked before every batch); counts for the log."""
     embedded = 0
     while True:
-        done = embed_pending(rt)
+        done = embed_pending(rt, should_stop=should_stop, batch_timeout_s=batch_timeout_s)
         embedded += done
         if done < PASS_LIMIT or (should_stop is not None and should_stop()):
             return {"embedded": embedded}
