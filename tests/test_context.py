@@ -324,7 +324,7 @@ def test_a_run_whose_supervisor_wrote_250_kb_with_memory_write_stays_within_budg
                {"content": "Saved the runbook."})
     run = start(pool, owner, "save the runbook to memory")
     turn.plan(rt, run.run_id, owner, run.thread_id)
-    first, *later = supervisor_requests(llm)
+    _, *later = supervisor_requests(llm)
     assert len(later) == 2
     for request in later:
         assert request_bytes(request["messages"]) <= 40_000

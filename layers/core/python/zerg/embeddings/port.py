@@ -67,7 +67,7 @@ class _DaemonPool:
                 continue
             try:
                 future.set_result(fn())
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 -- whatever it is, the caller sees it
                 future.set_exception(exc)
 
 

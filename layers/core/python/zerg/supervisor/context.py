@@ -212,7 +212,7 @@ def _answered(messages: list[dict[str, Any]]) -> set[str]:
 def _short_arguments(arguments: str) -> str:
     """A completed call's long ``arguments``, still a JSON object: its long string values replaced
     by a note of their size (short ones, like a path, stay), or all of it by one such note."""
-    note = lambda n: f"[{n:,} bytes not shown here (context budget); the call was made with them]"  # noqa: E731
+    note = lambda n: f"[{n:,} bytes not shown here (context budget); the call was made with them]"
     try:
         parsed = json.loads(arguments)
     except ValueError:
