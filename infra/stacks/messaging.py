@@ -13,7 +13,8 @@ Invariants:
   ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
   DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
   Another daily rule, always there, sends ``{"task": "memory-versions"}``: memory file versions are
-  kept 30 days whatever the artifact retention (a database sweep; no S3 grant).
+  kept 30 days whatever the artifact retention (a database sweep; no S3 grant). A third,
+  ``{"task": "memory-facts"}``, deletes organisational memories forgotten more than 30 days ago.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ INBOUND_EMAIL_PREFIX = "inbound/email/"
 HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
 # The ingress event of the daily prune of memory file versions older than 30 days.
 HOUSEKEEPING_MEMORY_VERSIONS = {"trigger": "housekeeping", "task": "memory-versions"}
+# The ingress event of the daily prune of organisational memories forgotten more than 30 days ago.
+HOUSEKEEPING_MEMORY_FACTS = {"trigger": "housekeeping", "task": "memory-facts"}
 
 
 class MessagingStack(Stack):
@@ -159,6 +162,9 @@ class MessagingStack(Stack):
         self.memory_versions_rule = self._daily(
             "MemoryVersionsPrune", "memory-versions-prune",
             "Daily: delete memory file versions replaced more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_VERSIONS)
+        self.memory_facts_rule = self._daily(
+            "MemoryFactsPrune", "memory-facts-prune",
+            "Daily: delete organisational memories forgotten more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_FACTS)
         if not self.config.artifact_retention_days:
             return
         self.retention_rule = self._daily(
