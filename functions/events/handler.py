@@ -28,12 +28,13 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     from zerg.handler_input import HousekeepingEvent, parse_event
     from zerg.memory.filesystem import prune_versions
+    from zerg.memory.org import prune_forgotten_facts
     from zerg.runtime import get_runtime
     from zerg.workers.retention import run_retention
 
     ev = parse_event(HousekeepingEvent, event, "housekeeping")
     tasks = {"retention": run_retention, "memory-versions": prune_versions,  # one entry per HousekeepingEvent.task
-             "embed": embed_sweep}
+             "memory-facts": prune_forgotten_facts, "embed": embed_sweep}
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     should_stop = (lambda: remaining() < HOUSEKEEPING_MARGIN_MS) if remaining else None
     with observability.invocation("events", f"housekeeping:{ev.task}") as log:

@@ -13,9 +13,11 @@ Invariants:
   ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
   DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
   Another daily rule, always there, sends ``{"task": "memory-versions"}``: memory file versions are
-  kept 30 days whatever the artifact retention (a database sweep; no S3 grant). A third, every
-  15 minutes, sends ``{"task": "embed"}``: memory files without a current vector get one (ingress
-  reads the OpenAI key already; the sweep stops starting batches near the function's timeout).
+  kept 30 days whatever the artifact retention (a database sweep; no S3 grant). A third,
+  ``{"task": "memory-facts"}``, deletes organisational memories forgotten more than 30 days ago.
+  A fourth, every 15 minutes, sends ``{"task": "embed"}``: memory files without a current vector
+  get one (ingress reads the OpenAI key already; the sweep stops starting batches near the
+  function's timeout).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ INBOUND_EMAIL_PREFIX = "inbound/email/"
 HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
 # The ingress event of the daily prune of memory file versions older than 30 days.
 HOUSEKEEPING_MEMORY_VERSIONS = {"trigger": "housekeeping", "task": "memory-versions"}
+# The ingress event of the daily prune of organisational memories forgotten more than 30 days ago.
+HOUSEKEEPING_MEMORY_FACTS = {"trigger": "housekeeping", "task": "memory-facts"}
 # The ingress event of the embedding sweep, and how often: a file written through the API (no run,
 # so no Remember step) waits at most this long for its vector; full-text search finds it meanwhile.
 HOUSEKEEPING_EMBED = {"trigger": "housekeeping", "task": "embed"}
@@ -165,6 +169,9 @@ class MessagingStack(Stack):
         self.memory_versions_rule = self._daily(
             "MemoryVersionsPrune", "memory-versions-prune",
             "Daily: delete memory file versions replaced more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_VERSIONS)
+        self.memory_facts_rule = self._daily(
+            "MemoryFactsPrune", "memory-facts-prune",
+            "Daily: delete organisational memories forgotten more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_FACTS)
         self.embed_rule = self._daily(
             "MemoryEmbedSweep", "memory-embed-sweep",
             "Every 15 minutes: embed memory files that have no current vector", ingress, HOUSEKEEPING_EMBED,
