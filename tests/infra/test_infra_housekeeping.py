@@ -43,6 +43,19 @@ def test_a_daily_rule_always_sends_ingress_each_memory_prune(synth, name, task):
     assert "DeadLetterConfig" in target
 
 
+def test_a_rule_every_15_minutes_sends_ingress_the_embedding_sweep(synth):
+    props = _rule(synth, "zerg-test-memory-embed-sweep")
+    assert props["ScheduleExpression"] == "rate(15 minutes)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "embed"  # what the handler validates
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 15 * 60}
+    assert "DeadLetterConfig" in target
+    env = synth.function("events")[1]["Properties"]["Environment"]["Variables"]
+    assert "ZERG_OPENAI_SECRET_ARN" in env and env.get("ZERG_EMBEDDINGS", "auto") in ("auto", "openai")
+
+
 def test_eventbridge_may_invoke_ingress_and_write_the_dlq_only_from_that_rule(synth):
     template = synth.assertion("Messaging")
     (rule_id,) = [k for k, r in synth.resources("Messaging", "AWS::Events::Rule").items()
@@ -92,9 +105,9 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
     stack = MessagingStack(app, "Messaging", config=config, bucket=s3.Bucket(deps, "Bucket"),
                            state_machine=machine, ingress=ingress, supervisor=supervisor)
     template = Template.from_stack(stack)
-    rules = template.find_resources("AWS::Events::Rule")  # only the memory prunes (versions, forgotten facts)
-    assert sorted(r["Properties"]["Name"] for r in rules.values()) == ["zerg-test-memory-facts-prune",
-                                                                       "zerg-test-memory-versions-prune"]
+    rules = template.find_resources("AWS::Events::Rule")  # only the memory prunes and the embed sweep
+    assert sorted(r["Properties"]["Name"] for r in rules.values()) == [
+        "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune"]
     assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
 
 

@@ -236,6 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         report = run_task(rt, task, owner_id=owner_id)
         print_report(rt, report, owner_id)
+        # The Remember step runs on after the answer: say why we wait; Ctrl-C skips it.
+        rt.starter.finish_background(lambda line: print(line, file=sys.stderr, flush=True))
     finally:
         rt.close()
     if report.interrupted:
