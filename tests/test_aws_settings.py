@@ -32,3 +32,34 @@ def test_openai_key_comes_from_its_secret_and_is_not_offline():
         assert not settings.offline
         model = make_llm(settings)
     assert model.client.api_key == "sk-test-123"
+
+
+def test_the_openai_key_is_read_once_per_runtime_for_the_model_and_the_embedder_with_short_timeouts(monkeypatch):
+    from botocore.client import BaseClient
+
+    from zerg import runtime
+    from zerg.embeddings import make_embedder
+
+    reads, configs = [], []
+    real_call = BaseClient._make_api_call
+
+    def counting(self, operation, params):
+        if operation == "GetSecretValue":
+            reads.append(params["SecretId"])
+            configs.append(self.meta.config)
+        return real_call(self, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", counting)
+    runtime.reset_runtime()
+    with mock_aws():
+        sm = boto3.client("secretsmanager", region_name="us-east-1")
+        arn = sm.create_secret(Name="zerg/test/openai-once", SecretString="sk-once")["ARN"]
+        settings = load_settings({"ZERG_OPENAI_SECRET_ARN": arn, "ZERG_EMBEDDINGS": "openai", "HOME": "/tmp"})
+        assert make_llm(settings).client.api_key == "sk-once"
+        assert make_embedder(settings).inner.client.api_key == "sk-once"
+        assert reads == [arn]  # once, shared
+        assert configs[0].connect_timeout == configs[0].read_timeout == runtime.SECRET_TIMEOUT_S
+        assert configs[0].retries["total_max_attempts"] == 2
+        runtime.reset_runtime()  # a new runtime reads it afresh (a rotated key)
+        make_llm(settings)
+    assert reads == [arn, arn]

@@ -14,6 +14,7 @@ from tests.support.scripts import has_tool_results, role_of, worker_task
 from zerg.agent import model_view
 from zerg.config import ConfigError, load_settings
 from zerg.llm.untrusted import UNTRUSTED, fenced_parts
+from zerg.memory.paths import MAX_CONTENT_BYTES
 from zerg.runs import store as runs
 from zerg.runs import threads
 from zerg.supervisor import context, turn
@@ -309,3 +310,62 @@ def test_the_context_budget_setting_is_validated_naming_the_variable():
         load_settings({"ZERG_CONTEXT_BUDGET_BYTES": "lots"})
     with pytest.raises(ConfigError, match="ZERG_CONTEXT_BUDGET_BYTES=17000 leaves no room beside a task of ZERG_TASK_MAX_BYTES=10000"):
         load_settings({"ZERG_CONTEXT_BUDGET_BYTES": "17000", "ZERG_TASK_MAX_BYTES": "10000"})
+
+
+# --- the supervisor's own long tool calls ---------------------------------------------------------
+
+def test_a_run_whose_supervisor_wrote_250_kb_with_memory_write_stays_within_budget_on_the_next_inference(
+        runtime_env, llm, pool, owner):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    document = "the whole runbook, line after line\n" * 7_300  # ~250 KB
+    assert 250_000 <= len(document.encode()) <= MAX_CONTENT_BYTES
+    llm.script({"tool_calls": [("memory_write", {"path": "runbooks/all.md", "content": document})]},
+               {"tool_calls": [("get_current_time", {})]},
+               {"content": "Saved the runbook."})
+    run = start(pool, owner, "save the runbook to memory")
+    turn.plan(rt, run.run_id, owner, run.thread_id)
+    _, *later = supervisor_requests(llm)
+    assert len(later) == 2
+    for request in later:
+        assert request_bytes(request["messages"]) <= 40_000
+        (call,) = [c for m in request["messages"] if m.get("tool_calls") for c in m["tool_calls"]
+                   if c["function"]["name"] == "memory_write"]
+        shown = json.loads(call["function"]["arguments"])  # still a JSON object, path readable
+        assert shown["path"] == "runbooks/all.md" and "bytes not shown here" in shown["content"]
+        assert any(m.get("tool_call_id") == call["id"] for m in request["messages"])  # paired with its result
+    stored = get_run(pool, owner, run.run_id)["working_messages"]
+    (kept,) = [c for m in stored if m.get("tool_calls") for c in m["tool_calls"] if c["function"]["name"] == "memory_write"]
+    assert json.loads(kept["function"]["arguments"])["content"] == document  # the run keeps what was written
+    with pool.connection() as conn:
+        assert conn.execute("SELECT content FROM memory_files WHERE owner_id = %s AND path = 'runbooks/all.md'",
+                            (owner,)).fetchone()["content"] == document
+
+
+def test_long_arguments_are_shortened_only_over_the_share_oldest_first_and_never_for_an_unanswered_call():
+    call = lambda i, name, args: {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": args}}
+    big = json.dumps({"path": "a.md", "content": "x" * 20_000})
+    working = [
+        {"role": "assistant", "content": None, "tool_calls": [call(1, "memory_write", big)]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Wrote a.md"},
+        {"role": "assistant", "content": None, "tool_calls": [call(2, "memory_write", big.replace("a.md", "b.md"))]},
+        {"role": "tool", "tool_call_id": "c2", "content": "Wrote b.md"},
+        {"role": "assistant", "content": None, "tool_calls": [call(3, "spawn_worker", json.dumps({"task": "t" * 3_000}))]},
+        {"role": "tool", "tool_call_id": "c3", "content": None, turn.PENDING: 7},
+    ]
+    assert working_view(working, 100_000) == working  # within the share: nothing changes
+    raw = json.dumps(working)
+    view = working_view(working, 25_000)
+    assert json.dumps(working) == raw and sum(map(message_bytes, view)) <= 25_000
+    assert "bytes not shown here" in view[0]["tool_calls"][0]["function"]["arguments"]  # the oldest first
+    assert view[2] == working[2] and view[4] == working[4]  # enough saved; a pending call is never cut
+    assert view[0]["tool_calls"][0]["id"] == "c1" and view[0]["tool_calls"][0]["function"]["name"] == "memory_write"
+
+    unparsable = [{"role": "assistant", "content": None, "tool_calls": [call(1, "memory_write", "{not json" + "y" * 5_000)]},
+                  {"role": "tool", "tool_call_id": "c1", "content": "ERROR: invalid arguments"}]
+    (shortened, _) = working_view(unparsable, 1_000)
+    assert "_elided" in json.loads(shortened["tool_calls"][0]["function"]["arguments"])
+
+
+def test_the_tools_array_left_out_of_the_budget_is_as_small_as_documented():
+    tools = [t.schema() for t in turn.supervisor_tools().values()]
+    assert len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode()) <= context.TOOLS_BYTES_AT_MOST

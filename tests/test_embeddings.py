@@ -135,6 +135,39 @@ def test_a_stuck_embedder_is_abandoned_at_the_timeout_and_never_joined():
     wait_for(finished.is_set, "the abandoned call to end on its own")
 
 
+def test_a_query_embedding_answers_while_background_batches_hold_every_background_thread():
+    from zerg.embeddings import port
+
+    release = threading.Event()
+
+    class Held:
+        model, dimension, max_chars = "held", 2, 100
+
+        def embed(self, texts, *, timeout):
+            if texts[0].startswith("batch"):
+                release.wait(30)
+            return [[1.0, 0.0] for _ in texts]
+
+    bounded = BoundedEmbedder(Held())
+    try:
+        with port.background():
+            for i in range(port._POOL_THREADS + 1):  # every background thread busy, one more queued
+                with pytest.raises(EmbeddingError):
+                    bounded.embed([f"batch {i}"], timeout=0.05)
+        assert bounded.embed(["the query"], timeout=5) == [[1.0, 0.0]]  # not behind them
+    finally:
+        release.set()
+
+
+def test_embedding_threads_are_daemons_so_an_abandoned_call_never_holds_the_process_at_exit():
+    from zerg.embeddings import port
+
+    BoundedEmbedder(local.LocalEmbedder()).embed(["x"], timeout=60)
+    threads = [t for t in threading.enumerate() if t.name.startswith("zerg-embed-")]
+    assert threads and all(t.daemon for t in threads)
+    assert all(isinstance(p, port._DaemonPool) for p in port._pools.values())
+
+
 def test_a_model_exception_becomes_an_embedding_error():
     class Broken:
         model, dimension, max_chars = "broken", 2, 100

@@ -5,6 +5,7 @@ memory layer of run 2's supervisor request while the thread never holds the laye
 from __future__ import annotations
 
 import json
+import pytest
 
 from tests.support.factories import make_run
 from tests.support.scripts import memory_call, role_of
@@ -171,3 +172,39 @@ def test_recall_runs_once_per_supervisor_invocation_and_joins_every_inference_of
     assert turn.plan(rt, run_id, owner, thread_id)["done"]
     assert len(calls) == 1 and len(llm.requests) == 2  # two inferences, one recall
     assert all("Call them Sam" in layer_of(r)["content"] for r in llm.requests)
+
+
+@pytest.mark.parametrize("said", ["Remember that the NAS\tis cube", "Remember that the NAS is cu\u200bbe",
+                                  "Remember that the NAS is \u202ecube\u202c"])
+def test_a_note_with_a_tab_zero_width_or_bidi_character_is_saved_as_said(runtime_env, pool, owner, said):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    run_id, _ = make_run(pool, owner, said)
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, run_id)
+    (outcome,) = notes.remember_explicit(rt, run)
+    assert outcome.path and outcome.error is None
+    f = filesystem.read(rt, owner, outcome.path)
+    assert f.content == said and f.writer == "user"  # the sentence as given
+    assert f.title.startswith("the NAS is cu") and all(ch.isprintable() for ch in f.title)
+    assert notes.saved_line([outcome]).startswith("[Zerg] Saved to the owner's memory as notes/")
+
+
+def test_a_note_that_cannot_be_saved_is_named_to_the_model_as_not_saved(runtime_env, pool, owner, monkeypatch):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    run_id, _ = make_run(pool, owner, "Remember that the NAS is cube. Keep in mind that backups run at 2am.")
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, run_id)
+    real_write = filesystem.write
+
+    def refuse_backups(rt_, owner_id, path, content, **kw):
+        if "backups" in content:
+            raise filesystem.MemoryInputError("content is 300000 bytes; at most 262144 (256 KiB) per memory file")
+        return real_write(rt_, owner_id, path, content, **kw)
+
+    monkeypatch.setattr(filesystem, "write", refuse_backups)
+    saved, failed = notes.remember_explicit(rt, run)
+    assert saved.path and failed.path is None and "256 KiB" in failed.error
+    line = notes.saved_line([saved, failed])
+    assert line.startswith(f"[Zerg] Saved to the owner's memory as {saved.path}")
+    assert "NOT saved to memory, though the user asked: 'Keep in mind that backups run at 2am.'" in line
+    assert "Tell the user it was not saved and why." in line and "acknowledge it briefly" not in line

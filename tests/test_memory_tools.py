@@ -1,4 +1,6 @@
-"""The memory tools: in both toolsets, owner-scoped, writer recorded, bounded, errors as text."""
+"""The memory tools: the supervisor's full set and the workers' narrow one, owner-scoped, writer
+recorded, what a model may change limited by who wrote the file, every change a run event, bounded,
+errors as text."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run
 from zerg.memory import filesystem as fs
+from zerg.runs import events
 from zerg.supervisor.turn import supervisor_tools
 from zerg.tools import ToolContext, invoke, worker_tools
 from zerg.tools.memory import TOOLS
@@ -27,8 +30,9 @@ def call(rt, owner_id, name, agent="supervisor", run_id=None, **args):
     return invoke(MEMORY, name, json.dumps(args), ctx)
 
 
-def test_both_the_supervisor_and_the_workers_have_every_memory_tool():
-    assert NAMES <= set(supervisor_tools()) and NAMES <= set(worker_tools())
+def test_the_supervisor_has_every_memory_tool_and_workers_only_read_and_write():
+    assert NAMES <= set(supervisor_tools())
+    assert {n for n in worker_tools() if n.startswith("memory_")} == NAMES - {"memory_edit", "memory_delete"}
     search = MEMORY["memory_search"].schema()["function"]
     assert "ALL of the given tags" in search["description"]
     assert search["parameters"]["additionalProperties"] is False
@@ -53,6 +57,56 @@ def test_write_read_edit_ls_grep_search_delete_round_trip(rt, owner, pool):
     assert call(rt, owner, "memory_delete", path="notes/backup.md").text.startswith("deleted notes/backup.md")
     assert call(rt, owner, "memory_ls").text == "No memory files."
     assert [v.reason for v in fs.versions_of(rt, owner, "notes/backup.md")] == ["delete", "edit"]
+    with pool.connection() as conn:
+        changed = [e["payload"] for e in events.list_events(conn, owner, run_id) if e["event_type"] == "memory_changed"]
+    assert changed == [{"memory": "file", "path": "notes/backup.md", "action": "created", "writer": "supervisor"}]
+    # (the later calls had no run: nothing to report them in)
+
+
+def test_every_change_a_model_makes_is_a_run_event(rt, owner, pool):
+    run_id, _ = make_run(pool, owner)
+    call(rt, owner, "memory_write", run_id=run_id, path="notes/a.md", content="one")
+    call(rt, owner, "memory_write", run_id=run_id, path="notes/a.md", content="two")
+    call(rt, owner, "memory_edit", run_id=run_id, path="notes/a.md", old="two", new="three")
+    call(rt, owner, "memory_write", run_id=run_id, agent="worker", path="notes/w.md", content="seen")
+    call(rt, owner, "memory_delete", run_id=run_id, path="notes/a.md")
+    with pool.connection() as conn:
+        changed = [(e["payload"]["path"], e["payload"]["action"], e["payload"]["writer"])
+                   for e in events.list_events(conn, owner, run_id) if e["event_type"] == "memory_changed"]
+    assert changed == [("notes/a.md", "created", "supervisor"), ("notes/a.md", "overwritten", "supervisor"),
+                       ("notes/a.md", "edited", "supervisor"), ("notes/w.md", "created", "worker"),
+                       ("notes/a.md", "deleted", "supervisor")]
+
+
+def test_a_worker_creates_new_files_and_changes_only_what_workers_wrote(rt, owner, pool):
+    run_id, _ = make_run(pool, owner)
+    for writer in ("user", "supervisor", "system"):
+        fs.write(rt, owner, f"notes/{writer}.md", f"by {writer}", writer=writer)
+    for writer in ("user", "supervisor", "system"):
+        out = call(rt, owner, "memory_write", agent="worker", run_id=run_id, path=f"notes/{writer}.md", content="pwned")
+        assert out.text == (f"ERROR: refused: notes/{writer}.md was written by {writer}; a worker may only create new "
+                            "memory files or overwrite ones a worker wrote. Choose another path.")
+        assert fs.read(rt, owner, f"notes/{writer}.md").content == f"by {writer}"
+    assert call(rt, owner, "memory_write", agent="worker", run_id=run_id, path="notes/found.md", content="v1").ok
+    assert call(rt, owner, "memory_write", agent="worker", run_id=run_id, path="notes/found.md", content="v2").ok
+    # Not in a worker's toolset; called anyway, they refuse.
+    assert call(rt, owner, "memory_edit", agent="worker", path="notes/found.md", old="v2", new="v3").text == (
+        "ERROR: refused: a worker may not edit memory files")
+    assert call(rt, owner, "memory_delete", agent="worker", path="notes/user.md").text.startswith("ERROR: refused:")
+    assert fs.read(rt, owner, "notes/found.md").content == "v2"
+
+
+def test_the_supervisor_never_changes_a_file_the_user_or_the_system_wrote(rt, owner, pool):
+    fs.write(rt, owner, "notes/mine.md", "The NAS is cube", writer="user")
+    fs.write(rt, owner, "episodes/2026-01-01/1-x.md", "Episode", writer="system", run_id=None)
+    fs.write(rt, owner, "notes/worker.md", "found", writer="worker")
+    for path in ("notes/mine.md", "episodes/2026-01-01/1-x.md"):
+        assert call(rt, owner, "memory_write", path=path, content="x").text.startswith(f"ERROR: refused: {path} was written by")
+        assert call(rt, owner, "memory_edit", path=path, old="e", new="E").text.startswith("ERROR: refused:")
+        assert "the user can delete it with the API" in call(rt, owner, "memory_delete", path=path).text
+    assert fs.read(rt, owner, "notes/mine.md").content == "The NAS is cube"
+    assert call(rt, owner, "memory_edit", path="notes/worker.md", old="found", new="checked").ok  # a worker's: allowed
+    assert call(rt, owner, "memory_delete", path="notes/worker.md").ok
 
 
 def test_a_worker_records_itself_and_its_run_as_the_writer(runtime_env, llm, pool, owner):

@@ -257,6 +257,25 @@ def test_the_sweep_works_off_a_backlog_bigger_than_one_pass(runtime_env, pool, o
     with pool.connection() as conn:
         for i in range(7):
             add_file(conn, owner, f"notes/{i}.md", f"note number {i}")
-    assert indexer.run_sweep(rt, should_stop=lambda: True) == {"embedded": 3}  # told to stop after a pass
+    answers = iter([False] + [True] * 10)  # asked before each batch and after each pass
+    assert indexer.run_sweep(rt, should_stop=lambda: next(answers)) == {"embedded": 3}  # told to stop after a pass
+    assert indexer.run_sweep(rt, should_stop=lambda: True) == {"embedded": 0}  # told at once: no batch starts
     assert indexer.run_sweep(rt)["embedded"] >= 4  # the rest (other tests' files may be stale too)
     assert len(_stored(pool, owner, counting.model)) == 7
+
+
+def test_on_aws_the_embed_housekeeping_event_embeds_what_is_stale_and_starts_nothing_near_the_timeout(
+        runtime_env, llm, pool, owner):
+    from types import SimpleNamespace
+
+    from functions.events.handler import handler
+
+    rt = runtime_env(ZERG_EMBEDDINGS="openai")
+    with pool.connection() as conn:
+        files = {add_file(conn, owner, f"notes/api-{i}.md", f"written through the API {i}") for i in range(3)}
+    event = {"trigger": "housekeeping", "task": "embed"}
+    out = handler(event, SimpleNamespace(get_remaining_time_in_millis=lambda: 4_000))
+    assert out["result"] == {"embedded": 0} and llm.embedding_requests == []  # within the margin: nothing starts
+    out = handler(event, SimpleNamespace(get_remaining_time_in_millis=lambda: 25_000))
+    assert out["task"] == "embed" and out["result"]["embedded"] >= 3
+    assert files <= set(_stored(pool, owner, rt.embedder.model))

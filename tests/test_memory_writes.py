@@ -4,6 +4,7 @@ supervisor_complete, idempotency, which runs get one, and parts that fail on the
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime, timezone
 
 import pytest
@@ -174,3 +175,42 @@ def test_the_remember_step_compacts_a_long_thread_and_embeds_what_it_wrote(runti
     assert stored["n"] == 52  # every message stays
     assert sorted(memory_call(r) for r in llm.requests) == ["compaction", "episode"]
     assert isinstance(report["embedded"], int)  # what the indexer embedded (0 without an embedder)
+
+
+def test_two_concurrent_remember_calls_for_one_run_write_one_episode_and_bump_importance_once(
+        runtime_env, llm, pool, owner):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    with pool.connection() as conn:
+        known = facts.add_fact(conn, owner, "preference", "Prefers metric units", importance=6)
+    run = finished_run(pool, owner, "I prefer metric units, as I said")
+    extraction = {"content": json.dumps([{"category": "preference", "content": "prefers metric units", "importance": 6}])}
+    # Whatever the interleaving, enough replies for both deliveries: the assertions are on what was written.
+    llm.script(extraction, {"content": json.dumps(EPISODE)}, extraction,
+               {"content": json.dumps({**EPISODE, "title": "Another title"})})
+    barrier, reports = threading.Barrier(2), []
+
+    def deliver():
+        barrier.wait()
+        reports.append(writes.remember_run(rt, run["id"], owner, run["thread_id"]))
+
+    threads = [threading.Thread(target=deliver) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(episodes(rt, owner)) == 1
+    with pool.connection() as conn:
+        (row,) = facts.list_facts(conn, owner)
+    assert (row["id"], row["importance"]) == (known.id, 7)  # bumped once, not twice
+    again = writes.remember_run(rt, run["id"], owner, run["thread_id"])  # a later re-delivery
+    assert again["facts"] == {"skipped": "already remembered (the run has its episode)"}
+    assert again["episode"]["written"] is False and len(episodes(rt, owner)) == 1
+
+
+def test_the_episode_says_it_was_derived_from_the_run(runtime_env, llm, pool, owner):
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    run = finished_run(pool, owner, "check disk on cube")
+    llm.script({"content": json.dumps(EPISODE)})
+    path = writes.remember_run(rt, run["id"], owner, run["thread_id"])["episode"]["path"]
+    f = filesystem.read(rt, owner, path)
+    assert (f.writer, f.writer_run_id) == ("system", run["id"]) and f.metadata["derived_from"].startswith("the run's task")

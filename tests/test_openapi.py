@@ -39,6 +39,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/memory/search", "get"): (200, {401, 422}),
     ("/api/jarvis/memory/facts", "get"): (200, {401, 422}),
     ("/api/jarvis/memory/facts/{fact_id}", "delete"): (204, {401, 404, 422}),
+    ("/api/jarvis/memory/facts/{fact_id}/restore", "post"): (200, {401, 404, 422}),
 }
 
 

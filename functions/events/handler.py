@@ -11,6 +11,8 @@ from zerg.api.app import resolve
 
 # Lambda's remaining time below which a housekeeping task starts no new piece of work.
 HOUSEKEEPING_MARGIN_MS = 5_000
+# An embedding batch started just before the margin must end within it.
+EMBED_BATCH_TIMEOUT_S = HOUSEKEEPING_MARGIN_MS / 1000 - 1
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -26,11 +28,13 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     from zerg.handler_input import HousekeepingEvent, parse_event
     from zerg.memory.filesystem import prune_versions
+    from zerg.memory.org import prune_forgotten_facts
     from zerg.runtime import get_runtime
     from zerg.workers.retention import run_retention
 
     ev = parse_event(HousekeepingEvent, event, "housekeeping")
-    tasks = {"retention": run_retention, "memory-versions": prune_versions}  # one entry per HousekeepingEvent.task
+    tasks = {"retention": run_retention, "memory-versions": prune_versions,  # one entry per HousekeepingEvent.task
+             "memory-facts": prune_forgotten_facts, "embed": embed_sweep}
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     should_stop = (lambda: remaining() < HOUSEKEEPING_MARGIN_MS) if remaining else None
     with observability.invocation("events", f"housekeeping:{ev.task}") as log:
@@ -41,6 +45,14 @@ def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             raise
         log.info("housekeeping task done", extra={"task": ev.task, "result": result})
     return {"trigger": "housekeeping", "task": ev.task, "result": result}
+
+
+def embed_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
+    """Memory files without a current vector get one (written through the API, or missed by the
+    Remember step): batches within the margin, so one never outlives the invocation."""
+    from zerg.memory.indexer import run_sweep
+
+    return run_sweep(rt, should_stop, batch_timeout_s=EMBED_BATCH_TIMEOUT_S)
 
 
 def execution_status(event: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,11 @@ Invariants:
   ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
   DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
   Another daily rule, always there, sends ``{"task": "memory-versions"}``: memory file versions are
-  kept 30 days whatever the artifact retention (a database sweep; no S3 grant).
+  kept 30 days whatever the artifact retention (a database sweep; no S3 grant). A third,
+  ``{"task": "memory-facts"}``, deletes organisational memories forgotten more than 30 days ago.
+  A fourth, every 15 minutes, sends ``{"task": "embed"}``: memory files without a current vector
+  get one (ingress reads the OpenAI key already; the sweep stops starting batches near the
+  function's timeout).
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ INBOUND_EMAIL_PREFIX = "inbound/email/"
 HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
 # The ingress event of the daily prune of memory file versions older than 30 days.
 HOUSEKEEPING_MEMORY_VERSIONS = {"trigger": "housekeeping", "task": "memory-versions"}
+# The ingress event of the daily prune of organisational memories forgotten more than 30 days ago.
+HOUSEKEEPING_MEMORY_FACTS = {"trigger": "housekeeping", "task": "memory-facts"}
+# The ingress event of the embedding sweep, and how often: a file written through the API (no run,
+# so no Remember step) waits at most this long for its vector; full-text search finds it meanwhile.
+HOUSEKEEPING_EMBED = {"trigger": "housekeeping", "task": "embed"}
+EMBED_EVERY = Duration.minutes(15)
 
 
 class MessagingStack(Stack):
@@ -159,6 +169,13 @@ class MessagingStack(Stack):
         self.memory_versions_rule = self._daily(
             "MemoryVersionsPrune", "memory-versions-prune",
             "Daily: delete memory file versions replaced more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_VERSIONS)
+        self.memory_facts_rule = self._daily(
+            "MemoryFactsPrune", "memory-facts-prune",
+            "Daily: delete organisational memories forgotten more than 30 days ago", ingress, HOUSEKEEPING_MEMORY_FACTS)
+        self.embed_rule = self._daily(
+            "MemoryEmbedSweep", "memory-embed-sweep",
+            "Every 15 minutes: embed memory files that have no current vector", ingress, HOUSEKEEPING_EMBED,
+            every=EMBED_EVERY, max_age=EMBED_EVERY)
         if not self.config.artifact_retention_days:
             return
         self.retention_rule = self._daily(
@@ -174,19 +191,20 @@ class MessagingStack(Stack):
         )
 
     def _daily(self, construct_id: str, name: str, description: str, ingress: lambda_.Function,
-               event: dict[str, str]) -> events.Rule:
-        """A daily rule invoking ingress with a housekeeping ``event`` (failed deliveries: the schedule DLQ)."""
+               event: dict[str, str], *, every: Duration | None = None, max_age: Duration | None = None) -> events.Rule:
+        """A rule invoking ingress with a housekeeping ``event``, daily unless ``every`` says otherwise
+        (failed deliveries: the schedule DLQ; an event older than ``max_age`` is dropped there)."""
         return events.Rule(
             self, construct_id,
             rule_name=self.config.prefix(name),
             description=description,
-            schedule=events.Schedule.rate(Duration.days(1)),
+            schedule=events.Schedule.rate(every or Duration.days(1)),
             targets=[targets.LambdaFunction(
                 ingress,
                 event=events.RuleTargetInput.from_object(event),
                 dead_letter_queue=self.schedule_dlq,
                 retry_attempts=2,
-                max_event_age=Duration.hours(6),
+                max_event_age=max_age or Duration.hours(6),
             )],
         )
 

@@ -30,15 +30,30 @@ def test_a_daily_rule_sends_ingress_the_retention_event_the_handler_accepts(synt
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}  # the queue that alarms
 
 
-def test_a_daily_rule_always_sends_ingress_the_memory_versions_prune(synth):
-    props = _rule(synth, "zerg-test-memory-versions-prune")
+@pytest.mark.parametrize(("name", "task"), [("zerg-test-memory-versions-prune", "memory-versions"),
+                                           ("zerg-test-memory-facts-prune", "memory-facts")])
+def test_a_daily_rule_always_sends_ingress_each_memory_prune(synth, name, task):
+    props = _rule(synth, name)
     assert props["ScheduleExpression"] == "rate(1 day)" and props["State"] == "ENABLED"
     (target,) = props["Targets"]
     assert synth.function("events")[0] in json.dumps(target["Arn"])
     event = json.loads(target["Input"])
-    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "memory-versions"
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == task
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600}
     assert "DeadLetterConfig" in target
+
+
+def test_a_rule_every_15_minutes_sends_ingress_the_embedding_sweep(synth):
+    props = _rule(synth, "zerg-test-memory-embed-sweep")
+    assert props["ScheduleExpression"] == "rate(15 minutes)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "embed"  # what the handler validates
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 15 * 60}
+    assert "DeadLetterConfig" in target
+    env = synth.function("events")[1]["Properties"]["Environment"]["Variables"]
+    assert "ZERG_OPENAI_SECRET_ARN" in env and env.get("ZERG_EMBEDDINGS", "auto") in ("auto", "openai")
 
 
 def test_eventbridge_may_invoke_ingress_and_write_the_dlq_only_from_that_rule(synth):
@@ -90,8 +105,9 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
     stack = MessagingStack(app, "Messaging", config=config, bucket=s3.Bucket(deps, "Bucket"),
                            state_machine=machine, ingress=ingress, supervisor=supervisor)
     template = Template.from_stack(stack)
-    rules = template.find_resources("AWS::Events::Rule")  # only the memory versions' daily prune
-    assert [r["Properties"]["Name"] for r in rules.values()] == ["zerg-test-memory-versions-prune"]
+    rules = template.find_resources("AWS::Events::Rule")  # only the memory prunes and the embed sweep
+    assert sorted(r["Properties"]["Name"] for r in rules.values()) == [
+        "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune"]
     assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
 
 

@@ -18,7 +18,8 @@ Script entries::
     {"status": 500, "message": "down"}
     {"until": threading.Event(), "vectors": [...]}   # answer only once the test sets the event
 
-Unscripted embedding requests get deterministic pseudo-random unit vectors (1536 numbers, or the
+A function (:meth:`ScriptedLLM.respond_embeddings_with`) can answer by content instead, e.g. refuse
+any request whose input holds a marker. Otherwise unscripted embedding requests get deterministic pseudo-random unit vectors (1536 numbers, or the
 request's ``dimensions``), the same for the same text.
 """
 
@@ -46,6 +47,7 @@ class ScriptedLLM:
         self._embedding_queue: deque[dict[str, Any]] = deque()
         self.embeddings_answered = 0  # responses written (or attempted) by /embeddings
         self._responder: Responder | None = None
+        self._embedding_responder: Responder | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -66,6 +68,12 @@ class ScriptedLLM:
     def script_embeddings(self, *responses: dict[str, Any]) -> "ScriptedLLM":
         with self._lock:
             self._embedding_queue.extend(responses)
+        return self
+
+    def respond_embeddings_with(self, responder: Responder) -> "ScriptedLLM":
+        """Answer every embedding request the script does not cover with ``responder(request)``
+        (an embeddings spec, or None for the default vectors)."""
+        self._embedding_responder = responder
         return self
 
     def respond_with(self, responder: Responder) -> "ScriptedLLM":
@@ -94,6 +102,8 @@ class ScriptedLLM:
                 return self._embedding_queue.popleft()
         inputs = request.get("input")
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        if self._embedding_responder is not None and (spec := self._embedding_responder(request)) is not None:
+            return spec
         return {"vectors": [_pseudo_vector(str(t), int(request.get("dimensions") or 1536)) for t in inputs]}
 
     def _embeddings(self, request: dict[str, Any], vectors: list[list[float]]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ class HousekeepingEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     trigger: Literal["housekeeping"]
-    task: Literal["retention", "memory-versions"]
+    task: Literal["retention", "memory-versions", "memory-facts", "embed"]
 
 
 def describe_step_error(error: Any, prefix: str) -> str:

@@ -92,13 +92,28 @@ def make_llm(settings: Settings) -> "ChatModel":
     )
 
 
+# Reading the key from Secrets Manager sits on a run's path (the model, the query embedding):
+# short timeouts and one retry, and the key is read once per runtime (make_llm and the
+# embedder share it; reset_runtime forgets it).
+SECRET_TIMEOUT_S = 3.0
+_keys: dict[str, str] = {}
+_keys_lock = threading.Lock()
+
+
 def openai_api_key(settings: Settings) -> str | None:
     """OPENAI_API_KEY, else (AWS) the key in ZERG_OPENAI_SECRET_ARN's secret; None for a keyless endpoint."""
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     if key is None and settings.openai_secret_arn:  # AWS: the key lives in Secrets Manager
-        import boto3
+        arn = settings.openai_secret_arn
+        with _keys_lock:
+            if arn not in _keys:
+                import boto3
+                from botocore.config import Config
 
-        key = boto3.client("secretsmanager").get_secret_value(SecretId=settings.openai_secret_arn)["SecretString"]
+                config = Config(connect_timeout=SECRET_TIMEOUT_S, read_timeout=SECRET_TIMEOUT_S,
+                                retries={"total_max_attempts": 2, "mode": "standard"})
+                _keys[arn] = boto3.client("secretsmanager", config=config).get_secret_value(SecretId=arn)["SecretString"]
+            key = _keys[arn]
     return key
 
 
@@ -121,5 +136,7 @@ def reset_runtime() -> None:
     global _runtime
     with _lock:
         runtime, _runtime = _runtime, None
+    with _keys_lock:
+        _keys.clear()
     if runtime is not None:
         runtime.close()

@@ -183,6 +183,7 @@ class Fact(BaseModel):
     source_run_id: int | None = Field(description="The run it was extracted from")
     created_at: datetime
     updated_at: datetime
+    forgotten_at: datetime | None = Field(default=None, description="When the owner forgot it (restorable for 30 days)")
 
 
 class MemoryFileEntry(BaseModel):

@@ -4,11 +4,15 @@ Invariants:
 - An embedder turns texts into unit-length vectors of its ``dimension``; vectors carry the
   ``model`` that made them, and vectors of different models are never compared (the vector
   store filters on the model name).
-- Every call has a hard timeout: :class:`BoundedEmbedder` runs the model on a small shared pool
-  of worker threads and the caller waits at most ``timeout`` seconds. A call still running then
+- Every call has a hard timeout: :class:`BoundedEmbedder` runs the model on a small pool of
+  worker threads and the caller waits at most ``timeout`` seconds. A call still running then
   is abandoned (its thread finishes on its own, never joined) and the caller gets an
   :class:`EmbeddingError`, so a slow or failing embedder degrades search to full-text and never
   delays a run by more than the timeout.
+- Queries never wait behind batches: calls made inside :func:`background` (the indexer) run on
+  their own pool, a query's on another.
+- The pools' threads are daemon threads: a process exits without waiting for an abandoned call
+  (``concurrent.futures`` pools are joined at interpreter exit).
 - Every failure a caller can see is an :class:`EmbeddingError` (timeout, HTTP error, a missing
   model file, a vector of the wrong size): callers catch that one class and fall back.
 """
@@ -16,18 +20,74 @@ Invariants:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import contextvars
+import queue
 import threading
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-# The pool the bounded calls run on: two threads (a query embedding at run start and the
-# background indexer at once); a stuck call holds one until its own client timeout ends it.
+# Two threads per pool: a query embedding at run start and a search at once; the background
+# indexer's kicker and sweep. A stuck call holds a thread until its own client timeout ends it.
 _POOL_THREADS = 2
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_pools: dict[str, "_DaemonPool"] = {}
+_pools_lock = threading.Lock()
+_background: contextvars.ContextVar[bool] = contextvars.ContextVar("zerg_embed_background", default=False)
+
+
+@contextlib.contextmanager
+def background() -> Iterator[None]:
+    """Embedding calls in this block are background work (the indexer's batches): they run on the
+    background pool, so a query's call never queues behind them."""
+    token = _background.set(True)
+    try:
+        yield
+    finally:
+        _background.reset(token)
+
+
+class _DaemonPool:
+    """A fixed set of daemon threads taking calls off one queue (see the module's invariants)."""
+
+    def __init__(self, name: str, threads: int) -> None:
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future, Callable[[], Any]]] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put((future, fn))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, fn = self._queue.get()
+            if not future.set_running_or_notify_cancel():  # cancelled while queued: never starts
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 -- whatever it is, the caller sees it
+                future.set_exception(exc)
+
+
+def _executor() -> _DaemonPool:
+    kind = "background" if _background.get() else "query"
+    with _pools_lock:
+        if kind not in _pools:
+            _pools[kind] = _DaemonPool(f"zerg-embed-{kind}", _POOL_THREADS)
+        return _pools[kind]
 
 
 class EmbeddingError(RuntimeError):
-    """The embedder gave no vectors (timeout, unreachable, bad answer); the message says why."""
+    """The embedder gave no vectors (timeout, unreachable, bad answer); the message says why.
+
+    ``refused``: the model rejected the input itself (HTTP 400, 413, 422) and would reject it
+    again; anything else (timeout, 429, 5xx, unreachable, a local model failing) is transient."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class Embedder(Protocol):
@@ -38,14 +98,6 @@ class Embedder(Protocol):
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
         """One unit vector per text, in order, within ``timeout`` seconds, or :class:`EmbeddingError`."""
         ...
-
-
-def _executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="zerg-embed")
-        return _pool
 
 
 class BoundedEmbedder:
@@ -61,7 +113,8 @@ class BoundedEmbedder:
         if not texts:
             return []
         texts = [t[: self.max_chars] for t in texts]
-        future = _executor().submit(self.inner.embed, texts, timeout=timeout)
+        inner = self.inner
+        future = _executor().submit(lambda: inner.embed(texts, timeout=timeout))
         try:
             vectors = future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:

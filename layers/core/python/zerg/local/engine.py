@@ -59,8 +59,10 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 # How long stopping the engine waits for asynchronous (Event) invocations, e.g. the Remember step
 # writing a run's episode after ``zerg run`` printed the answer: its model calls have their own
-# timeouts, this bounds the exit should they all be slow.
-EVENT_WAIT_S = 60.0
+# timeouts, this bounds the exit should they all be slow. What is not done by then is dropped,
+# harmlessly: the Remember step is idempotent and each of its writes is one transaction.
+EVENT_WAIT_S = 20.0
+WAIT_NOTICE = "saving this run to memory… (Ctrl-C skips)"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/zerg-local"
@@ -312,10 +314,10 @@ class LocalEngine:
             raise
         return self
 
-    def stop(self) -> None:
-        """Stop the engine: first wait (up to ``EVENT_WAIT_S``) for the Event invocations still
-        running, so a command that prints its answer and exits still writes the run's memory."""
-        self.drain(EVENT_WAIT_S)
+    def stop(self, wait_s: float = EVENT_WAIT_S) -> None:
+        """Stop the engine: first wait (up to ``wait_s``) for the Event invocations still running,
+        so a command that prints its answer and exits still writes the run's memory."""
+        self.drain(wait_s)
         while self._patches:
             owner, name, original = self._patches.pop()
             setattr(owner, name, original)
@@ -379,15 +381,19 @@ class LocalEngine:
             self._events.add(thread)
         thread.start()
 
-    def drain(self, timeout: float | None = None) -> bool:
+    def drain(self, timeout: float | None = None, on_wait: Callable[[], None] | None = None) -> bool:
         """Wait for the Event invocations running now (and any they start) to end; False when some
-        were still running after ``timeout`` seconds (they go on, as daemon threads)."""
+        were still running after ``timeout`` seconds (they go on, as daemon threads). ``on_wait``
+        is called once, before waiting, if there is anything to wait for."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._lock:
                 running = next(iter(self._events), None)
             if running is None:
                 return True
+            if on_wait is not None:
+                on_wait, notify = None, on_wait
+                notify()
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 log.warning("%d asynchronous invocation(s) still running after %.0f s; not waiting for them",
@@ -459,6 +465,7 @@ class LocalStarter:
         self._lock = threading.Lock()
         self._started: dict[int, str] = {}  # run id -> execution arn: starting twice returns the first
         self._causes: dict[str, str] = {}  # execution arn -> why we stopped it (moto does not keep it)
+        self._waited = False  # finish_background ran: close does not wait for the Remember step again
 
     def _pool(self) -> Any:
         from zerg.db import get_pool
@@ -509,19 +516,33 @@ class LocalStarter:
             engine = self._engine
         return True if engine is None else engine.drain(timeout)
 
+    def finish_background(self, say: Callable[[str], None], timeout: float = EVENT_WAIT_S) -> bool:
+        """For a command about to exit (``zerg run``): wait up to ``timeout`` for the asynchronous
+        invocations (the run's Remember step), telling ``say`` :data:`WAIT_NOTICE` once if there is
+        anything to wait for. Ctrl-C ends the wait. False when something was left running; either
+        way :meth:`close` then does not wait again."""
+        with self._lock:
+            engine, self._waited = self._engine, True
+        try:
+            return True if engine is None else engine.drain(timeout, lambda: say(WAIT_NOTICE))
+        except KeyboardInterrupt:  # skip: the Remember step is idempotent, its writes transactional
+            return False
+
     def stop(self, execution_arn: str, cause: str) -> None:
         self._causes[execution_arn] = cause
         self.engine().stop_execution(execution_arn, cause)
 
     def close(self) -> None:
+        """Stop the engine (waiting up to :data:`EVENT_WAIT_S` for the Remember step, unless
+        :meth:`finish_background` already did) without holding the starter's lock meanwhile."""
         with self._lock:
-            if self._engine is not None:
-                self._engine.stop()
-                self._engine = None
-            if self._heartbeat is not None:
-                self._heartbeat.stop()
-                self._heartbeat = None
+            engine, self._engine = self._engine, None
+            heartbeat, self._heartbeat = self._heartbeat, None
             started, self._started, self._causes = list(self._started), {}, {}
+        if engine is not None:
+            engine.stop(0.0 if self._waited else EVENT_WAIT_S)
+        if heartbeat is not None:
+            heartbeat.stop()
         if started:
             self._interrupt(started)
 

@@ -123,7 +123,7 @@ def _ms(started: float) -> int:
 
 def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
     """What ``zerg serve`` runs in the background, from the settings. One line per task."""
-    from zerg.memory import filesystem
+    from zerg.memory import filesystem, org
     from zerg.runs import orphans
     from zerg.workers import reconcile, retention
 
@@ -135,6 +135,7 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
     tasks.append(PeriodicTask("reconcile", reconcile.RECONCILE_INTERVAL_S, partial(reconcile.run_reconcile, rt),
                               first_delay_s=reconcile.RECONCILE_INTERVAL_S))  # the index vs metadata.json
     tasks.append(PeriodicTask("memory-versions", DAY_S, partial(filesystem.prune_versions, rt)))  # 30 days kept
+    tasks.append(PeriodicTask("memory-facts", DAY_S, partial(org.prune_forgotten_facts, rt)))  # forgotten: 30 days kept
     if rt.embedder is not None:  # memory files new or edited since their last vector
         from zerg.memory import indexer
 

@@ -20,6 +20,9 @@ def describe_event(kind: str, p: dict[str, Any]) -> str | None:
         return f"  {'✓' if p['status'] == 'success' else '✗'} worker #{p['job_id']} {p['status']}{took}"
     if kind == "worker_summary_ready":
         return f"    #{p['job_id']}: {p['summary']}" if p.get("summary") else None
+    if kind == "memory_changed":
+        what = p.get("path") or f"fact #{p.get('fact_id')}"
+        return f"  * memory {p.get('action')}: {what} (by the {p.get('writer')})"
     if kind == "error":
         status, message = p.get("status") or "failed", p["message"]
         return f"! {message}" if message.startswith(("run ", status)) else f"! run {status}: {message}"

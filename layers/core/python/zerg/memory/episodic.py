@@ -14,7 +14,9 @@ Invariants:
 - Only successful runs. Runs started by a schedule write none for now: issue 14 adds severity, and
   then only a ``warning`` or worse writes one (an hourly check must not write 24 files a day).
 - The answer may repeat tool output: it reaches the model fenced as data. The writer is
-  ``system`` with the run as ``writer_run_id``; tags come from the model, plus ``episode``.
+  ``system`` with the run as ``writer_run_id`` and the metadata says ``derived_from``
+  (:data:`DERIVED_FROM`): recall shows both, so a model weighs an episode like tool output; tags
+  come from the model, plus ``episode``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 EPISODE_VERSION = 1
 TEXT_CHARS = 6_000  # of the task and of the answer shown to the model
 FALLBACK_MODEL = "truncation-fallback"
+DERIVED_FROM = "the run's task and answer (the answer may repeat tool output)"
 _PROJECT = re.compile(r"\bproject:\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,63})", re.IGNORECASE)
 
 SYSTEM = f"""You write the episodic memory of one exchange between the user and Zerg, their

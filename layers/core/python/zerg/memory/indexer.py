@@ -6,26 +6,34 @@ Invariants:
   in batches (text = title + content, cut to what the model reads) and stores each vector with
   the hash it was computed from. Unchanged content is never embedded twice.
 - Until its vector exists a file is still found by full-text search; nothing waits for embedding.
-- It never raises into its callers: a failing or slow embedder (or database) stops the pass with
-  one log line and leaves the files stale for the next pass.
+- It never raises into its callers: a transient failure of the embedder (timeout, 429, 5xx,
+  unreachable) or of the database stops the pass with one log line and leaves the files stale
+  for the next pass, recording nothing.
+- One file cannot block the others: when the model refuses a batch's input, the batch is sent
+  again file by file; a file refused alone is recorded (``memory_embedding_failures``) and, once
+  the same content was refused :data:`~zerg.memory.embed_failures.GIVE_UP_AFTER` times, left
+  out of later passes until it is edited. A file is sent at most once per pass.
 - No database connection is held while the model runs.
 - Who runs it: locally, :func:`kick` (after a memory write) wakes one background thread per
   process, which coalesces kicks; ``zerg serve``'s housekeeping runs a pass every
   :data:`SWEEP_EVERY_S`. On Lambda :func:`kick` does nothing (a thread would be frozen with the
-  container): the post-run Remember step calls :func:`embed_pending` for the run's owner; a
-  scheduled :func:`run_sweep` (it takes housekeeping's ``should_stop``) can catch up the rest.
+  container): the post-run Remember step calls :func:`embed_pending` for the run's owner, and
+  the ``embed`` housekeeping rule (every 15 minutes) runs :func:`run_sweep` on ingress, which
+  starts no batch once the Lambda's ``should_stop`` says its time is nearly up.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zerg import observability
-from zerg.memory import vectors
+from zerg.embeddings.port import EmbeddingError, background
+from zerg.memory import embed_failures, vectors
 
 if TYPE_CHECKING:
+    from zerg.embeddings import Embedder
     from zerg.runtime import Runtime
 
 BATCH = 8
@@ -36,9 +44,11 @@ PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several pas
 SWEEP_EVERY_S = 60.0
 
 
-def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None) -> int:
+def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None,
+                  should_stop: Callable[[], bool] | None = None, batch_timeout_s: float | None = None) -> int:
     """Embed up to ``limit`` (default :data:`PASS_LIMIT`) stale files of ``owner_id``, or of every
-    owner; returns how many were stored. 0 without an embedder."""
+    owner; returns how many were stored. 0 without an embedder. No batch starts once
+    ``should_stop()``; ``batch_timeout_s`` replaces :data:`BATCH_TIMEOUT_S` (a Lambda's margin)."""
     limit = PASS_LIMIT if limit is None else limit
     try:
         embedder = rt.embedder
@@ -47,33 +57,75 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | No
         return 0
     if embedder is None:
         return 0
-    done = 0
+    done, tried = 0, set()  # tried: files this pass already sent (a refused one is not sent again now)
+    timeout = batch_timeout_s or max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s)
     try:
-        while done < limit:
+        while done < limit and not (should_stop is not None and should_stop()):
             with rt.pool.connection() as conn:
                 files = vectors.stale(conn, embedder.model, owner_id=owner_id, limit=min(BATCH, limit - done),
-                                      max_chars=embedder.max_chars)
+                                      max_chars=embedder.max_chars, exclude=sorted(tried))
             if not files:
                 break
-            texts = [_text(f["title"], f["content"], embedder.max_chars) for f in files]
-            embedded = embedder.embed(texts, timeout=max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s))
-            with rt.pool.connection() as conn:
-                for f, vector in zip(files, embedded):
-                    vectors.upsert(conn, f["owner_id"], f["file_id"], embedder.model, vector, f["content_hash"])
-            done += len(files)
-    except Exception as exc:  # EmbeddingError, a database outage: next pass tries again
+            tried.update(f["file_id"] for f in files)
+            with background():  # its own pool: a query's embedding never waits behind this batch
+                done += _embed_batch(rt, embedder, files, timeout)
+    except Exception as exc:  # a transient EmbeddingError, a database outage: next pass tries again
         observability.logger().warning("memory indexer: pass stopped, files stay stale for the next one", extra={
             "model": embedder.model, "owner_id": owner_id, "embedded": done,
             "reason": f"{type(exc).__name__}: {exc}"})
     return done
 
 
-def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+def _embed_batch(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]], timeout: float) -> int:
+    """Store the batch's vectors; if the model refused the batch, each file alone, recording the
+    ones it refuses alone. A transient failure raises (the pass stops, nothing recorded)."""
+    try:
+        _store(rt, embedder, files, embedder.embed(_texts(files, embedder), timeout=timeout))
+        return len(files)
+    except EmbeddingError as exc:
+        if not exc.refused:
+            raise
+        if len(files) == 1:
+            _refused(rt, embedder, files[0], exc)
+            return 0
+    stored = 0
+    for f in files:  # one of them is refused: find it, and embed the others
+        try:
+            _store(rt, embedder, [f], embedder.embed(_texts([f], embedder), timeout=timeout))
+            stored += 1
+        except EmbeddingError as exc:
+            if not exc.refused:
+                raise
+            _refused(rt, embedder, f, exc)
+    return stored
+
+
+def _store(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]], embedded: list[list[float]]) -> None:
+    with rt.pool.connection() as conn:
+        for f, vector in zip(files, embedded):
+            vectors.upsert(conn, f["owner_id"], f["file_id"], embedder.model, vector, f["content_hash"])
+            embed_failures.clear(conn, f["owner_id"], f["file_id"], embedder.model)
+
+
+def _refused(rt: "Runtime", embedder: "Embedder", f: dict[str, Any], exc: EmbeddingError) -> None:
+    with rt.pool.connection() as conn:
+        attempts = embed_failures.record(conn, f["owner_id"], f["file_id"], embedder.model, f["content_hash"], str(exc))
+    observability.logger().warning("memory indexer: the model refused a file", extra={
+        "model": embedder.model, "owner_id": f["owner_id"], "file_id": f["file_id"], "attempts": attempts,
+        "skipped_from_now": attempts >= embed_failures.GIVE_UP_AFTER, "reason": str(exc)[:300]})
+
+
+def _texts(files: list[dict[str, Any]], embedder: "Embedder") -> list[str]:
+    return [_text(f["title"], f["content"], embedder.max_chars) for f in files]
+
+
+def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None, *,
+              batch_timeout_s: float | None = None) -> dict[str, int]:
     """Housekeeping: passes over every owner's stale files until none is left, a pass falls short
-    (the embedder failed) or ``should_stop()``; counts for the log."""
+    (the embedder failed) or ``should_stop()`` (checked before every batch); counts for the log."""
     embedded = 0
     while True:
-        done = embed_pending(rt)
+        done = embed_pending(rt, should_stop=should_stop, batch_timeout_s=batch_timeout_s)
         embedded += done
         if done < PASS_LIMIT or (should_stop is not None and should_stop()):
             return {"embedded": embedded}

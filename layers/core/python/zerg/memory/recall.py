@@ -93,7 +93,9 @@ def _cut(text: str, limit: int) -> str:
 def _fact_line(row: dict[str, Any], with_category: bool) -> str:
     tags = f" (tags: {', '.join(row['tags'])})" if row["tags"] else ""
     kind = f" {row['category']}" if with_category else ""
-    return f"- [#{row['id']}{kind}] {_cut(row['content'], FACT_CHARS)}{tags}"
+    # Who wrote it and from which run: an extracted memory comes from a run's words, to be weighed.
+    source = f"{row.get('writer') or 'unknown'}" + (f", run {row['source_run_id']}" if row.get("source_run_id") else "")
+    return f"- [#{row['id']}{kind}] {_cut(row['content'], FACT_CHARS)}{tags} ({source})"
 
 
 def _file_lines(hit: dict[str, Any]) -> list[str]:

@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from psycopg import Connection, sql
 
+from zerg.memory.embed_failures import GIVE_UP_AFTER
+
 # The models with an HNSW index in migration 0007, and the dimension the index casts to.
 INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536}
 # Below this many rows of the owner for a model, the exact scan is used. bench/memory.py (384-d,
@@ -61,18 +63,24 @@ def upsert(conn: Connection, owner_id: int, file_id: int, model: str, vector: Se
 
 
 def stale(conn: Connection, model: str, *, owner_id: int | None = None, limit: int,
-          max_chars: int | None = None) -> list[dict[str, Any]]:
+          max_chars: int | None = None, exclude: Sequence[int] = ()) -> list[dict[str, Any]]:
     """Files with no vector for ``model``, or one of other content: file_id, owner_id, title,
-    content (the first ``max_chars``), content_hash. Most recently updated first."""
+    content (the first ``max_chars``), content_hash. Most recently updated first. Left out: files
+    in ``exclude`` (already tried in this pass) and content the model refused
+    :data:`~zerg.memory.embed_failures.GIVE_UP_AFTER` times (an edit makes it eligible again)."""
     owner = sql.SQL("AND f.owner_id = %s") if owner_id is not None else sql.SQL("")
     content = sql.SQL("left(f.content, %s)") if max_chars is not None else sql.SQL("f.content")
     query = sql.SQL(
         """SELECT f.id AS file_id, f.owner_id, f.title, {content} AS content, f.content_hash
            FROM memory_files f LEFT JOIN memory_embeddings e ON e.file_id = f.id AND e.model = %s
            WHERE (e.id IS NULL OR e.content_hash <> f.content_hash) {owner}
+             AND NOT (f.id = ANY(%s))
+             AND NOT EXISTS (SELECT 1 FROM memory_embedding_failures x
+                             WHERE x.file_id = f.id AND x.model = %s AND x.content_hash = f.content_hash
+                               AND x.attempts >= %s)
            ORDER BY f.updated_at DESC, f.id LIMIT %s""").format(content=content, owner=owner)
     params = [*([max_chars] if max_chars is not None else []), model,
-              *([owner_id] if owner_id is not None else []), limit]
+              *([owner_id] if owner_id is not None else []), list(exclude), model, GIVE_UP_AFTER, limit]
     return conn.execute(query, params).fetchall()
 
 

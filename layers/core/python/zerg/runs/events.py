@@ -33,6 +33,7 @@ EVENT_TYPES = frozenset(
         "worker_started",  # {job_id, worker_id}
         "worker_complete",  # {job_id, worker_id, status, duration_ms}
         "worker_summary_ready",  # {job_id, worker_id, summary}
+        "memory_changed",  # {memory: file|fact, path | fact_id, action, writer}: a model changed the owner's memory
         "supervisor_complete",  # {run_id, result}
         "error",  # {run_id, message, details?}
     }

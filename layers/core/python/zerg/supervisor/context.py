@@ -21,7 +21,8 @@ the other parts do not use.
 
 Invariants:
 - The request stays within the budget unless the fixed costs and the supervisor's own messages
-  (its tool calls, which are never cut) exceed it by themselves.
+  (its answers, and its tool calls with their arguments shortened to about 1 KB each) exceed it
+  by themselves. The tools array is not in the budget (see :data:`TOOLS_BYTES_AT_MOST`).
 - Nothing assembled here is stored: the ephemeral layers exist only in the returned list; the
   caller's working messages are never modified (elided results are copies, in this view only).
 - Untrusted layers (the memory text, the mount, compaction summaries, which a model wrote) are
@@ -51,6 +52,15 @@ EVIDENCE_FULL_AT = 4  # workers: each is allotted 1/4 of the evidence share, so 
 SUMMARY_SHARE = 0.40  # of the thread share, at most, for compaction summaries (messages get the rest)
 THREAD_ROWS = 100  # newest unsummarised thread messages read (the share then decides what is shown)
 SUMMARY_ROWS = 20  # newest compaction summaries read
+# A supervisor tool call's arguments longer than this (a memory_write of a whole document) are
+# shortened in the view once answered, when the working messages are over their share; string
+# values over ARGUMENT_VALUE_BYTES give way first, so a path or a job id stays readable.
+ARGUMENTS_KEPT_BYTES = 1_024
+ARGUMENT_VALUE_BYTES = 200
+# The supervisor's tools array (17 tools) is sent beside the messages and not counted in the
+# budget: the same bytes in every request, after the prompt in the provider's cache. Its size,
+# kept true by a test: about 8.7 KB.
+TOOLS_BYTES_AT_MOST = 9_500
 
 MEMORY_LABEL = "memory recall: the owner's long-term memory (ephemeral)"
 MOUNT_LABEL = "evidence mount: excerpts of this run's worker artifacts (ephemeral)"
@@ -194,21 +204,59 @@ def _elided(message: dict[str, Any], calls: dict[str, tuple[str, str]]) -> dict[
                                   f"inference (context budget); to read them: {pointer}]"}
 
 
+def _answered(messages: list[dict[str, Any]]) -> set[str]:
+    """Ids of the tool calls whose result is in ``messages`` (a pending spawn's is not yet)."""
+    return {m.get("tool_call_id") for m in messages if m.get("role") == "tool" and m.get("content") is not None}
+
+
+def _short_arguments(arguments: str) -> str:
+    """A completed call's long ``arguments``, still a JSON object: its long string values replaced
+    by a note of their size (short ones, like a path, stay), or all of it by one such note."""
+    note = lambda n: f"[{n:,} bytes not shown here (context budget); the call was made with them]"
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        short = {k: note(len(v.encode())) if isinstance(v, str) and len(v.encode()) > ARGUMENT_VALUE_BYTES else v
+                 for k, v in parsed.items()}
+        text = json.dumps(short, ensure_ascii=False)
+        if len(text.encode()) <= ARGUMENTS_KEPT_BYTES:
+            return text
+    return json.dumps({"_elided": note(len(arguments.encode()))})
+
+
+def _calls_shortened(message: dict[str, Any], answered: set[str]) -> dict[str, Any]:
+    """``message`` (the supervisor's tool calls) with the long arguments of its answered calls
+    shortened; id, type and name stay, so the provider still pairs every result with its call."""
+    calls = []
+    for call in message["tool_calls"]:
+        args = (call.get("function") or {}).get("arguments") or ""
+        if call.get("id") in answered and len(args.encode()) > ARGUMENTS_KEPT_BYTES:
+            call = {**call, "function": {**call["function"], "arguments": _short_arguments(args)}}
+        calls.append(call)
+    return {**message, "tool_calls": calls}
+
+
 def working_view(working: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """The working messages within ``limit`` bytes where possible: tool results elided oldest first
-    (copies; the stored messages keep the raw text). The supervisor's own messages are never cut."""
+    """The working messages within ``limit`` bytes where possible, oldest first: tool results
+    elided, and the long arguments (over :data:`ARGUMENTS_KEPT_BYTES`) of the supervisor's answered
+    tool calls shortened. Copies, in this view only: the stored messages keep the raw text."""
     sizes = [message_bytes(m) for m in working]
     total = sum(sizes)
     view = list(working)
     if total <= limit:
         return view
-    calls = _calls(working)
+    calls, answered = _calls(working), _answered(working)
     for i, message in enumerate(working):
         if total <= limit:
             break
-        if message.get("role") != "tool" or message.get("content") is None:
+        if message.get("role") == "tool" and message.get("content") is not None:
+            stub = _elided(message, calls)
+        elif message.get("role") == "assistant" and message.get("tool_calls"):
+            stub = _calls_shortened(message, answered)
+        else:
             continue
-        stub = _elided(message, calls)
         saved = sizes[i] - message_bytes(stub)
         if saved > 0:
             view[i], total = stub, total - saved
