@@ -183,9 +183,8 @@ def memory_files_locked(database_url):
 
 def test_a_search_past_its_statement_timeout_returns_no_hits_with_a_note(rt, pool, owner, database_url, caplog):
     put(rt, pool, owner, "notes/backup.md", "the backup server is called cube")
-    with caplog.at_level(logging.WARNING):
-        with memory_files_locked(database_url):
-            out = search_memory(rt, owner, "backup server")
+    with caplog.at_level(logging.WARNING), memory_files_locked(database_url):
+        out = search_memory(rt, owner, "backup server")
     assert out.hits == [] and out.methods == ["fulltext"]
     assert out.note.endswith(f"full-text search took longer than {SEARCH_TIMEOUT}: no full-text hits")
     assert any("took longer than" in r.getMessage() for r in caplog.records)
