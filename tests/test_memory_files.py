@@ -87,6 +87,17 @@ def test_a_tag_change_alone_is_a_change(rt, owner):
     assert [v.tags for v in fs.versions_of(rt, owner, "t.md")] == [["a"]]
 
 
+def test_a_metadata_change_alone_is_a_change_and_restoring_it_brings_it_back(rt, owner):
+    fs.write(rt, owner, "m.md", "same", metadata={"source": "a"}, writer="user")
+    assert not fs.write(rt, owner, "m.md", "same", metadata={"source": "a"}, writer="user").changed
+    assert fs.write(rt, owner, "m.md", "same", metadata={"source": "b"}, writer="user").changed
+    (kept,) = fs.versions_of(rt, owner, "m.md")
+    back = fs.restore(rt, owner, "m.md", kept.id, writer="user")  # differs from the file in metadata only
+    assert back.changed and back.file.metadata == {"source": "a"}
+    assert fs.read(rt, owner, "m.md").metadata == {"source": "a"}
+    assert [v.reason for v in fs.versions_of(rt, owner, "m.md")] == ["restore", "overwrite"]
+
+
 def test_edit_replaces_one_exact_occurrence_and_refuses_none_or_several(rt, owner):
     fs.write(rt, owner, "hosts.md", "cube: backups\nbox: web\nbox: db\n", writer="user")
     with pytest.raises(MemoryInputError, match="the old text does not occur in 'hosts.md'"):
@@ -188,6 +199,16 @@ def test_grep_is_a_bounded_case_insensitive_regex_over_lines(rt, owner):
     everything = fs.grep(rt, owner, "error")
     assert len(everything.matches) == 50 and everything.limited
     assert everything.matches[0].path == "logs/a.md" and everything.matches[0].line_no == 1
+
+
+@pytest.mark.parametrize(("pattern", "lines"), [
+    ("^foo", [("a.md", 2), ("a.md", 3)]), ("bar$", [("a.md", 2), ("b.md", 1)]), ("^foo bar$", [("a.md", 2)]),
+    ("(?i)^FOO BAR$", [("a.md", 2)]), ("^bar", []), ("x.foo", []),  # '.' never crosses a line
+])
+def test_grep_anchors_match_at_each_line(rt, owner, pattern, lines):
+    fs.write(rt, owner, "a.md", "intro x\nfoo bar\nfoo baz\nend", writer="user")
+    fs.write(rt, owner, "b.md", "a bar", writer="user")
+    assert [(m.path, m.line_no) for m in fs.grep(rt, owner, pattern).matches] == lines
 
 
 @pytest.mark.parametrize("pattern", ["(", "a{2,1}", "[z-a]", "(?P<name>x)"])

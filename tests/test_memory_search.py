@@ -4,15 +4,21 @@ the embedder fails, and the owner boundary before the top-k."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import logging
 import math
 import re
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
+from zerg.memory import facts, files, recall
 from zerg.memory import filesystem as fs
 from zerg.memory.paths import MemoryInputError
-from zerg.memory.search import fuse, rrf, search_memory, snippet
+from zerg.memory.search import SEARCH_TIMEOUT, fuse, rrf, search_memory, snippet
 
 DIMS = 384
 MODEL = "all-MiniLM-L6-v2"  # the name the 384-d partial HNSW index is for
@@ -103,6 +109,95 @@ def test_websearch_operators_are_honoured(rt, pool, owner):
     put(rt, pool, owner, "b.md", "backup disk on the shelf")
     assert [h.path for h in search_memory(rt, owner, "backup -cube").hits] == ["b.md"]
     assert [h.path for h in search_memory(rt, owner, '"server cube"').hits] == ["a.md"]
+
+
+def test_a_standalone_or_is_an_operator_and_any_word_still_matches_without_one(rt, pool, owner):
+    put(rt, pool, owner, "a.md", "backup server cube in the rack")
+    put(rt, pool, owner, "b.md", "web server box on the shelf")
+    assert sorted(h.path for h in search_memory(rt, owner, "cube OR box").hits) == ["a.md", "b.md"]
+    assert sorted(h.path for h in search_memory(rt, owner, "cube or box").hits) == ["a.md", "b.md"]
+    assert sorted(h.path for h in search_memory(rt, owner, "the rack and the shelf").hits) == ["a.md", "b.md"]
+
+
+@pytest.mark.parametrize("query", [
+    "what is the backup server? double-check it",  # a hyphenated word: a phrase once parsed, not "all words"
+    "what is the backup server, not the e-mail one",
+    "which backup server is it - the one from last week?",
+])
+def test_a_hyphen_in_a_plain_question_still_matches_any_word(rt, pool, owner, query):
+    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube")
+    put(rt, pool, owner, "notes/cats.md", "Cats sleep a lot.")
+    hits = search_memory(rt, owner, query).hits
+    assert [h.path for h in hits] == ["notes/backup.md"] and "cube" in hits[0].snippet
+
+
+def test_a_pasted_url_finds_the_file_holding_it(rt, pool, owner):
+    url = "https://status.example.com/checks?id=7&view=full"  # '&' inside a lexeme, '<->' once parsed
+    put(rt, pool, owner, "notes/monitoring.md", f"The uptime page is {url} (shared with the team).")
+    put(rt, pool, owner, "notes/cats.md", "Cats sleep a lot.")
+    hits = search_memory(rt, owner, f"is {url} still the page we use?").hits
+    assert [h.path for h in hits] == ["notes/monitoring.md"] and "uptime page" in hits[0].snippet
+
+
+def test_quotes_and_backslashes_in_a_query_are_words_not_syntax(rt, pool, owner):
+    put(rt, pool, owner, "notes/neil.md", "O'Neil keeps the logs in c:\\temp\\logs on the laptop.")
+    assert [h.path for h in search_memory(rt, owner, "where does O'Neil keep c:\\temp\\logs").hits] == ["notes/neil.md"]
+    assert search_memory(rt, owner, "'|&!<->():*\\").hits == []  # symbols only: a substring, found nowhere
+
+
+def test_full_text_is_served_by_its_gin_index_whatever_the_owner_holds(rt, database_url, owner):
+    # The tsquery is a parameter, not a row of a joined CTE: the planner can take memory_files_search
+    # (before, the match was a join filter and every file of the owner was read, on every search).
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("""INSERT INTO memory_files (owner_id, path, content, writer, content_hash)
+                        SELECT %s, 'bulk/' || g, 'disk usage report number ' || g, 'user', 'h'
+                        FROM generate_series(1, 3000) g""", (owner,))
+        conn.execute("VACUUM ANALYZE memory_files")  # as autovacuum would: GIN's pending list merged, statistics
+        query = files.text_query(conn, "where is the zyzzogeton note?")
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + files.FULLTEXT_SQL,
+                            {"match": query.match, "bonus": query.bonus, "owner": owner, "tags": [],
+                             "limit": 20}).fetchone()
+    assert query.match == "'zyzzogeton' | 'note'" or query.match == "'note' | 'zyzzogeton'"
+    assert '"Index Name": "memory_files_search"' in json.dumps(plan)
+
+
+def test_the_substring_fallback_reads_only_the_owners_newest_files_up_to_a_size(rt, pool, owner, monkeypatch):
+    monkeypatch.setattr(files, "SUBSTRING_FILES", 2)
+    monkeypatch.setattr(files, "SUBSTRING_CHARS", 100)
+    put(rt, pool, owner, "old.md", "it is what it is")
+    put(rt, pool, owner, "far.md", "x" * 200 + " it is what it is")  # past the size read
+    put(rt, pool, owner, "new.md", "and it is what it is")
+    assert [h.path for h in search_memory(rt, owner, "it is what it is").hits] == ["new.md"]
+
+
+@contextlib.contextmanager
+def memory_files_locked(database_url):
+    """memory_files under an ACCESS EXCLUSIVE lock held by another session: any statement reading it waits."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute("LOCK TABLE memory_files IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def test_a_search_past_its_statement_timeout_returns_no_hits_with_a_note(rt, pool, owner, database_url, caplog):
+    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube")
+    with caplog.at_level(logging.WARNING), memory_files_locked(database_url):
+        out = search_memory(rt, owner, "backup server")
+    assert out.hits == [] and out.methods == ["fulltext"]
+    assert out.note.endswith(f"full-text search took longer than {SEARCH_TIMEOUT}: no full-text hits")
+    assert any("took longer than" in r.getMessage() for r in caplog.records)
+    assert [h.path for h in search_memory(rt, owner, "backup server").hits] == ["notes/backup.md"]  # pool is fine
+
+
+def test_recall_past_the_search_timeout_still_shows_the_profile(rt, pool, owner, database_url):
+    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube")
+    with pool.connection() as conn:
+        facts.add_fact(conn, owner, "profile", "Call them Sam", importance=8)
+    with memory_files_locked(database_url):
+        layer = recall.memory_layer(rt, owner, "what is the backup server called?")
+    assert "Call them Sam" in layer and "notes/backup.md" not in layer
 
 
 @pytest.mark.parametrize(("query", "limit", "message"), [

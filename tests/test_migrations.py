@@ -51,6 +51,17 @@ def test_migrating_twice_changes_nothing(make_database):
         assert before == after
 
 
+def test_migrating_an_up_to_date_database_waits_on_no_open_memory_write(database_url, owner):
+    # Every CLI command migrates: it must neither wait behind a memory write nor block writes.
+    with psycopg.connect(database_url) as writer, _connect(database_url) as conn:
+        writer.execute("INSERT INTO memory_files (owner_id, path, content, writer, content_hash) "
+                       "VALUES (%s, 'open.md', 'not committed yet', 'user', 'h')", (owner,))
+        conn.execute("SET lock_timeout = '2s'")
+        assert conn.execute("SELECT to_regclass('memory_files_content_trgm') IS NOT NULL AS there").fetchone()["there"]
+        assert migrate(conn) == []  # before: CREATE INDEX IF NOT EXISTS waited for a SHARE lock, then failed
+        writer.rollback()
+
+
 def test_concurrent_migrators_apply_each_migration_once(make_database):
     url = make_database()
     results: list[int] = []

@@ -103,12 +103,17 @@ def status(conn: Connection) -> Status:
 # Indexes that need an extension the server may lack (pg_trgm: Aurora and the embedded 18 have it,
 # pgserver's 16 did not, so there 0007 skipped its trigram index). Re-checked at every migrate, so
 # a database that has the extension now (e.g. moved by `zerg db upgrade`) gets them; where it is
-# still missing nothing happens. Idempotent and cheap once the index exists.
+# still missing nothing happens. Once the index exists it takes no lock: CREATE INDEX IF NOT EXISTS
+# would take a SHARE lock on memory_files before finding the index there (waiting behind any open
+# memory write, and blocking writes while it waits), and every CLI command migrates; the catalog is
+# asked first.
 OPTIONAL_INDEXES = """DO $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm')
-       AND to_regclass('memory_files') IS NOT NULL THEN
-        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    IF to_regclass('memory_files') IS NOT NULL AND to_regclass('memory_files_content_trgm') IS NULL
+       AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+            CREATE EXTENSION pg_trgm;
+        END IF;
         CREATE INDEX IF NOT EXISTS memory_files_content_trgm ON memory_files USING gin (content gin_trgm_ops);
     END IF;
 END

@@ -6,13 +6,19 @@ Invariants:
   LIMIT: a path names a file only within its owner, and no ranking ever sees another owner's rows.
 - Reads return :data:`COLUMNS` (content only where asked for); sizes are UTF-8 bytes.
 - Grep is bounded here, in the database: a per-statement timeout, at most ``limit`` matching lines,
-  each cut to ``line_chars``; the whole-content ``~*`` test comes first so a trigram index (where
-  ``pg_trgm`` exists) can skip files that cannot match.
+  each cut to ``line_chars``; the whole-content ``~*`` test (newline-sensitive, so ``^`` and ``$``
+  mean what they mean per line) comes first so a trigram index (where ``pg_trgm`` exists) can skip
+  files that cannot match.
+- Full-text search never scans the owner's content: the query is parsed first (:func:`text_query`)
+  and only the branch that applies runs, the tsquery a parameter the GIN index serves; the
+  substring fallback reads a bounded window (:data:`SUBSTRING_FILES` x :data:`SUBSTRING_CHARS`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import Connection
@@ -23,7 +29,13 @@ COLUMNS = ("id, owner_id, path, title, tags, metadata, writer, writer_run_id, co
 # Touch last_accessed_at at most this often: each touch rewrites the row (and its tsvector).
 TOUCH_EVERY = "1 minute"
 GREP_TIMEOUT = "5s"
-# ts_headline: a short excerpt around the matches (the document's start when none match).
+# The substring fallback of full-text search reads at most this many of the owner's newest files,
+# each up to this many characters: its cost is bounded, whatever the owner holds.
+SUBSTRING_FILES = 500
+SUBSTRING_CHARS = 65_536
+# ts_headline: a short excerpt around the matches (the document's start when none match), found in
+# the file's first EXCERPT_CHARS characters (parsing costs ~0.5 ms per KB, and a search shows up to 50).
+EXCERPT_CHARS = 32_768
 HEADLINE = 'MaxWords=35, MinWords=15, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … ", StartSel="", StopSel=""'
 
 
@@ -85,57 +97,115 @@ def delete(conn: Connection, owner_id: int, file_id: int) -> bool:
                         (file_id, owner_id)).fetchone() is not None
 
 
+def limit_time(conn: Connection, timeout: str) -> None:
+    """Cancel any later statement of the caller's transaction that runs past ``timeout`` (e.g.
+    ``"2s"``): psycopg's ``QueryCanceled``. Lasts until the transaction ends (``SET LOCAL``)."""
+    conn.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
+
+
+_OPTIONS = re.compile(r"^\(\?([bceimnpqstwx]*)\)")  # an ARE's embedded options, "(?i)"
+
+
+def per_line(pattern: str) -> str:
+    """``pattern`` in newline-sensitive mode (the ARE option ``n``: ``^`` and ``$`` match at each
+    line, ``.`` never crosses one), so the test on a whole file agrees with the test on its lines.
+    Options the pattern sets itself (``(?i)``) are kept, after ``n``: they win. (A ``***``
+    director never gets here: it is not a valid Python pattern, refused before the database.)"""
+    options = _OPTIONS.match(pattern)
+    if options:
+        return f"(?n{options[1]}){pattern[options.end():]}"
+    return f"(?n){pattern}"
+
+
 def grep(conn: Connection, owner_id: int, pattern: str, prefix: str, *, limit: int, line_chars: int) -> list[dict[str, Any]]:
     """Lines of the owner's files (under ``prefix``) matching the POSIX regular expression
     ``pattern`` case-insensitively, by path then line number: (path, line_no, line, line_length).
-    Raises psycopg's ``InvalidRegularExpression`` for a pattern PostgreSQL refuses and
-    ``QueryCanceled`` past :data:`GREP_TIMEOUT`."""
-    conn.execute("SELECT set_config('statement_timeout', %s, true)", (GREP_TIMEOUT,))
+    ``^`` and ``$`` anchor at each line. Raises psycopg's ``InvalidRegularExpression`` for a
+    pattern PostgreSQL refuses and ``QueryCanceled`` past :data:`GREP_TIMEOUT`."""
+    limit_time(conn, GREP_TIMEOUT)
     return conn.execute(
         """SELECT f.path, l.n AS line_no, left(l.line, %s) AS line, length(l.line) AS line_length
            FROM memory_files f
            CROSS JOIN LATERAL regexp_split_to_table(f.content, E'\\n') WITH ORDINALITY AS l(line, n)
            WHERE f.owner_id = %s AND starts_with(f.path, %s) AND f.content ~* %s AND l.line ~* %s
            ORDER BY f.path COLLATE "C", l.n LIMIT %s""",
-        (line_chars, owner_id, prefix, pattern, pattern, limit)).fetchall()
+        (line_chars, owner_id, prefix, per_line(pattern), pattern, limit)).fetchall()
 
 
-def fulltext(conn: Connection, owner_id: int, query: str, *, tags: Sequence[str], limit: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class TextQuery:
+    """How full text reads one query (:func:`text_query`): the tsquery a file must match (None:
+    the query is matched as a case-insensitive substring), and the one that earns a bonus."""
+
+    text: str
+    match: str | None  # a tsquery, in PostgreSQL's text form
+    bonus: str | None
+
+
+# What websearch_to_tsquery reads as operators, in the query as the user wrote it: a quote, a
+# word with a leading "-", a standalone "or". Decided on the raw text: a hyphenated word or a URL
+# becomes a phrase (<->) in the parsed query, which is not the user asking for all words.
+_OPERATORS = re.compile(r'"|(?:^|\s)-\w|(?:^|\s)or(?:\s|$)', re.IGNORECASE)
+
+
+def text_query(conn: Connection, query: str) -> TextQuery:
+    """Parse ``query`` once (a small statement, no table read). With operators (quotes, ``or``,
+    ``-word``) a file must match ``websearch_to_tsquery``; without, any of the query's words
+    (its lexemes, OR-ed), with a bonus for all of them. Nothing left (only stop words or symbols):
+    a substring match."""
+    row = conn.execute(
+        """SELECT websearch_to_tsquery('english', %(q)s)::text AS strict,
+                  numnode(websearch_to_tsquery('english', %(q)s)) AS nodes,
+                  tsvector_to_array(to_tsvector('english', %(q)s)) AS lexemes""", {"q": query}).fetchone()
+    strict = row["strict"] if row["nodes"] > 0 else None
+    if _OPERATORS.search(query):
+        return TextQuery(query, strict, strict)
+    lexemes = row["lexemes"] or []
+    if not lexemes:
+        return TextQuery(query, None, None)
+    # Each lexeme quoted as tsquery input wants (' and \ escaped): taken as it is, never parsed again.
+    loose = " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
+    return TextQuery(query, loose, strict)
+
+
+def fulltext(conn: Connection, owner_id: int, query: TextQuery, *, tags: Sequence[str], limit: int) -> list[dict[str, Any]]:
     """The owner's files carrying every tag in ``tags`` that match ``query``, best first: (id, rank).
 
-    ``websearch_to_tsquery`` reads the query (quotes, ``or``, ``-word``); a query without those
-    operators matches files holding ANY of its words, ranked by ``ts_rank_cd`` with a bonus for
-    holding all of them, so a question ("what is the backup server called?") finds the note that
-    answers it. A query PostgreSQL reduces to nothing (only stop words or symbols) matches the text
-    as a case-insensitive substring instead (rank 0, newest first)."""
-    return conn.execute(
-        """WITH q AS (SELECT websearch_to_tsquery('english', %(q)s) AS strict,
-                             plainto_tsquery('english', %(q)s) AS plain),
-                m AS (SELECT strict, CASE WHEN strict::text ~ '[!|<]' THEN strict
-                                          ELSE replace(plain::text, '&', '|')::tsquery END AS loose FROM q)
-           SELECT f.id, ts_rank_cd(f.search, m.loose) + ts_rank_cd(f.search, m.strict) AS rank
-           FROM memory_files f, m
-           WHERE f.owner_id = %(owner)s AND f.tags @> %(tags)s AND numnode(m.strict) > 0 AND f.search @@ m.loose
-           UNION ALL
-           SELECT f.id, 0.0 AS rank FROM memory_files f, m
-           WHERE f.owner_id = %(owner)s AND f.tags @> %(tags)s AND numnode(m.strict) = 0
-             AND (strpos(lower(f.content), lower(%(q)s)) > 0 OR strpos(lower(f.title), lower(%(q)s)) > 0)
-           ORDER BY rank DESC, id DESC LIMIT %(limit)s""",
-        {"q": query, "owner": owner_id, "tags": list(tags), "limit": limit}).fetchall()
+    Ranked by ``ts_rank_cd`` plus the bonus query's, so a question ("what is the backup server
+    called?") finds the note that answers it first. The tsquery is a parameter, so the GIN index
+    ``memory_files_search`` serves the match. A substring query reads only the owner's newest
+    :data:`SUBSTRING_FILES` files, each up to :data:`SUBSTRING_CHARS` characters (rank 0, newest
+    first): bounded whatever the owner holds."""
+    if query.match is None:
+        return conn.execute(SUBSTRING_SQL, {"q": query.text, "owner": owner_id, "tags": list(tags), "limit": limit,
+                                            "files": SUBSTRING_FILES, "chars": SUBSTRING_CHARS}).fetchall()
+    return conn.execute(FULLTEXT_SQL, {"match": query.match, "bonus": query.bonus or query.match,
+                                       "owner": owner_id, "tags": list(tags), "limit": limit}).fetchall()
 
 
-def excerpts(conn: Connection, owner_id: int, file_ids: Sequence[int], query: str, chars: int) -> dict[int, dict[str, Any]]:
+FULLTEXT_SQL = """SELECT id, ts_rank_cd(search, %(match)s::tsquery) + ts_rank_cd(search, %(bonus)s::tsquery) AS rank
+    FROM memory_files
+    WHERE owner_id = %(owner)s AND tags @> %(tags)s AND search @@ %(match)s::tsquery
+    ORDER BY rank DESC, id DESC LIMIT %(limit)s"""
+SUBSTRING_SQL = """SELECT f.id, 0.0 AS rank
+    FROM (SELECT id, title, content, updated_at FROM memory_files
+          WHERE owner_id = %(owner)s AND tags @> %(tags)s ORDER BY updated_at DESC, id DESC LIMIT %(files)s) f
+    WHERE strpos(lower(left(f.content, %(chars)s)), lower(%(q)s)) > 0 OR strpos(lower(f.title), lower(%(q)s)) > 0
+    ORDER BY f.updated_at DESC, f.id DESC LIMIT %(limit)s"""
+
+
+def excerpts(conn: Connection, owner_id: int, file_ids: Sequence[int], query: TextQuery, chars: int) -> dict[int, dict[str, Any]]:
     """Path, title and a short excerpt of each of the owner's files in ``file_ids``, by id: around
-    the query's words where they occur, else around the query as a substring, else the start."""
+    the query's words where they occur (in the first :data:`EXCERPT_CHARS`), else around the query
+    as a substring, else the start."""
     rows = conn.execute(
-        """WITH q AS (SELECT websearch_to_tsquery('english', %(q)s) AS strict,
-                             replace(plainto_tsquery('english', %(q)s)::text, '&', '|') AS loose)
-           SELECT f.id, f.path, f.title,
-                  CASE WHEN numnode(q.strict) > 0 AND f.search @@ q.loose::tsquery
-                       THEN ts_headline('english', left(f.content, 100000), q.loose::tsquery, %(opts)s)
-                       ELSE substr(f.content, greatest(1, strpos(lower(f.content), lower(%(q)s)) - %(before)s), %(chars)s)
+        """SELECT id, path, title,
+                  CASE WHEN %(match)s::tsquery IS NOT NULL AND search @@ %(match)s::tsquery
+                       THEN ts_headline('english', left(content, %(window)s), %(match)s::tsquery, %(opts)s)
+                       ELSE substr(content, greatest(1, strpos(lower(left(content, %(scan)s)), lower(%(q)s)) - %(before)s),
+                                   %(chars)s)
                   END AS excerpt
-           FROM memory_files f, q WHERE f.owner_id = %(owner)s AND f.id = ANY(%(ids)s)""",
-        {"q": query, "opts": HEADLINE, "before": chars // 3, "chars": chars, "owner": owner_id,
-         "ids": list(file_ids)}).fetchall()
+           FROM memory_files WHERE owner_id = %(owner)s AND id = ANY(%(ids)s)""",
+        {"match": query.match, "q": query.text, "opts": HEADLINE, "window": EXCERPT_CHARS, "scan": SUBSTRING_CHARS,
+         "before": chars // 3, "chars": chars, "owner": owner_id, "ids": list(file_ids)}).fetchall()
     return {r["id"]: r for r in rows}

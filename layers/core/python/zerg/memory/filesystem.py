@@ -9,7 +9,7 @@ Invariants:
 - A change keeps what it replaced, in the same transaction: an overwrite, an edit, a restore and a
   delete each leave the previous content in ``memory_file_versions`` (reason ``overwrite``,
   ``edit``, ``restore``, ``delete``), restorable for 30 days. A write that changes nothing (same
-  title, content and tags) writes nothing and keeps no version.
+  title, content, tags and metadata) writes nothing and keeps no version.
 - Every write records its writer (user, supervisor, worker, system) and run: text a model wrote
   from tool output is untrusted, so a reader can always tell who wrote what it reads.
 - Title, tags and metadata left out of a write keep the file's current ones (a new file: no tags,
@@ -215,13 +215,14 @@ def _put(conn: "Connection", owner_id: int, path: str, *, content: str, title: s
             continue
         new_title = current["title"] if title is None else title
         new_tags = list(current["tags"]) if tags is None else tags
+        new_metadata = dict(current["metadata"] or {}) if metadata is None else metadata
         new_hash = content_hash(new_title, content)
-        if new_hash == current["content_hash"] and new_tags == list(current["tags"]):
+        if (new_hash == current["content_hash"] and new_tags == list(current["tags"])
+                and new_metadata == dict(current["metadata"] or {})):
             return Written(MemoryFile.of(current), created=False, changed=False)
         versions.keep(conn, current, reason)
         row = files.replace(conn, owner_id, current["id"], title=new_title, content=content, tags=new_tags,
-                            metadata=current["metadata"] if metadata is None else metadata, writer=writer,
-                            writer_run_id=run_id, content_hash=new_hash)
+                            metadata=new_metadata, writer=writer, writer_run_id=run_id, content_hash=new_hash)
         return Written(MemoryFile.of(row), created=False, changed=True)
 
 

@@ -14,9 +14,10 @@ Invariants:
 - Bounded: about the memory share of ``ZERG_CONTEXT_BUDGET_BYTES`` (at most :data:`MAX_BYTES`; the
   assembler then fits it exactly); when it must be cut, whole lines go, the general memories first,
   then the file hits, the profile last (it also comes first, as the assembler keeps the head).
-- Never fails a run: the query embedding runs under the embedder's hard timeout inside search
-  (a slow embedder degrades to full-text); any failure is logged and the layer carries what was
-  gathered, or is None.
+- Never fails a run, nor holds it up: the query embedding runs under the embedder's hard timeout
+  inside search (a slow embedder degrades to full-text); every statement runs under the search's
+  statement timeout (:data:`zerg.memory.search.SEARCH_TIMEOUT`: a search past it has no hits);
+  any failure is logged and the layer carries what was gathered, or is None.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
-from zerg.memory import facts
+from zerg.memory import facts, files
+from zerg.memory.search import SEARCH_TIMEOUT
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -49,6 +51,7 @@ def memory_layer(rt: "Runtime", owner_id: int, task: str) -> str | None:
         log.warning("recall: memory search failed", extra={"owner_id": owner_id, "reason": f"{type(exc).__name__}: {exc}"[:300]})
     try:
         with rt.pool.connection() as conn:
+            files.limit_time(conn, SEARCH_TIMEOUT)
             profile = facts.profile_facts(conn, owner_id)
             general = facts.top_facts(conn, owner_id, TOP_FACTS)
     except Exception as exc:
@@ -66,7 +69,7 @@ def layer_bytes(context_budget: int) -> int:
 
 def file_hits(rt: "Runtime", owner_id: int, task: str) -> list[dict[str, Any]]:
     """The top :data:`FILE_HITS` memory files for ``task``, each with its writer and run."""
-    from zerg.memory import files, filesystem
+    from zerg.memory import filesystem
 
     query = " ".join(task.split())[:QUERY_CHARS]
     if not query:
@@ -75,6 +78,7 @@ def file_hits(rt: "Runtime", owner_id: int, task: str) -> list[dict[str, Any]]:
     if not found:
         return []
     with rt.pool.connection() as conn:  # who wrote each hit (search does not say): read, not touched
+        files.limit_time(conn, SEARCH_TIMEOUT)
         rows = {h.path: files.get(conn, owner_id, h.path) for h in found}
     return [{"path": h.path, "title": h.title, "snippet": h.snippet, "method": h.method,
              "writer": (rows.get(h.path) or {}).get("writer"), "run_id": (rows.get(h.path) or {}).get("writer_run_id")}

@@ -11,6 +11,10 @@ Invariants:
   search is full-text only and says why (``SearchOutcome.note``); it never fails for it.
 - Only vectors of the query's own model are compared (the vector side filters on the model name).
 - Snippets are short (at most 300 characters): an excerpt around the query's words, else the start.
+- Bounded in time: every statement of a search runs under :data:`SEARCH_TIMEOUT` (it sits on a
+  run's critical path: recall at plan and at every resume). Full text past it gives no full-text
+  hits and a note (the vector side still answers); anything else past it gives no hits and a note.
+  Either way it is logged, and the search returns.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from psycopg.errors import QueryCanceled
 
 from zerg.memory import files, vectors
 from zerg.memory.paths import MemoryInputError, check_tags
@@ -35,6 +41,7 @@ SNIPPET_CHARS = 300
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1_000
 METHODS = ("fulltext", "vector", "both")
+SEARCH_TIMEOUT = "2s"  # per statement (PostgreSQL interval syntax)
 
 
 class QueryEmbedder(Protocol):
@@ -62,7 +69,7 @@ class Hit:
 class SearchOutcome:
     hits: list[Hit]
     methods: list[str]  # the sides that ran: ["fulltext"] or ["fulltext", "vector"]
-    note: str | None = None  # why the vector side did not run, when it did not
+    note: str | None = None  # why a side did not run or answer (no embedder, a timeout), when one did not
 
 
 def check_query(query: Any) -> str:
@@ -123,9 +130,14 @@ def search_memory(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), l
         embedder = runtime_embedder(rt)
     timeout_s = rt.settings.embedding_timeout_s if timeout_s is None else timeout_s
     vector, note = embed_query(embedder, query, timeout_s)  # before the transaction: never holds a connection
-    with rt.pool.connection() as conn:
-        return fuse(conn, owner_id, query, vector=vector, model=embedder.model if vector is not None else None,
-                    tags=tags, limit=limit, note=note)
+    model = embedder.model if vector is not None else None
+    try:
+        with rt.pool.connection() as conn:
+            return fuse(conn, owner_id, query, vector=vector, model=model, tags=tags, limit=limit, note=note)
+    except QueryCanceled:  # outside the connection's block: the aborted transaction is rolled back
+        _timed_out("search")
+        return SearchOutcome([], ["fulltext"] + (["vector"] if model else []),
+                             _note(note, f"the search took longer than {SEARCH_TIMEOUT}: no hits"))
 
 
 def search(rt: "Runtime", owner_id: int, query: str, *, tags: Any = (), limit: int = 5,
@@ -143,22 +155,43 @@ def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
     return scores
 
 
+def _note(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
+
+
+def _timed_out(what: str) -> None:
+    from zerg import observability
+
+    observability.logger().warning(f"memory search: {what} took longer than {SEARCH_TIMEOUT}, left out",
+                                   extra={"timeout": SEARCH_TIMEOUT})
+
+
 def fuse(conn: "Connection", owner_id: int, query: str, *, vector: Sequence[float] | None, model: str | None,
          tags: Sequence[str] = (), limit: int = 5, note: str | None = None) -> SearchOutcome:
-    """Full-text and (given a query vector of ``model``) vector candidates, fused by rank."""
+    """Full-text and (given a query vector of ``model``) vector candidates, fused by rank, each
+    statement under :data:`SEARCH_TIMEOUT` (full text past it: no full-text candidates; any other
+    statement past it raises ``QueryCanceled``)."""
     candidates = limit * CANDIDATES_PER_HIT
-    text_ids = [r["id"] for r in files.fulltext(conn, owner_id, query, tags=tags, limit=candidates)]
-    methods = ["fulltext"]
-    vector_ids: list[int] = []
-    if vector is not None and model is not None:
-        vector_ids = [file_id for file_id, _ in vectors.nearest(conn, owner_id, model, vector, limit=candidates,
-                                                                tags=tags)]
-        methods.append("vector")
-    scores = rrf([text_ids, vector_ids])
-    text_set, vector_set = set(text_ids), set(vector_ids)
-    # Ties (one file found by each side at the same rank): the full-text one first, then the newer.
-    ranked = sorted(scores, key=lambda i: (-scores[i], i not in text_set, -i))[:limit]
-    found = files.excerpts(conn, owner_id, ranked, query, SNIPPET_CHARS) if ranked else {}
+    with conn.transaction():  # SET LOCAL needs a transaction (a savepoint inside the caller's)
+        files.limit_time(conn, SEARCH_TIMEOUT)
+        parsed = files.text_query(conn, query)
+        try:
+            with conn.transaction():  # a savepoint: a cancelled full-text side leaves the vector side
+                text_ids = [r["id"] for r in files.fulltext(conn, owner_id, parsed, tags=tags, limit=candidates)]
+        except QueryCanceled:
+            _timed_out("full-text search")
+            text_ids, note = [], _note(note, f"full-text search took longer than {SEARCH_TIMEOUT}: no full-text hits")
+        methods = ["fulltext"]
+        vector_ids: list[int] = []
+        if vector is not None and model is not None:
+            vector_ids = [file_id for file_id, _ in vectors.nearest(conn, owner_id, model, vector, limit=candidates,
+                                                                    tags=tags)]
+            methods.append("vector")
+        scores = rrf([text_ids, vector_ids])
+        text_set, vector_set = set(text_ids), set(vector_ids)
+        # Ties (one file found by each side at the same rank): the full-text one first, then the newer.
+        ranked = sorted(scores, key=lambda i: (-scores[i], i not in text_set, -i))[:limit]
+        found = files.excerpts(conn, owner_id, ranked, parsed, SNIPPET_CHARS) if ranked else {}
     hits = [Hit(path=found[i]["path"], title=found[i]["title"], snippet=snippet(found[i]["excerpt"] or ""),
                 method="both" if i in text_set and i in vector_set else "fulltext" if i in text_set else "vector",
                 score=round(scores[i], 6))
