@@ -289,18 +289,11 @@ def delete(rt: "Runtime", owner_id: int, path: str) -> MemoryFile:
 
 
 def prune_versions(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Delete every owner's versions replaced more than 30 days ago, in batches (the daily
-    housekeeping task ``memory-versions``); counts for the log. ``should_stop`` (a Lambda's
-    remaining time) is asked between batches: a sweep cut short is ``complete=False``."""
-    pruned = 0
-    while True:
-        with rt.pool.connection() as conn:
-            n = versions.prune(conn)
-        pruned += n
-        if n < versions.PRUNE_BATCH:
-            return {"memory_versions_pruned": pruned, "complete": True}
-        if should_stop is not None and should_stop():
-            return {"memory_versions_pruned": pruned, "complete": False}
+    """Delete every owner's versions replaced more than 30 days ago (the daily housekeeping task
+    ``memory-versions``)."""
+    from zerg.memory.sweeps import delete_in_batches
+
+    return delete_in_batches(rt, versions.prune, versions.PRUNE_BATCH, "memory_versions_pruned", should_stop)
 
 
 @dataclass(frozen=True)

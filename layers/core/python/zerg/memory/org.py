@@ -171,15 +171,8 @@ def extract_facts(rt: "Runtime", run: dict[str, Any]) -> dict[str, Any]:
 
 
 def prune_forgotten_facts(rt: "Runtime", should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Delete every owner's memories forgotten more than 30 days ago, in batches (the daily
-    housekeeping task ``memory-facts``); counts for the log. ``should_stop`` (a Lambda's remaining
-    time) is asked between batches: a sweep cut short is ``complete=False``."""
-    pruned = 0
-    while True:
-        with rt.pool.connection() as conn:
-            n = facts.prune_forgotten(conn)
-        pruned += n
-        if n < facts.PRUNE_BATCH:
-            return {"forgotten_facts_pruned": pruned, "complete": True}
-        if should_stop is not None and should_stop():
-            return {"forgotten_facts_pruned": pruned, "complete": False}
+    """Delete every owner's memories forgotten more than 30 days ago (the daily housekeeping task
+    ``memory-facts``)."""
+    from zerg.memory.sweeps import delete_in_batches
+
+    return delete_in_batches(rt, facts.prune_forgotten, facts.PRUNE_BATCH, "forgotten_facts_pruned", should_stop)
