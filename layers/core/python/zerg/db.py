@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
+from zerg import pids
 from zerg.config import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -227,19 +228,7 @@ def live_holders(pgdata: Path) -> list[int]:
         holders = json.loads((pgdata / ".handle_pids.json").read_text())
     except (OSError, ValueError):
         holders = []
-    return [p for p in holders if isinstance(p, int) and p != os.getpid() and _alive(p)]
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return [p for p in holders if isinstance(p, int) and p != os.getpid() and pids.alive(p)]
 
 
 def database_url(settings: Settings | None = None) -> str:

@@ -27,6 +27,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from zerg import pids
+
 log = logging.getLogger(__name__)
 
 PREFIX = "local"
@@ -89,16 +91,6 @@ def this_process() -> Executor:
     return Executor(socket.gethostname(), _boot_id(), pid, stat[1] if stat else UNKNOWN)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
-
-
 def gone(executor: Executor, heartbeat_at: datetime | None, now: datetime) -> bool:
     """True when ``executor`` can no longer be executing anything (see the module's invariants)."""
     if executor.host != socket.gethostname():
@@ -107,7 +99,7 @@ def gone(executor: Executor, heartbeat_at: datetime | None, now: datetime) -> bo
         return True  # the machine rebooted since: every process of that boot is gone
     stat = _proc_stat(executor.pid)
     if stat is None:
-        return not _pid_alive(executor.pid) if _boot_id() == UNKNOWN else True  # no /proc: ask kill(0)
+        return not pids.alive(executor.pid) if _boot_id() == UNKNOWN else True  # no /proc: ask kill(0)
     state, started = stat
     return state in ("Z", "X") or (executor.started != UNKNOWN and started != executor.started)
 

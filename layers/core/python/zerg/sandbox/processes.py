@@ -17,20 +17,11 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from zerg import pids
 from zerg.sandbox import uids
 from zerg.sandbox.uids import kill_uid
 
 MARKER_ENV = "ZERG_SANDBOX_CALL"  # best effort: set in the command's environment to find it again
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _pids() -> Iterator[int]:
@@ -131,7 +122,7 @@ def kill_orphans(base: Path) -> int:
             stray_uids.add(uid)  # type: ignore[arg-type]  (is_sandbox_uid: not None)
         elif me != 0 and uid == me and pid != os.getpid():
             owner = _marker_owner(pid)
-            if owner is not None and owner != os.getpid() and not alive(owner):
+            if owner is not None and owner != os.getpid() and not pids.alive(owner):
                 orphans.add(pid)
     ipc = uids.ipc_objects() if me == 0 else {}
     stray_uids.update(uid for uid in ipc if uids.is_sandbox_uid(uid))

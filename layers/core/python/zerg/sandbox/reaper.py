@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from zerg import pids
 from zerg.sandbox import processes, uids
 from zerg.sandbox.processes import ancestors
 from zerg.sandbox.uids import SANDBOX_UID_BASE, UID_SLOTS
@@ -249,7 +250,7 @@ def reap_leftovers(base: Path | None = None) -> list[Path]:
         return removed
     for entry in entries:
         pid, _, token = entry.name.partition("-")
-        if not (pid.isdigit() and token) or processes.alive(int(pid)):
+        if not (pid.isdigit() and token) or pids.alive(int(pid)):
             continue
         remove_tree(Path(entry.path))
         removed.append(Path(entry.path))
