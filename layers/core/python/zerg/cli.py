@@ -361,89 +361,6 @@ def cmd_owners_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_memory_facts(args: argparse.Namespace) -> int:
-    from zerg.memory import facts
-    from zerg.migrate import migrate
-    from zerg.tools.facts import line
-
-    with _connection() as conn:
-        migrate(conn)
-        owner_id = _owner(conn, args.owner)
-        if args.forgotten:
-            rows = facts.list_forgotten(conn, owner_id, category=args.category, limit=args.limit)
-        else:
-            rows = facts.list_facts(conn, owner_id, category=args.category, limit=args.limit)
-    if not rows:
-        print(("no forgotten organisational memories (restorable for 30 days)" if args.forgotten
-               else "no organisational memories") + (f" in category {args.category}" if args.category else
-                                                     "" if args.forgotten else " yet"))
-    for row in rows:
-        print(line(row))
-    return 0
-
-
-def cmd_memory_forget(args: argparse.Namespace) -> int:
-    from zerg.memory import facts
-    from zerg.migrate import migrate
-
-    with _connection() as conn:
-        migrate(conn)
-        row = facts.forget_fact(conn, _owner(conn, args.owner), args.id)
-    if row is None:
-        print(f"zerg: memory #{args.id} not found", file=sys.stderr)
-        return 1
-    print(f"forgot memory #{row['id']} [{row['category']}]: {row['content']} (zerg memory unforget {row['id']} "
-          "brings it back within 30 days)")
-    return 0
-
-
-def cmd_memory_unforget(args: argparse.Namespace) -> int:
-    from zerg.memory import facts
-    from zerg.migrate import migrate
-
-    with _connection() as conn:
-        migrate(conn)
-        row = facts.restore_fact(conn, _owner(conn, args.owner), args.id)
-    if row is None:
-        print(f"zerg: no memory #{args.id} forgotten within the last {facts.FORGET_KEEP_DAYS} days", file=sys.stderr)
-        return 1
-    print(f"restored memory #{row['id']} [{row['category']}]: {row['content']}")
-    return 0
-
-
-def _fact_id(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) < 2**62:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a memory id (a positive number, as zerg memory facts shows it)")
-    return int(text)
-
-
-def _fact_limit(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 200:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 200")
-    return int(text)
-
-
-def _add_fact_commands(memory: "argparse._SubParsersAction") -> None:
-    """``zerg memory facts`` and ``zerg memory forget``: the organisational memories."""
-    from zerg.memory.facts import CATEGORIES
-
-    facts_p = memory.add_parser("facts", help="what Zerg remembers about the owner (organisational memory)")
-    facts_p.add_argument("--category", choices=CATEGORIES, help="only this category")
-    facts_p.add_argument("--limit", type=_fact_limit, default=50, metavar="N", help="how many (1-200, default 50)")
-    facts_p.add_argument("--forgotten", action="store_true",
-                         help="the memories forgotten in the last 30 days (restorable with unforget), newest first")
-    _add_owner_option(facts_p)
-    facts_p.set_defaults(func=cmd_memory_facts)
-    forget = memory.add_parser("forget", help="forget one organisational memory by id (restorable for 30 days)")
-    forget.add_argument("id", type=_fact_id, help="the memory's id (zerg memory facts shows it)")
-    _add_owner_option(forget)
-    forget.set_defaults(func=cmd_memory_forget)
-    unforget = memory.add_parser("unforget", help="bring back a memory forgotten in the last 30 days")
-    unforget.add_argument("id", type=_fact_id, help="the memory's id (zerg memory facts --forgotten shows it)")
-    _add_owner_option(unforget)
-    unforget.set_defaults(func=cmd_memory_unforget)
-
-
 def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """--tls-cert and --tls-key: both or neither, readable, and a matching pair (checked before
     the database is touched)."""
@@ -682,7 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from zerg.memory.commands import add_commands as add_memory_commands
 
-    _add_fact_commands(add_memory_commands(groups, _add_owner_option, _owner))  # + facts, forget
+    add_memory_commands(groups, _add_owner_option, _owner)
     return parser
 
 

@@ -1,5 +1,6 @@
 """``zerg memory``: the owner's memory files from the command line, through the same service as the
-memory tools and the API (:mod:`zerg.memory.filesystem`).
+memory tools and the API (:mod:`zerg.memory.filesystem`), and the organisational memories
+(``facts``, ``forget``, ``unforget``: :mod:`zerg.memory.facts`).
 
 Every command acts for the local owner, or ``--owner NAME``. Exit status: 0 done, 1 not found,
 2 bad input (one line on stderr, never a traceback). ``cat`` prints the content exactly as stored,
@@ -153,10 +154,67 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return _run(args, work)
 
 
+def cmd_facts(args: argparse.Namespace) -> int:
+    def work(rt: Any, owner_id: int) -> int:
+        from zerg.memory import facts
+        from zerg.tools.facts import line
+
+        listing = facts.list_forgotten if args.forgotten else facts.list_facts
+        with rt.pool.connection() as conn:
+            rows = listing(conn, owner_id, category=args.category, limit=args.limit)
+        if not rows:
+            print(("no forgotten organisational memories (restorable for 30 days)" if args.forgotten
+                   else "no organisational memories") + (f" in category {args.category}" if args.category else
+                                                         "" if args.forgotten else " yet"))
+        for row in rows:
+            print(line(row))
+        return 0
+    return _run(args, work)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    def work(rt: Any, owner_id: int) -> int:
+        from zerg.memory import facts
+
+        with rt.pool.connection() as conn:
+            row = facts.forget_fact(conn, owner_id, args.id)
+        if row is None:
+            return _fail(f"memory #{args.id} not found", 1)
+        print(f"forgot memory #{row['id']} [{row['category']}]: {row['content']} (zerg memory unforget {row['id']} "
+              "brings it back within 30 days)")
+        return 0
+    return _run(args, work)
+
+
+def cmd_unforget(args: argparse.Namespace) -> int:
+    def work(rt: Any, owner_id: int) -> int:
+        from zerg.memory import facts
+
+        with rt.pool.connection() as conn:
+            row = facts.restore_fact(conn, owner_id, args.id)
+        if row is None:
+            return _fail(f"no memory #{args.id} forgotten within the last {facts.FORGET_KEEP_DAYS} days", 1)
+        print(f"restored memory #{row['id']} [{row['category']}]: {row['content']}")
+        return 0
+    return _run(args, work)
+
+
+def _fact_id(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) < 2**62:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory id (a positive number, as zerg memory facts shows it)")
+    return int(text)
+
+
+def _fact_limit(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 200:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 200")
+    return int(text)
+
+
 def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
-                 resolve_owner: Callable[[Any, str | None], int]) -> Any:
-    """The ``zerg memory`` group under the top-level sub-parsers; returns its sub-parsers so other
-    memory commands can join it. ``resolve_owner(conn, name)`` is the CLI's own (``--owner`` or the
+                 resolve_owner: Callable[[Any, str | None], int]) -> None:
+    """The ``zerg memory`` group (files and organisational memories) under the top-level
+    sub-parsers. ``resolve_owner(conn, name)`` is the CLI's own (``--owner`` or the
     local owner; its failure is the CLI's error)."""
     memory = groups.add_parser("memory", help="the owner's long-term memory: files (notes, episodes) and organisational memories").add_subparsers(
         dest="cmd", required=True)
@@ -181,8 +239,19 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     restore = memory.add_parser("restore", help="write a kept version back")
     restore.add_argument("path")
     restore.add_argument("version_id", type=int, help="an id from zerg memory versions")
+    from zerg.memory.facts import CATEGORIES
+
+    facts_p = memory.add_parser("facts", help="what Zerg remembers about the owner (organisational memory)")
+    facts_p.add_argument("--category", choices=CATEGORIES, help="only this category")
+    facts_p.add_argument("--limit", type=_fact_limit, default=50, metavar="N", help="how many (1-200, default 50)")
+    facts_p.add_argument("--forgotten", action="store_true",
+                         help="the memories forgotten in the last 30 days (restorable with unforget), newest first")
+    forget = memory.add_parser("forget", help="forget one organisational memory by id (restorable for 30 days)")
+    forget.add_argument("id", type=_fact_id, help="the memory's id (zerg memory facts shows it)")
+    unforget = memory.add_parser("unforget", help="bring back a memory forgotten in the last 30 days")
+    unforget.add_argument("id", type=_fact_id, help="the memory's id (zerg memory facts --forgotten shows it)")
     for parser, func in ((ls, cmd_ls), (cat, cmd_cat), (write, cmd_write), (rm, cmd_rm), (search, cmd_search),
-                         (versions, cmd_versions), (restore, cmd_restore)):
+                         (versions, cmd_versions), (restore, cmd_restore), (facts_p, cmd_facts),
+                         (forget, cmd_forget), (unforget, cmd_unforget)):
         add_owner_option(parser)
         parser.set_defaults(func=func, resolve_owner=resolve_owner)
-    return memory
