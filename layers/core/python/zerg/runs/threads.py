@@ -53,17 +53,6 @@ def append_messages(
     conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s AND owner_id = %s", (thread_id, owner_id))
 
 
-def recent_messages(conn: Connection, owner_id: int, thread_id: int, limit: int = 20) -> list[dict[str, Any]]:
-    """The thread's last ``limit`` messages, oldest first, as chat messages."""
-    rows = conn.execute(
-        """SELECT role, content FROM (
-               SELECT id, role, content FROM thread_messages WHERE owner_id = %s AND thread_id = %s
-               ORDER BY id DESC LIMIT %s) AS recent ORDER BY id""",
-        (owner_id, thread_id, limit),
-    ).fetchall()
-    return [{"role": r["role"], "content": r["content"]} for r in rows]
-
-
 def messages_after(conn: Connection, owner_id: int, thread_id: int, after_id: int, *, limit: int,
                    newest: bool = False) -> list[dict[str, Any]]:
     """Messages with id > ``after_id`` (those no compaction summary covers), oldest first: the first
