@@ -36,13 +36,13 @@ def build(app: App) -> ZergStacks:
     name = f"Zerg-{config.stage}"
     data = DataStack(app, f"{name}-Data", config=config, description="Zerg: network, database, secrets, artifacts")
     workflow = WorkflowStack(app, f"{name}-Workflow", config=config, data=data,
-                             description="Zerg: functions, core layer, migrations, run state machine")
+                             description="Zerg: functions, core layer, migrations, run and escalation state machines")
     api = ApiStack(app, f"{name}-Api", config=config, ingress=workflow.ingress,
                    description="Zerg: HTTP API")
     messaging = MessagingStack(
         app, f"{name}-Messaging", config=config, bucket=data.bucket,
-        state_machine=workflow.state_machine, ingress=workflow.ingress,
-        supervisor=workflow.functions["supervisor"],
+        state_machine=workflow.state_machine, escalation_machine=workflow.escalation_machine,
+        ingress=workflow.ingress, ingress_failures=workflow.ingress_failures,
         description="Zerg: alerts, inbound mail/SMS, schedules, alarms",
     )
     stacks = ZergStacks(data, workflow, api, messaging)

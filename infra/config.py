@@ -28,7 +28,14 @@ class StageConfig:
     sender_email: str = "zerg@zerg.example.com"
     # Optional: an address subscribed to the alert topic (confirmed by email).
     alert_email: str = ""
+    # Optional: what SMS are sent from (ZERG_SMS_ORIGINATION): an E.164 origination number or an
+    # alphanumeric sender ID; unset = the account's default origination identity (AWS End User
+    # Messaging, configured outside the stack).
+    sms_origination: str = ""
     jarvis_origin: str = "http://localhost:5173"
+    # Base of the links in alerts and digests (ZERG_PUBLIC_URL; they open {public_url}/api/jarvis/runs/ID):
+    # the API's public address. Unset = jarvis_origin, for a Jarvis that serves /api under its origin.
+    public_url: str = ""
     supervisor_model: str = "gpt-4o"
     worker_model: str = "gpt-4o-mini"
     summary_model: str = "gpt-4o-mini"
@@ -50,6 +57,11 @@ class StageConfig:
     def is_prod(self) -> bool:
         return self.stage == "prod"
 
+    @property
+    def links_base(self) -> str:
+        """What links in alerts and digests start with (ZERG_PUBLIC_URL)."""
+        return self.public_url or self.jarvis_origin
+
     def prefix(self, name: str) -> str:
         """Physical names are ``zerg-{stage}-{name}`` so stages share an account safely."""
         return f"zerg-{self.stage}-{name}"
@@ -68,7 +80,10 @@ class StageConfig:
             ("stage", re.fullmatch(r"[a-z][a-z0-9-]{0,15}", self.stage)),
             ("domain", re.fullmatch(r"[a-z0-9.-]+\.[a-z]{2,}", self.domain)),
             ("sender_email", self.sender_email.endswith("@" + self.domain)),
+            ("sms_origination", not self.sms_origination or re.fullmatch(
+                r"\+[1-9][0-9]{1,14}|(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,11}", self.sms_origination)),
             ("jarvis_origin", re.fullmatch(r"https?://[^/\s]+", self.jarvis_origin)),
+            ("public_url", not self.public_url or re.fullmatch(r"https?://[^\s?#]+", self.public_url)),
             ("map_concurrency", 1 <= self.map_concurrency <= 40),
             ("nat_gateways", 1 <= self.nat_gateways <= 2),
             ("log_level", self.log_level in {"DEBUG", "INFO", "WARNING", "ERROR"}),

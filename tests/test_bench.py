@@ -39,6 +39,12 @@ FIGURES = {
                 "output tails", "parts at 2 workers", "evidence mount"],
     "recall": ["setup: 40 memory files", "== recall overhead at run start", "memory_layer, full-text only",
                "layer bytes (median)", "memory_layer, local embedder"],
+    "budget": ["== the spending cap check before each tagged model call ==", "no cap (policy read only)",
+               "cap set, 100 calls today", "== one metered call to an instant model ==",
+               "tagged, no cap (check + ledger row)", "tagged, cap set, 100+ calls today"],
+    "schedules": ["setup: 1,000 schedules rows", "== the ticker's due read ==", "find the due ones (",
+                  "a whole tick, nothing due", "== due fire -> run", "first fire (starts the engine)",
+                  "tick fired it", "-> the run's first model request", "-> the run ended (success)"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

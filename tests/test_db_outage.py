@@ -87,7 +87,10 @@ def _valid_bodies() -> dict[str, Any]:
     """Bodies whose content is checked before the database is asked (schema name -> a valid one)."""
     private, public = _keypair()
     return {"HostSpec": {"hostname": "127.0.0.1", "user": "zerg", "private_key": private, "host_key": public},
-            "PairBody": {"code": "ABCDE-23456", "device_name": "laptop"}}
+            "PairBody": {"code": "ABCDE-23456", "device_name": "laptop"},
+            "AddContactBody": {"kind": "email", "address": "owner@example.com"},
+            "VerifyContactBody": {"kind": "email", "address": "owner@example.com", "code": "123456"},
+            "ScheduleSpec": {"name": "daily", "task": "check the disks", "cron": "0 6 * * *"}}
 
 
 def _example(schema: dict[str, Any], doc: dict[str, Any]) -> Any:

@@ -27,6 +27,13 @@ def test_the_moto_seams_the_engine_patches_are_still_there():
 
     assert list(inspect.signature(lambda_eval_utils.boto_client_for).parameters) == ["region", "service", "state_credentials"]
     assert list(inspect.signature(ExecutionWorker._get_evaluation_entrypoint).parameters) == ["self"]
+    from moto.stepfunctions.parser.asl.eval.evaluation_details import StateMachineDetails
+
+    # the patched entry point finds its machine's program by worker._evaluation_details.state_machine_details.arn
+    assert "arn" in inspect.signature(StateMachineDetails.__init__).parameters
+    assert "state_machine_details" in inspect.signature(
+        __import__("moto.stepfunctions.parser.asl.eval.evaluation_details", fromlist=["EvaluationDetails"])
+        .EvaluationDetails.__init__).parameters
     assert list(inspect.signature(StepFunctionBackend.create_state_machine).parameters)[:4] == ["self", "name", "definition", "roleArn"]
     assert json_path.parse.__module__.startswith("jsonpath_ng") and result_path.parse.__module__.startswith("jsonpath_ng")
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_lambda
@@ -178,3 +185,32 @@ def test_the_compiled_definition_is_cached_in_the_private_data_dir(tmp_path):
     with LocalEngine(handlers=_handlers([]), cache_dir=tmp_path / "cache") as engine:
         assert engine.wait(engine.start_execution(5, 1, 1), timeout=30)["status"] == "SUCCEEDED"
     assert cached[0].read_bytes() == good
+
+
+def test_one_engine_runs_the_run_machine_and_the_escalation_machine_side_by_side():
+    """The escalation machine is created on first use, next to the run machine, and each execution
+    gets its own machine's program; stopping the engine aborts a waiting escalation too."""
+    calls: list = []
+    handlers = _handlers(calls)
+    plain, repeats = handlers["supervisor"], []
+
+    def supervisor(event, context):
+        if event["action"] == "escalate":
+            repeats.append(event)
+            return {"done": len(repeats) >= 2}
+        return plain(event, context)
+
+    handlers["supervisor"] = supervisor
+    with LocalEngine(handlers=handlers) as engine:
+        esc = engine.start_named("escalation", "esc-5", {"owner_id": 1, "run_id": 9, "escalation_id": 5, "interval_s": 0})
+        run = engine.start_execution(9, 1, 3)
+        assert engine.wait(esc, timeout=30)["status"] == "SUCCEEDED"
+        assert engine.wait(run, timeout=30)["status"] == "SUCCEEDED"
+        assert engine.describe(esc)["stateMachineArn"].endswith(":zerg-escalation")
+        assert engine.describe(run)["stateMachineArn"] == engine.machine_arn
+        waiting_input = {"owner_id": 1, "run_id": 9, "escalation_id": 6, "interval_s": 3600}
+        waiting = engine.start_named("escalation", "esc-6", waiting_input)
+        assert engine.start_named("escalation", "esc-6", waiting_input) == waiting  # running, same input: the same one
+    assert repeats == [{"action": "escalate", "run_id": 9, "owner_id": 1, "escalation_id": 5}] * 2
+    assert [e["action"] for n, e in calls if n == "supervisor"] == ["plan", "resume", "finalize", "remember"]
+    assert waiting.endswith(":esc-6")  # and the engine stopped without waiting an hour for it

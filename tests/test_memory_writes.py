@@ -122,7 +122,7 @@ def test_scheduled_unfinished_and_foreign_runs_get_no_episode_and_no_model_call(
     rt = runtime_env()
     scheduled = finished_run(pool, owner, "hourly disk check", trigger="schedule")
     assert writes.remember_run(rt, scheduled["id"], owner, scheduled["thread_id"])["episode"] == {
-        "skipped": "a scheduled run (episodes need severity warning or above: issue 14)"}
+        "skipped": "a scheduled run assessed without a severity (episodes need warning or above)"}
     running_id, thread_id = make_run(pool, owner, "still going")
     assert writes.remember_run(rt, running_id, owner, thread_id) == {"run_id": running_id, "skipped": "the run ended running"}
     mine = finished_run(pool, owner, "I prefer metric units")

@@ -40,6 +40,20 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/memory/facts", "get"): (200, {401, 422}),
     ("/api/jarvis/memory/facts/{fact_id}", "delete"): (204, {401, 404, 422}),
     ("/api/jarvis/memory/facts/{fact_id}/restore", "post"): (200, {401, 404, 422}),
+    ("/api/jarvis/inbox", "get"): (200, {401, 422}),
+    ("/api/jarvis/inbox/{run_id}/ack", "post"): (200, {401, 404, 422}),
+    ("/api/jarvis/schedules", "post"): (201, {400, 401, 409, 415, 422, 503}),
+    ("/api/jarvis/schedules", "get"): (200, {401, 422}),
+    ("/api/jarvis/schedules/{schedule_id}", "get"): (200, {401, 404, 422}),
+    ("/api/jarvis/schedules/{schedule_id}", "patch"): (200, {400, 401, 404, 409, 415, 422, 503}),
+    ("/api/jarvis/schedules/{schedule_id}", "delete"): (204, {401, 404, 422, 503}),
+    ("/api/jarvis/contacts", "post"): (202, {400, 401, 409, 415, 422, 429, 503}),
+    ("/api/jarvis/contacts", "get"): (200, {401, 422}),
+    ("/api/jarvis/contacts/verify", "post"): (200, {400, 401, 404, 415, 422, 429}),
+    ("/api/jarvis/contacts/{contact_id}", "delete"): (204, {401, 404, 422}),
+    ("/api/jarvis/policy", "get"): (200, {401, 422}),
+    ("/api/jarvis/policy", "patch"): (200, {400, 401, 415, 422}),
+    ("/api/jarvis/notifications", "get"): (200, {401, 422}),
 }
 
 

@@ -48,6 +48,7 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                    replace=False)
         runs.complete_run(conn, runs.get_run(conn, owner_id, run_id), f"{tag} answer")
         fill_memory(conn, owner_id, run_id, tag)
+        fill_background(conn, owner_id, run_id, tag)
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 
@@ -71,6 +72,30 @@ def fill_memory(conn, owner_id: int, run_id: int, tag: str) -> None:
                                                         message_count, summary)
                     SELECT %s, id, %s, %s, 1, 'summary' FROM threads WHERE owner_id = %s""",
                  (owner_id, message_id, message_id, owner_id))
+
+
+def fill_background(conn, owner_id: int, run_id: int, tag: str) -> None:
+    """A schedule that fired this run, a policy, a send count, a notification, an inbox item and an
+    escalation (raw SQL: these tables' own modules are tested on their own)."""
+    schedule_id = conn.execute(
+        """INSERT INTO schedules (owner_id, name, task, cron, expression, last_run_id)
+           VALUES (%s, %s, 'check the disks', '0 6 * * *', 'cron(0 6 * * ? *)', %s) RETURNING id""",
+        (owner_id, f"{tag} daily {run_id}", run_id)).fetchone()["id"]
+    conn.execute("""INSERT INTO schedule_fires (schedule_id, owner_id, scheduled_time, source, outcome, run_id)
+                    VALUES (%s, %s, now(), 'ticker', 'started', %s)""", (schedule_id, owner_id, run_id))
+    conn.execute("INSERT INTO notification_policies (owner_id, timezone) VALUES (%s, 'Europe/Berlin') ON CONFLICT (owner_id) DO NOTHING",
+                 (owner_id,))
+    conn.execute("INSERT INTO notification_usage (owner_id, day, channel, sent) VALUES (%s, current_date, 'email', 1) "
+                 "ON CONFLICT (owner_id, day, channel) DO UPDATE SET sent = notification_usage.sent + 1",
+                 (owner_id,))
+    conn.execute("""INSERT INTO notifications (owner_id, run_id, schedule_id, channel, purpose, severity, status, address,
+                                               subject, body, reply_token)
+                    VALUES (%s, %s, %s, 'email', 'alert', 'warning', 'sent', %s, 'Disk', 'disk full', %s)""",
+                 (owner_id, run_id, schedule_id, f"{tag}-{owner_id}@example.com", f"tok-{tag}-{run_id}"))
+    conn.execute("""INSERT INTO inbox_items (owner_id, run_id, schedule_id, severity, headline, assessed_by)
+                    VALUES (%s, %s, %s, 'warning', 'Disk nearly full', 'model')""", (owner_id, run_id, schedule_id))
+    conn.execute("""INSERT INTO escalations (owner_id, run_id, max_repeats, interval_s)
+                    VALUES (%s, %s, 3, 900)""", (owner_id, run_id))
 
 
 def owner_row_ids(pool, owner_id: int) -> dict[str, set[int]]:
@@ -377,3 +402,76 @@ def test_cli_delete_refuses_an_owner_with_a_running_run_before_asking(pool, cli_
     assert out.returncode == 0, out.stderr
     assert f"cancelled 1 run(s) [{run_id}]" in out.stdout
     assert owner_row_ids(pool, carol)["owners"] == set()
+
+
+# --- the owner's EventBridge Scheduler schedules go with the owner ---------------------------------
+
+@pytest.fixture
+def moto_scheduler(runtime_env):
+    """Moto's EventBridge Scheduler with a group, and the runtime configured for it."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        boto3.client("scheduler", region_name="us-east-1").create_schedule_group(Name="zerg-owner-test")
+        yield runtime_env(ZERG_SCHEDULE_GROUP="zerg-owner-test",
+                          ZERG_SCHEDULER_ROLE_ARN="arn:aws:iam::123456789012:role/zerg-scheduler",
+                          ZERG_SCHEDULE_TARGET_ARN="arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress",
+                          ZERG_SCHEDULE_DLQ_ARN="arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq")
+
+
+def make_schedules(rt, owner_id: int, n: int = 2) -> list[int]:
+    from zerg.schedules import service
+    from zerg.schedules.spec import ScheduleSpec
+
+    return [service.create(rt, owner_id, ScheduleSpec(name=unique_name("s"), task="check", rate="1 hour"))["id"]
+            for _ in range(n)]
+
+
+def test_deleting_an_owner_deletes_their_scheduler_schedules_and_no_one_elses(moto_scheduler, pool, owner,
+                                                                              other_owner, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+
+    rt = moto_scheduler
+    mine, theirs = make_schedules(rt, owner), make_schedules(rt, other_owner)
+
+    report = delete_owner(pool, LocalArtifactStore(tmp_path / "a"), owner, delete_schedule=rt.scheduler.delete)
+
+    assert report.scheduler_schedules == set(mine) and report.rows["schedules"] == 2
+    assert "deleted 2 EventBridge Scheduler schedule(s)" in report.lines()
+    assert [rt.scheduler.describe(s) for s in mine] == [None, None]
+    assert all(rt.scheduler.describe(s) is not None for s in theirs)
+
+
+def test_an_owner_whose_scheduler_schedule_cannot_be_deleted_is_not_deleted(moto_scheduler, pool, owner, tmp_path):
+    from zerg.artifacts.local import LocalArtifactStore
+    from zerg.schedules.scheduler import SchedulerUnavailable
+
+    rt = moto_scheduler
+    artifacts = LocalArtifactStore(tmp_path / "a")
+    worker_id = fill(pool, artifacts, owner, "kept")["worker_id"]
+    [schedule_id] = make_schedules(rt, owner, 1)
+
+    def unavailable(schedule_id):
+        raise SchedulerUnavailable("EventBridge Scheduler refused or did not answer (ThrottlingException)")
+
+    with pytest.raises(DeleteRefused, match=r"of schedule \d+ .*ThrottlingException.*untouched: try again"):
+        delete_owner(pool, artifacts, owner, delete_schedule=unavailable)
+    assert owner_row_ids(pool, owner)["owners"] == {owner} and artifacts.exists(worker_id)  # nothing went
+    assert rt.scheduler.describe(schedule_id) is not None
+
+
+def test_zerg_owners_delete_on_aws_deletes_the_owners_scheduler_schedules(moto_scheduler, pool, tmp_path, capsys):
+    from zerg.cli import main
+
+    rt = moto_scheduler
+    name = f"dave-{tmp_path.name}"
+    with pool.connection() as conn:
+        dave = create_owner(conn, name).owner_id
+    schedules = make_schedules(rt, dave)
+
+    assert main(["owners", "delete", name, "--yes"]) == 0
+
+    assert "deleted 2 EventBridge Scheduler schedule(s)" in capsys.readouterr().out
+    assert [rt.scheduler.describe(s) for s in schedules] == [None, None]
+    assert owner_row_ids(pool, dave)["owners"] == set()

@@ -36,7 +36,12 @@ def _host_body() -> dict:
 
 # Routes whose body must be valid to reach the credential check (a malformed body is reported first).
 BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts/{alias}", "put"): _host_body(),
-          ("/api/jarvis/memory/file", "put"): {"content": "x"}}
+          ("/api/jarvis/memory/file", "put"): {"content": "x"},
+          ("/api/jarvis/contacts", "post"): {"kind": "email", "address": "owner@example.com"},
+          ("/api/jarvis/contacts/verify", "post"): {"kind": "email", "address": "owner@example.com", "code": "123456"},
+          ("/api/jarvis/policy", "patch"): {"quiet_hours": "off"}}
+BODIES[("/api/jarvis/schedules", "post")] = {"name": "n", "task": "t", "rate": "1 hour"}
+BODIES[("/api/jarvis/schedules/{schedule_id}", "patch")] = {}
 
 
 def zerg(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -52,7 +52,8 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
     assert any("sda1 78%" in (m.get("content") or "") for m in second["messages"] if m["role"] == "tool")
     assert {t["function"]["name"] for t in llm.requests[0]["tools"]} == {
         "ssh_exec", "container_exec", "http_request", "get_current_time", "memory_ls", "memory_read", "memory_write",
-        "memory_grep", "memory_search"}  # no edit, no delete: a worker reads untrusted output
+        "memory_grep", "memory_search", "send_email", "send_sms"}  # no memory edit or delete: a worker reads
+    # untrusted output; send_email/send_sms reach only the owner's own verified contacts
     assert llm.requests[0]["model"] == "gpt-4o-mini"
 
     row = _job_row(pool, job_id)

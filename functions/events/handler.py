@@ -1,6 +1,7 @@
 """Ingress Lambda: the entry for every external event. Today: the Jarvis HTTP API (API Gateway
 HTTP API v2 events), scheduled housekeeping (``{"trigger": "housekeeping", "task": NAME}`` from
-an EventBridge rule) and the run state machine's execution status changes (EventBridge)."""
+an EventBridge rule), owners' schedules (``{"trigger": "schedule", "schedule_id", "scheduled_time"}``
+from EventBridge Scheduler) and the run state machine's execution status changes (EventBridge)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ EMBED_BATCH_TIMEOUT_S = HOUSEKEEPING_MARGIN_MS / 1000 - 1
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     if isinstance(event, dict) and event.get("trigger") == "housekeeping":
         return housekeeping(event, context)
+    if isinstance(event, dict) and event.get("trigger") == "schedule":
+        return schedule_fire(event)
     if isinstance(event, dict) and event.get("source") == "aws.states":
         return execution_status(event)
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
@@ -26,6 +29,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 
 def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    from zerg.alerts.deliver import release_held
     from zerg.handler_input import HousekeepingEvent, parse_event
     from zerg.memory.filesystem import prune_versions
     from zerg.memory.org import prune_forgotten_facts
@@ -34,7 +38,8 @@ def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
     ev = parse_event(HousekeepingEvent, event, "housekeeping")
     tasks = {"retention": run_retention, "memory-versions": prune_versions,  # one entry per HousekeepingEvent.task
-             "memory-facts": prune_forgotten_facts, "embed": embed_sweep}
+             "memory-facts": prune_forgotten_facts, "embed": embed_sweep, "notifications": release_held,
+             "schedules": schedules_sweep}
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     should_stop = (lambda: remaining() < HOUSEKEEPING_MARGIN_MS) if remaining else None
     with observability.invocation("events", f"housekeeping:{ev.task}") as log:
@@ -53,6 +58,37 @@ def embed_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
     from zerg.memory.indexer import run_sweep
 
     return run_sweep(rt, should_stop, batch_timeout_s=EMBED_BATCH_TIMEOUT_S)
+
+
+def schedules_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
+    """What the local ticker does besides firing, for Scheduler's fires: complete the fires a stopped
+    invocation left pending (nothing else would start their runs), then prune fired one-offs."""
+    from zerg.schedules import service
+    from zerg.schedules.fire import recover_pending
+
+    recovered = recover_pending(rt, should_stop=should_stop)
+    return {"recovered": recovered, **service.prune_fired_one_offs(rt, should_stop=should_stop)}
+
+
+def schedule_fire(event: dict[str, Any]) -> dict[str, Any]:
+    """A schedule is due: fire it (zerg.schedules.fire), at most once per scheduled time. A bad event
+    raises InvalidEvent before anything is touched; a failure raises, so Scheduler (or Lambda's
+    asynchronous retry) delivers it again and the retry completes the same fire."""
+    from zerg.handler_input import ScheduleFireEvent, parse_event
+    from zerg.runtime import get_runtime
+    from zerg.schedules.fire import fire
+
+    ev = parse_event(ScheduleFireEvent, event, "schedule")
+    with observability.invocation("events", f"schedule:{ev.schedule_id}") as log:
+        try:
+            result = fire(get_runtime(), ev.schedule_id, ev.when, source="scheduler")
+        except Exception:
+            log.exception("schedule fire failed", extra={"schedule_id": ev.schedule_id,
+                                                          "scheduled_time": ev.scheduled_time})
+            raise
+    return {"trigger": "schedule", "schedule_id": ev.schedule_id, "scheduled_time": ev.scheduled_time,
+            "outcome": result.outcome, "run_id": result.run_id, "detail": result.detail,
+            "duplicate": result.duplicate}
 
 
 def execution_status(event: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Supervisor Lambda: one stateless step of a run (plan, resume, finalize, fail), and the run's
-memory writes after it (remember: an asynchronous invocation by the Remember state)."""
+"""Supervisor Lambda: one stateless step of a run (plan, resume, finalize, fail), the run's
+memory writes after it (remember: an asynchronous invocation by the Remember state), and the
+escalation state machine's steps (escalate: the next repeat of a critical alert; escalation_failed)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,45 @@ from zerg.handler_input import InvalidEvent, parse_event
 
 class SupervisorEvent(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    action: Literal["plan", "resume", "finalize", "fail", "remember"]
+    action: Literal["plan", "resume", "finalize", "fail", "remember", "escalate", "escalation_failed"]
     run_id: int = Field(gt=0)
     owner_id: int = Field(gt=0)
     thread_id: int | None = Field(default=None, gt=0)
-    error: Any = None  # the run-level Catch's {"Error", "Cause"}, for fail
+    escalation_id: int | None = Field(default=None, gt=0)  # the escalation actions'
+    error: Any = None  # the run-level Catch's {"Error", "Cause"}, for fail (and escalation_failed)
+
+
+ESCALATION_ACTIONS = ("escalate", "escalation_failed")
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(SupervisorEvent, event, "supervisor")
-    if ev.action != "fail" and ev.thread_id is None:
+    if ev.action in ESCALATION_ACTIONS:
+        if ev.escalation_id is None:
+            raise InvalidEvent(f"invalid supervisor event: escalation_id: Field required for {ev.action}")
+    elif ev.action != "fail" and ev.thread_id is None:
         raise InvalidEvent(f"invalid supervisor event: thread_id: Field required for {ev.action}")
     from zerg.runtime import get_runtime
-    from zerg.supervisor import turn
 
     rt = get_runtime()
     with observability.invocation("supervisor", ev.run_id) as log:
-        if ev.action == "fail":
-            out = turn.fail(rt, ev.run_id, ev.owner_id, ev.error)
+        if ev.action in ESCALATION_ACTIONS:  # the model, tools and memory stay unimported for these
+            from zerg.alerts import repeats
+
+            if ev.action == "escalate":
+                out = repeats.repeat(rt, ev.owner_id, ev.run_id, ev.escalation_id)
+            else:
+                out = repeats.escalation_failed(rt, ev.owner_id, ev.run_id, ev.escalation_id, ev.error)
         elif ev.action == "remember":
             from zerg.memory.writes import remember_run
 
             out = remember_run(rt, ev.run_id, ev.owner_id, ev.thread_id)
         else:
-            out = getattr(turn, ev.action)(rt, ev.run_id, ev.owner_id, ev.thread_id)
+            from zerg.supervisor import turn
+
+            if ev.action == "fail":
+                out = turn.fail(rt, ev.run_id, ev.owner_id, ev.error)
+            else:
+                out = getattr(turn, ev.action)(rt, ev.run_id, ev.owner_id, ev.thread_id)
         log.info(f"supervisor {ev.action} done", extra={"action": ev.action, "result": out})
     return out

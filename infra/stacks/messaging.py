@@ -4,11 +4,15 @@ and the alarms that page the alert topic.
 Invariants:
 - Inbound mail is stored under ``inbound/email/`` before the ingress function is invoked with
   the SES notification, so the function always finds the message it is told about.
-- Schedules run with a role that may only start the run state machine or invoke the ingress
-  function, scoped to this account's schedule group; a delivery that fails lands in the DLQ,
-  and a message in the DLQ raises an alarm.
+- Owners' schedules (created at run time by ingress and the supervisor, see
+  ``infra.stacks.background``) target the ingress function only, which writes the run row and
+  starts the execution; Scheduler assumes a role that may only invoke ingress and send to the
+  schedule DLQ, and only for schedules of this account's Zerg group. A fire Scheduler cannot
+  deliver lands in the DLQ, one ingress fails on lands in the workflow's ingress-failed queue;
+  a message in either raises an alarm.
 - This stack references the workflow stack, never the other way round: grants to workflow
   roles are policies owned here, and the SNS -> Lambda subscription and permission live here.
+  Workflow functions know this stack's resources by their deterministic names (``infra.names``).
 - Housekeeping: with ``artifact_retention_days`` set, a daily rule invokes ingress with
   ``{"trigger": "housekeeping", "task": "retention"}`` (undeliverable events land in the schedule
   DLQ, which alarms), and ingress may delete objects under ``workers/`` only; unset, neither exists.
@@ -17,7 +21,11 @@ Invariants:
   ``{"task": "memory-facts"}``, deletes organisational memories forgotten more than 30 days ago.
   A fourth, every 15 minutes, sends ``{"task": "embed"}``: memory files without a current vector
   get one (ingress reads the OpenAI key already; the sweep stops starting batches near the
-  function's timeout).
+  function's timeout). A fifth, every 5 minutes, sends ``{"task": "notifications"}``: SMS held
+  for quiet hours go out once the hours end (ingress sends with the notifier grants it has). A
+  sixth, every 5 minutes, sends ``{"task": "schedules"}``: fires left pending are completed (on AWS
+  nothing else recovers them) and one-off schedules fired long ago are pruned, row and Scheduler
+  schedule (ingress manages schedules already: ``infra.stacks.background.SCHEDULE_MANAGERS``).
 """
 
 from __future__ import annotations
@@ -35,11 +43,19 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_ses_actions as ses_actions
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
+from infra.names import (
+    ALERT_TOPIC,
+    INBOUND_SMS_TOPIC,
+    SCHEDULE_DLQ,
+    SCHEDULE_GROUP,
+    SCHEDULER_ROLE,
+)
 
 INBOUND_EMAIL_PREFIX = "inbound/email/"
 # The ingress event of the daily retention sweep (zerg.handler_input.HousekeepingEvent).
@@ -52,29 +68,38 @@ HOUSEKEEPING_MEMORY_FACTS = {"trigger": "housekeeping", "task": "memory-facts"}
 # so no Remember step) waits at most this long for its vector; full-text search finds it meanwhile.
 HOUSEKEEPING_EMBED = {"trigger": "housekeeping", "task": "embed"}
 EMBED_EVERY = Duration.minutes(15)
+# The ingress event releasing SMS held in quiet hours, and how often: a held SMS goes out at most
+# this long after the quiet hours end.
+HOUSEKEEPING_NOTIFICATIONS = {"trigger": "housekeeping", "task": "notifications"}
+NOTIFICATIONS_EVERY = Duration.minutes(5)
+# The ingress event completing schedule fires left pending (a process stopped between writing the
+# fire and starting its run) and pruning fired one-off schedules, and how often: a fire is
+# recovered at most this long after it became stale.
+HOUSEKEEPING_SCHEDULES = {"trigger": "housekeeping", "task": "schedules"}
+SCHEDULES_EVERY = Duration.minutes(5)
 
 
 class MessagingStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig,
-                 bucket: s3.IBucket, state_machine: sfn.IStateMachine,
-                 ingress: lambda_.Function, supervisor: lambda_.Function, **kwargs) -> None:
+                 bucket: s3.IBucket, state_machine: sfn.IStateMachine, escalation_machine: sfn.IStateMachine,
+                 ingress: lambda_.Function, ingress_failures: sqs.IQueue, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        self.alert_topic = sns.Topic(self, "Alerts", topic_name=config.prefix("alerts"), enforce_ssl=True)
+        self.alert_topic = sns.Topic(self, "Alerts", topic_name=config.prefix(ALERT_TOPIC), enforce_ssl=True)
         if config.alert_email:
             self.alert_topic.add_subscription(subscriptions.EmailSubscription(config.alert_email))
         self._inbound_sms(ingress)
-        self._email(bucket, ingress, supervisor)
-        self._schedules(state_machine, ingress)
+        self._email(bucket, ingress)
+        self._schedules(ingress)
         self._housekeeping(bucket, ingress)
-        self._alarms(state_machine)
+        self._alarms(state_machine, escalation_machine, ingress_failures)
         CfnOutput(self, "AlertTopicArn", value=self.alert_topic.topic_arn)
         CfnOutput(self, "InboundSmsTopicArn", value=self.inbound_sms_topic.topic_arn)
 
     def _inbound_sms(self, ingress: lambda_.Function) -> None:
         # Two-way SMS (AWS End User Messaging) publishes replies to this topic.
         self.inbound_sms_topic = sns.Topic(
-            self, "InboundSms", topic_name=self.config.prefix("inbound-sms"), enforce_ssl=True
+            self, "InboundSms", topic_name=self.config.prefix(INBOUND_SMS_TOPIC), enforce_ssl=True
         )
         # Created here rather than with topic.add_subscription(LambdaSubscription(...)), which
         # would put both resources in the function's stack and make it depend on this one.
@@ -92,10 +117,10 @@ class MessagingStack(Stack):
             source_arn=self.inbound_sms_topic.topic_arn,
         )
 
-    def _email(self, bucket: s3.IBucket, ingress: lambda_.Function, supervisor: lambda_.Function) -> None:
+    def _email(self, bucket: s3.IBucket, ingress: lambda_.Function) -> None:
         domain = self.config.domain
-        # The identity Zerg sends escalations from; DNS (DKIM, MX for receiving) is set up
-        # outside the stack because the domain's zone may live anywhere (see infra/README.md).
+        # The identity Zerg sends from (the senders' grant: infra.stacks.background); DNS (DKIM,
+        # MX for receiving) is set up outside the stack: the domain's zone may live anywhere.
         self.mail_identity = ses.EmailIdentity(self, "MailDomain", identity=ses.Identity.domain(domain))
         self.rule_set = ses.ReceiptRuleSet(self, "InboundMail", receipt_rule_set_name=self.config.prefix("inbound"))
         self.rule_set.add_rule(
@@ -108,24 +133,16 @@ class MessagingStack(Stack):
                 ses_actions.Lambda(function=ingress, invocation_type=ses_actions.LambdaInvocationType.EVENT),
             ],
         )
-        iam.Policy(
-            self, "SupervisorSendsMail",
-            roles=[supervisor.role],
-            statements=[iam.PolicyStatement(
-                actions=["ses:SendEmail", "ses:SendRawEmail"],
-                resources=[self.format_arn(service="ses", resource="identity", resource_name=domain)],
-                conditions={"StringEquals": {"ses:FromAddress": self.config.sender_email}},
-            )],
-        )
 
-    def _schedules(self, state_machine: sfn.IStateMachine, ingress: lambda_.Function) -> None:
-        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", self.config, "schedule-dlq")
+    def _schedules(self, ingress: lambda_.Function) -> None:
+        self.schedule_dlq = dead_letter_queue(self, "ScheduleDlq", self.config, SCHEDULE_DLQ)
         self.schedule_group = scheduler.ScheduleGroup(
-            self, "Schedules", schedule_group_name=self.config.prefix("schedules")
+            self, "Schedules", schedule_group_name=self.config.prefix(SCHEDULE_GROUP)
         )
         self.scheduler_role = iam.Role(
             self, "SchedulerRole",
-            description="Assumed by EventBridge Scheduler to deliver Zerg schedule ticks",
+            role_name=self.config.prefix(SCHEDULER_ROLE),  # the functions pass it by this name
+            description="Assumed by EventBridge Scheduler to deliver Zerg schedule fires to ingress",
             # Confused-deputy guard: only schedules in this account's Zerg group may assume it.
             assumed_by=iam.ServicePrincipal(
                 "scheduler.amazonaws.com",
@@ -135,32 +152,15 @@ class MessagingStack(Stack):
                 },
             ),
         )
-        state_machine.grant_start_execution(self.scheduler_role)
+        # Schedules target ingress (it writes the run row, then starts the execution): invoking it
+        # is the role's one job, and a fire it cannot deliver goes to the DLQ (SQS-managed
+        # encryption: no key grant needed).
         self.scheduler_role.add_to_policy(iam.PolicyStatement(
             actions=["lambda:InvokeFunction"], resources=[ingress.function_arn],
         ))
-        self.schedule_dlq.grant_send_messages(self.scheduler_role)
-        # Ingress creates and deletes the owners' schedules at run time (the schedules rows are
-        # the source of truth); it may hand the scheduler role to Scheduler and nothing else.
-        iam.Policy(
-            self, "IngressManagesSchedules",
-            roles=[ingress.role],
-            statements=[
-                iam.PolicyStatement(
-                    actions=["scheduler:CreateSchedule", "scheduler:UpdateSchedule",
-                             "scheduler:DeleteSchedule", "scheduler:GetSchedule"],
-                    resources=[self.format_arn(
-                        service="scheduler", resource="schedule",
-                        resource_name=f"{self.schedule_group.schedule_group_name}/*",
-                    )],
-                ),
-                iam.PolicyStatement(
-                    actions=["iam:PassRole"],
-                    resources=[self.scheduler_role.role_arn],
-                    conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
-                ),
-            ],
-        )
+        self.scheduler_role.add_to_policy(iam.PolicyStatement(
+            actions=["sqs:SendMessage"], resources=[self.schedule_dlq.queue_arn],
+        ))
         CfnOutput(self, "ScheduleGroupName", value=self.schedule_group.schedule_group_name)
         CfnOutput(self, "SchedulerRoleArn", value=self.scheduler_role.role_arn)
         CfnOutput(self, "ScheduleDlqArn", value=self.schedule_dlq.queue_arn)
@@ -176,6 +176,14 @@ class MessagingStack(Stack):
             "MemoryEmbedSweep", "memory-embed-sweep",
             "Every 15 minutes: embed memory files that have no current vector", ingress, HOUSEKEEPING_EMBED,
             every=EMBED_EVERY, max_age=EMBED_EVERY)
+        self.notifications_rule = self._daily(
+            "NotificationsRelease", "notifications-release",
+            "Every 5 minutes: send the SMS held for quiet hours that have ended", ingress, HOUSEKEEPING_NOTIFICATIONS,
+            every=NOTIFICATIONS_EVERY, max_age=NOTIFICATIONS_EVERY)
+        self.schedules_rule = self._daily(
+            "SchedulesSweep", "schedules-sweep",
+            "Every 5 minutes: complete schedule fires left pending; prune one-off schedules fired long ago",
+            ingress, HOUSEKEEPING_SCHEDULES, every=SCHEDULES_EVERY, max_age=SCHEDULES_EVERY)
         if not self.config.artifact_retention_days:
             return
         self.retention_rule = self._daily(
@@ -208,13 +216,19 @@ class MessagingStack(Stack):
             )],
         )
 
-    def _alarms(self, state_machine: sfn.IStateMachine) -> None:
+    def _alarms(self, state_machine: sfn.IStateMachine, escalation_machine: sfn.IStateMachine,
+                ingress_failures: sqs.IQueue) -> None:
         action = cw_actions.SnsAction(self.alert_topic)
+        five = Duration.minutes(5)
         metrics = {
-            "RunsFailed": state_machine.metric_failed(period=Duration.minutes(5), statistic="Sum"),
-            "RunsTimedOut": state_machine.metric_timed_out(period=Duration.minutes(5), statistic="Sum"),
+            "RunsFailed": state_machine.metric_failed(period=five, statistic="Sum"),
+            "RunsTimedOut": state_machine.metric_timed_out(period=five, statistic="Sum"),
             "ScheduleDeliveriesFailed": self.schedule_dlq.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5), statistic="Maximum"),
+                period=five, statistic="Maximum"),
+            # A failed escalation stops repeating a critical alert nobody acknowledged.
+            "EscalationsFailed": escalation_machine.metric_failed(period=five, statistic="Sum"),
+            "IngressEventsFailed": ingress_failures.metric_approximate_number_of_messages_visible(
+                period=five, statistic="Maximum"),
         }
         for name, metric in metrics.items():
             alarm = metric.create_alarm(

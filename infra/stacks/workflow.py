@@ -1,20 +1,28 @@
 """Workflow: the core layer, one Lambda per ``functions/*`` dir, the schema migration, the run
-state machine.
+and escalation state machines.
 
 Invariants:
 - Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
   a function's environment if and only if its role may read that secret. The worker (and every
-  function but ingress) can neither read the JWT secret nor start executions.
+  function but ingress) can neither read the JWT secret nor start a run's execution.
 - The host-keys KMS key: ingress may only Encrypt (the API seals an owner's SSH key), the worker
   may only Decrypt (``ssh_exec`` opens it); both only with a ``zerg_owner_id`` encryption context.
   No other function can use the key; ``ZERG_KMS_KEY_ID`` is set exactly on those two.
-- The state machine is ``statemachines/run.asl.json`` verbatim, inline in the template, with
+  The background settings (schedules, notifications, escalation) follow the same rule:
+  :mod:`infra.stacks.background`.
+- Each state machine is its ``statemachines/*.asl.json`` verbatim, inline in the template, with
   ``${...}Arn`` substituted by CloudFormation; its role may invoke exactly the functions the
-  definition names.
+  definition names (run: supervisor, worker, summary; escalation: supervisor only).
 - Migrations run on deploy, after the database exists and before new function code goes live.
-- An execution of the state machine that ends FAILED, TIMED_OUT or ABORTED reaches the ingress
-  function (an EventBridge rule on this state machine only), which closes its run
-  (``zerg.runs.execution_status``); a delivery that keeps failing lands in a queue.
+- An execution of the run state machine that ends FAILED, TIMED_OUT or ABORTED reaches the ingress
+  function (an EventBridge rule on that state machine only), which closes its run
+  (``zerg.runs.execution_status``); a delivery that keeps failing lands in a queue. An escalation
+  execution ending so reaches ingress the same way (a second rule, the same queue): one that timed
+  out or was aborted from outside never ran MarkFailed, and its row stays ``running`` until an
+  acknowledgement unless ingress ends it on this event. (Until the handler knows escalations it
+  answers "another state machine's execution" and changes nothing.)
+- An asynchronous invocation of ingress that still fails after Lambda's two retries (a schedule
+  fire, a housekeeping task, inbound mail or SMS) lands in ``zerg-{stage}-ingress-failed``.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
@@ -39,10 +49,13 @@ from infra.components.function import FunctionSpec, ZergFunction, retention
 from infra.components.layer import CoreLayer
 from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
+from infra.names import ESCALATION_MACHINE
+from infra.stacks.background import grant_background
 from infra.stacks.data import DataStack
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL_PATH = ROOT / "statemachines" / "run.asl.json"
+ESCALATION_ASL_PATH = ROOT / "statemachines" / "escalation.asl.json"
 MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 # The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py).
@@ -95,10 +108,20 @@ class WorkflowStack(Stack):
         for function in self.functions.values():
             function.node.add_dependency(migration)
         self.state_machine = self._state_machine()
-        self.execution_status_rule = self._execution_status_rule()
+        self.escalation_machine = self._escalation_machine()
+        self.execution_status_dlq = dead_letter_queue(self, "ExecutionStatusDlq", self.config, "execution-status-dlq")
+        self.execution_status_rule = self._execution_ended_rule(
+            "RunExecutionEnded", "run-execution-ended", self.state_machine,
+            "A run's execution failed, timed out or was aborted: the ingress closes the run")
+        self.escalation_status_rule = self._execution_ended_rule(
+            "EscalationExecutionEnded", "escalation-execution-ended", self.escalation_machine,
+            "An escalation's execution failed, timed out or was aborted: the ingress ends its escalation")
         self.state_machine.grant_start_execution(self.ingress)
         self.ingress.add_environment("ZERG_STATE_MACHINE_ARN", self.state_machine.state_machine_arn)
+        self.ingress_failures = self._ingress_failures()
+        grant_background(self, config, self.functions)
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
+        CfnOutput(self, "EscalationStateMachineArn", value=self.escalation_machine.state_machine_arn)
 
     @property
     def ingress(self) -> lambda_.Function:
@@ -184,19 +207,31 @@ class WorkflowStack(Stack):
             properties={"MigrationsHash": migrations_hash()},
         )
 
-    def _execution_status_rule(self) -> events.Rule:
-        """FAILED / TIMED_OUT / ABORTED executions of the run state machine -> ingress, which closes
-        the run (the backstop for runs the state machine could not close itself)."""
-        self.execution_status_dlq = dead_letter_queue(self, "ExecutionStatusDlq", self.config, "execution-status-dlq")
+    def _ingress_failures(self) -> sqs.Queue:
+        """Every asynchronous invocation of ingress (schedule fires, housekeeping, inbound mail and
+        SMS, execution status) that still fails after Lambda's retries lands here (the messaging
+        stack alarms on it). The schedule DLQ only sees events Scheduler could not hand over."""
+        queue = dead_letter_queue(self, "IngressFailedEvents", self.config, "ingress-failed")
+        self.ingress.configure_async_invoke(
+            on_failure=destinations.SqsDestination(queue),
+            retry_attempts=2,
+            max_event_age=Duration.hours(6),
+        )
+        return queue
+
+    def _execution_ended_rule(self, construct_id: str, name: str, machine: sfn.StateMachine,
+                              description: str) -> events.Rule:
+        """FAILED / TIMED_OUT / ABORTED executions of ``machine`` -> ingress, which tells the machines
+        apart by ``stateMachineArn`` (the backstop for what an execution could not record itself)."""
         return events.Rule(
-            self, "RunExecutionEnded",
-            rule_name=self.config.prefix("run-execution-ended"),
-            description="A run's execution failed, timed out or was aborted: the ingress closes the run",
+            self, construct_id,
+            rule_name=self.config.prefix(name),
+            description=description,
             event_pattern=events.EventPattern(
                 source=["aws.states"],
                 detail_type=["Step Functions Execution Status Change"],
                 detail={"status": ["FAILED", "TIMED_OUT", "ABORTED"],
-                        "stateMachineArn": [self.state_machine.state_machine_arn]},
+                        "stateMachineArn": [machine.state_machine_arn]},
             ),
             targets=[targets.LambdaFunction(
                 self.ingress,
@@ -207,25 +242,35 @@ class WorkflowStack(Stack):
         )
 
     def _state_machine(self) -> sfn.StateMachine:
-        targets = {
+        return self._machine("Run", "run", ASL_PATH, {
             "SupervisorFunctionArn": self.functions["supervisor"],
             "WorkerFunctionArn": self.functions["worker"],
             "SummaryFunctionArn": self.functions["summary"],
-        }
-        definition = ASL_PATH.read_text()
+        })
+
+    def _escalation_machine(self) -> sfn.StateMachine:
+        """Repeats a critical alert until acknowledged: Wait, then the supervisor's ``escalate`` action."""
+        return self._machine("Escalation", ESCALATION_MACHINE, ESCALATION_ASL_PATH,
+                             {"SupervisorFunctionArn": self.functions["supervisor"]})
+
+    def _machine(self, construct_id: str, name: str, path: Path,
+                 targets: dict[str, lambda_.Function]) -> sfn.StateMachine:
+        """A standard state machine from a repo ASL file, inline, ``${...}`` substituted with the
+        ``targets``' ARNs; its role may invoke exactly those functions."""
+        definition = path.read_text()
         json.loads(definition)  # a broken file fails the synth, not the deploy
         missing = set(_PLACEHOLDER.findall(definition)) ^ set(targets)
         if missing:
-            raise ValueError(f"{ASL_PATH.name}: placeholders and substitutions differ: {sorted(missing)}")
+            raise ValueError(f"{path.name}: placeholders and substitutions differ: {sorted(missing)}")
         machine = sfn.StateMachine(
-            self, "Run",
-            state_machine_name=self.config.prefix("run"),
+            self, construct_id,
+            state_machine_name=self.config.prefix(name),
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_string(definition),
             definition_substitutions={k: fn.function_arn for k, fn in targets.items()},
             tracing_enabled=self.config.tracing,
             logs=sfn.LogOptions(
-                destination=logs.LogGroup(self, "RunLogs", retention=retention(self.config),
+                destination=logs.LogGroup(self, f"{construct_id}Logs", retention=retention(self.config),
                                           removal_policy=RemovalPolicy.DESTROY),
                 level=sfn.LogLevel.ERROR,
                 include_execution_data=False,

@@ -33,6 +33,25 @@ CONTEXT = {
 }
 
 
+# What the pseudo parameters resolve to in :func:`resolve` (any account and region would do).
+ACCOUNT, REGION = "123456789012", "eu-west-1"
+
+
+def resolve(value: Any) -> Any:
+    """A template value built only from literals and the pseudo parameters (``Stack.format_arn``
+    of a name), as the string CloudFormation makes of it in :data:`ACCOUNT` / :data:`REGION`.
+    Anything else (a Ref or GetAtt of a resource, an import) is returned unchanged."""
+    pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::URLSuffix": "amazonaws.com"}
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in pseudo:
+        return pseudo[value["Ref"]]
+    if isinstance(value, dict) and set(value) == {"Fn::Join"}:
+        separator, parts = value["Fn::Join"]
+        resolved = [resolve(part) for part in parts]
+        if all(isinstance(part, str) for part in resolved):
+            return separator.join(resolved)
+    return value
+
+
 @dataclass
 class Synthesized:
     outdir: Path
@@ -40,6 +59,8 @@ class Synthesized:
     context: dict = field(default_factory=lambda: dict(CONTEXT))
     templates: dict[str, dict] = field(default_factory=dict)  # short name -> template JSON
     metadata: dict[str, list] = field(default_factory=dict)  # construct path -> entries
+    account, region = ACCOUNT, REGION
+    resolve = staticmethod(resolve)
 
     def template_file(self, name: str) -> Path:
         return self.outdir / f"Zerg-{STAGE}-{name}.template.json"
@@ -56,6 +77,13 @@ class Synthesized:
         """The Workflow stack's Lambda named ``zerg-test-{short}``: (logical id, resource)."""
         for logical_id, res in self.resources("Workflow", "AWS::Lambda::Function").items():
             if res["Properties"].get("FunctionName") == f"zerg-{STAGE}-{short}":
+                return logical_id, res
+        raise KeyError(short)
+
+    def state_machine(self, short: str) -> tuple[str, dict]:
+        """The Workflow stack's state machine named ``zerg-test-{short}``: (logical id, resource)."""
+        for logical_id, res in self.resources("Workflow", "AWS::StepFunctions::StateMachine").items():
+            if res["Properties"].get("StateMachineName") == f"zerg-{STAGE}-{short}":
                 return logical_id, res
         raise KeyError(short)
 

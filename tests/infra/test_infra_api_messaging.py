@@ -54,28 +54,13 @@ def test_inbound_mail_is_stored_under_inbound_email_then_ingress_is_invoked(synt
     assert synth.function("events")[0] in json.dumps(lambda_action)
 
 
-def test_scheduler_group_role_and_dlq(synth):
+def test_scheduler_group_and_its_dlq(synth):
     template = synth.assertion("Messaging")
     template.has_resource_properties("AWS::Scheduler::ScheduleGroup", {"Name": "zerg-test-schedules"})
     template.has_resource_properties("AWS::SQS::Queue", {
         "QueueName": "zerg-test-schedule-dlq", "SqsManagedSseEnabled": True})
-    template.has_resource_properties("AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [
-        Match.object_like({"Principal": {"Service": "scheduler.amazonaws.com"},
-                           "Condition": Match.object_like({"StringEquals": Match.any_value()})})]}})
-    (role_id,) = [k for k in synth.resources("Messaging", "AWS::IAM::Role") if "SchedulerRole" in k]
-    actions = set()
-    for policy in synth.resources("Messaging", "AWS::IAM::Policy").values():
-        if {"Ref": role_id} in policy["Properties"]["Roles"]:
-            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-                actions.update([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
-    assert {"states:StartExecution", "lambda:InvokeFunction", "sqs:SendMessage"} <= actions
-
-
-def test_ingress_may_pass_only_the_scheduler_role(synth):
-    statements = synth.statements_of_role(synth.role_of("events"))
-    (pass_role,) = [s for s in statements if s["Action"] == "iam:PassRole"]
-    assert "SchedulerRole" in json.dumps(pass_role["Resource"])
-    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    outputs = synth.templates["Messaging"]["Outputs"]
+    assert {"ScheduleGroupName", "SchedulerRoleArn", "ScheduleDlqArn"} <= set(outputs)
 
 
 def test_failed_runs_and_undelivered_schedules_alarm_to_the_alert_topic(synth):
@@ -87,3 +72,41 @@ def test_failed_runs_and_undelivered_schedules_alarm_to_the_alert_topic(synth):
         assert props["AlarmActions"] == [{"Ref": Match.string_like_regexp("Alerts")}] or \
             "Alerts" in json.dumps(props["AlarmActions"])
         assert props["Threshold"] == 1
+
+
+def _alarm(synth, name: str) -> dict:
+    (alarm,) = [a["Properties"] for a in synth.resources("Messaging", "AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["AlarmName"] == f"zerg-test-{name}"]
+    assert alarm["AlarmActions"] == [{"Ref": next(k for k in synth.resources("Messaging", "AWS::SNS::Topic")
+                                                  if k.startswith("Alerts"))}]
+    assert alarm["Threshold"] == 1 and alarm["EvaluationPeriods"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    return alarm
+
+
+def test_a_message_in_the_schedule_dlq_alarms(synth):
+    alarm = _alarm(synth, "ScheduleDeliveriesFailed")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    (dlq_id,) = [k for k in synth.resources("Messaging", "AWS::SQS::Queue") if k.startswith("ScheduleDlq")]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
+
+
+def test_an_ingress_event_that_fails_after_its_retries_lands_in_a_queue_that_alarms(synth):
+    ingress_id = synth.function("events")[0]
+    (config,) = synth.resources("Workflow", "AWS::Lambda::EventInvokeConfig").values()
+    props = config["Properties"]
+    assert props["FunctionName"] == {"Ref": ingress_id} and props["Qualifier"] == "$LATEST"
+    assert props["MaximumRetryAttempts"] == 2 and props["MaximumEventAgeInSeconds"] == 6 * 3600
+    queue_id = props["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+    queue = synth.templates["Workflow"]["Resources"][queue_id]["Properties"]
+    assert queue["QueueName"] == "zerg-test-ingress-failed" and queue["SqsManagedSseEnabled"] is True
+    alarm = _alarm(synth, "IngressEventsFailed")
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert queue_id in json.dumps(alarm["Dimensions"])  # the workflow's queue, imported
+
+
+def test_a_failed_escalation_alarms(synth):
+    alarm = _alarm(synth, "EscalationsFailed")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/States", "ExecutionsFailed")
+    escalation_id, _ = synth.state_machine("escalation")
+    assert escalation_id in json.dumps(alarm["Dimensions"])

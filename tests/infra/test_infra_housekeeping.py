@@ -56,6 +56,43 @@ def test_a_rule_every_15_minutes_sends_ingress_the_embedding_sweep(synth):
     assert "ZERG_OPENAI_SECRET_ARN" in env and env.get("ZERG_EMBEDDINGS", "auto") in ("auto", "openai")
 
 
+def test_a_rule_every_5_minutes_sends_ingress_the_release_of_sms_held_for_quiet_hours(synth):
+    props = _rule(synth, "zerg-test-notifications-release")
+    assert props["ScheduleExpression"] == "rate(5 minutes)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert event == {"trigger": "housekeeping", "task": "notifications"}
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "notifications"  # what the handler validates
+    # A stale release is dropped (the next one, 5 minutes later, does the same work) into the DLQ.
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 5 * 60}
+    (dlq_id,) = [k for k in synth.resources("Messaging", "AWS::SQS::Queue") if "ScheduleDlq" in k]
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
+    env = synth.function("events")[1]["Properties"]["Environment"]["Variables"]
+    assert env["ZERG_NOTIFIER"] == "aws"  # ingress sends what it releases
+
+
+def test_a_rule_every_5_minutes_sends_ingress_the_schedules_recovery_and_prune(synth):
+    props = _rule(synth, "zerg-test-schedules-sweep")
+    assert props["ScheduleExpression"] == "rate(5 minutes)" and props["State"] == "ENABLED"
+    (target,) = props["Targets"]
+    assert synth.function("events")[0] in json.dumps(target["Arn"])
+    event = json.loads(target["Input"])
+    assert event == {"trigger": "housekeeping", "task": "schedules"}
+    assert parse_event(HousekeepingEvent, event, "housekeeping").task == "schedules"  # what the handler validates
+    # A stale sweep is dropped (the next one, 5 minutes later, does the same work) into the DLQ.
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 5 * 60}
+    (dlq_id,) = [k for k in synth.resources("Messaging", "AWS::SQS::Queue") if "ScheduleDlq" in k]
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
+    # The prune deletes Scheduler schedules and a recovered fire starts its run: ingress may do both.
+    statements = [(s, [s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+                  for s in synth.statements_of_role(synth.role_of("events")) if s["Effect"] == "Allow"]
+    deletes = [synth.resolve(s["Resource"]) for s, actions in statements if "scheduler:DeleteSchedule" in actions]
+    assert deletes == [f"arn:aws:scheduler:{synth.region}:{synth.account}:schedule/zerg-test-schedules/zerg-s*"]
+    assert {"Ref": synth.state_machine("run")[0]} in [
+        s["Resource"] for s, actions in statements if "states:StartExecution" in actions]
+
+
 def test_eventbridge_may_invoke_ingress_and_write_the_dlq_only_from_that_rule(synth):
     template = synth.assertion("Messaging")
     (rule_id,) = [k for k, r in synth.resources("Messaging", "AWS::Events::Rule").items()
@@ -86,6 +123,7 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
     from aws_cdk import App, Stack
     from aws_cdk import aws_lambda as lambda_
     from aws_cdk import aws_s3 as s3
+    from aws_cdk import aws_sqs as sqs
     from aws_cdk import aws_stepfunctions as sfn
     from aws_cdk.assertions import Template
 
@@ -99,15 +137,17 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
     app = App(builtin_cloud_formation_validation=False)
     deps = Stack(app, "Deps")
     code = lambda_.Code.from_inline("def handler(event, context):\n    return event\n")
-    ingress, supervisor = (lambda_.Function(deps, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler",
-                                            code=code) for name in ("Ingress", "Supervisor"))
-    machine = sfn.StateMachine(deps, "Machine", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(deps, "P")))
+    ingress = lambda_.Function(deps, "Ingress", runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=code)
+    run, escalation = (sfn.StateMachine(deps, name, definition_body=sfn.DefinitionBody.from_chainable(
+        sfn.Pass(deps, f"{name}Pass"))) for name in ("Run", "Escalation"))
     stack = MessagingStack(app, "Messaging", config=config, bucket=s3.Bucket(deps, "Bucket"),
-                           state_machine=machine, ingress=ingress, supervisor=supervisor)
+                           state_machine=run, escalation_machine=escalation, ingress=ingress,
+                           ingress_failures=sqs.Queue(deps, "IngressFailures"))
     template = Template.from_stack(stack)
-    rules = template.find_resources("AWS::Events::Rule")  # only the memory prunes and the embed sweep
+    rules = template.find_resources("AWS::Events::Rule")  # the memory prunes, the embed, notifications, schedules sweeps
     assert sorted(r["Properties"]["Name"] for r in rules.values()) == [
-        "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune"]
+        "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune",
+        "zerg-test-notifications-release", "zerg-test-schedules-sweep"]
     assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
 
 

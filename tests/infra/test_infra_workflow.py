@@ -17,12 +17,16 @@ FUNCTION_DIRS = sorted(p.name for p in (ROOT / "functions").iterdir()
 COMMON = {"ZERG_ARTIFACT_BACKEND", "ZERG_ARTIFACT_BUCKET", "ZERG_DB_SECRET_ARN",
           "ZERG_DB_PROXY_ENDPOINT", "ZERG_SUPERVISOR_MODEL", "ZERG_WORKER_MODEL",
           "ZERG_SUMMARY_MODEL", "ZERG_MAP_CONCURRENCY"}
+SCHEDULES = {"ZERG_SCHEDULE_GROUP", "ZERG_SCHEDULER_ROLE_ARN", "ZERG_SCHEDULE_DLQ_ARN", "ZERG_SCHEDULE_TARGET_ARN"}
+NOTIFIER = {"ZERG_NOTIFIER", "ZERG_SENDER_EMAIL", "ZERG_MAIL_DOMAIN", "ZERG_ALERT_TOPIC_ARN"}  # + ZERG_SMS_ORIGINATION if set
 EXPECTED_ZERG_ENV = {
-    "supervisor": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
-    "worker": COMMON | {"ZERG_OPENAI_SECRET_ARN", "ZERG_KMS_KEY_ID"},
+    "supervisor": COMMON | SCHEDULES | NOTIFIER | {"ZERG_OPENAI_SECRET_ARN", "ZERG_ESCALATION_STATE_MACHINE_ARN",
+                                                   "ZERG_PUBLIC_URL"},
+    "worker": COMMON | NOTIFIER | {"ZERG_OPENAI_SECRET_ARN", "ZERG_KMS_KEY_ID"},
     "summary": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
-    "events": COMMON | {"ZERG_JWT_SECRET_ARN", "ZERG_STATE_MACHINE_ARN", "ZERG_KMS_KEY_ID", "ZERG_OPENAI_SECRET_ARN",
-                        "ZERG_ARTIFACT_RETENTION_DAYS"},
+    "events": COMMON | SCHEDULES | NOTIFIER | {
+        "ZERG_JWT_SECRET_ARN", "ZERG_STATE_MACHINE_ARN", "ZERG_KMS_KEY_ID", "ZERG_OPENAI_SECRET_ARN",
+        "ZERG_ARTIFACT_RETENTION_DAYS", "ZERG_ESCALATION_STATE_MACHINE_ARN", "ZERG_PUBLIC_URL"},
 }
 
 
@@ -64,7 +68,7 @@ def _statements_with(statements, action):
 
 
 def test_state_machine_role_invokes_exactly_the_three_asl_functions(synth):
-    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    _, machine = synth.state_machine("run")
     role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
     invoke = _statements_with(synth.statements_of_role(role_id), "lambda:InvokeFunction")
     targets = {json.dumps(r) for s in invoke for r in s["Resource"]}
@@ -104,20 +108,27 @@ def test_only_ingress_seals_and_only_the_worker_opens_host_keys_and_each_must_na
         assert "HostKeysKey" in json.dumps(env["ZERG_KMS_KEY_ID"])
 
 
-def test_only_ingress_and_the_scheduler_role_may_start_executions(synth):
-    starters = set()
-    for name, template in synth.templates.items():
+def test_only_ingress_starts_runs_and_only_the_supervisor_and_ingress_start_escalations(synth):
+    starters = {}  # role -> what it may start
+    for name in synth.templates:
         for res in synth.resources(name, "AWS::IAM::Policy").values():
-            if _statements_with(res["Properties"]["PolicyDocument"]["Statement"], "states:StartExecution"):
-                starters.update(json.dumps(r) for r in res["Properties"]["Roles"])
-    assert len(starters) == 2
-    assert any(synth.role_of("events") in s for s in starters)
-    assert any("SchedulerRole" in s for s in starters)
+            for statement in _statements_with(res["Properties"]["PolicyDocument"]["Statement"], "states:StartExecution"):
+                for role in res["Properties"]["Roles"]:
+                    starters.setdefault(json.dumps(role), []).append(statement["Resource"])
+    run_id, _ = synth.state_machine("run")
+    # by name: the machine's definition names the supervisor, so a Ref would be a cycle
+    escalation = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":states:", {"Ref": "AWS::Region"}, ":",
+                                    {"Ref": "AWS::AccountId"}, ":stateMachine:zerg-test-escalation"]]}
+    assert starters == {
+        # ingress closing a failed run's execution may find a critical answer (zerg.runs.execution_status)
+        json.dumps({"Ref": synth.role_of("events")}): [{"Ref": run_id}, escalation],
+        json.dumps({"Ref": synth.role_of("supervisor")}): [escalation],
+    }
 
 
 def test_synthesized_definition_is_the_repo_file_inline_with_substitutions(synth):
     source = (ROOT / "statemachines" / "run.asl.json").read_text()
-    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    _, machine = synth.state_machine("run")
     props = machine["Properties"]
     assert props["DefinitionString"] == source  # inline (no S3 location): linters read it
     assert "DefinitionS3Location" not in props
@@ -135,7 +146,7 @@ def test_synthesized_definition_is_the_repo_file_inline_with_substitutions(synth
 
 
 def test_the_remember_step_invokes_the_supervisor_asynchronously_and_the_role_may(synth):
-    (machine_id, machine), = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").items()
+    _, machine = synth.state_machine("run")
     states = json.loads(machine["Properties"]["DefinitionString"])["States"]
     assert states["Finalize"]["Next"] == "Remember" and states["Remember"]["Next"] == "Succeeded"
     remember = states["Remember"]
@@ -164,7 +175,7 @@ def test_migration_runs_on_deploy_before_functions_update(synth):
 
 
 def test_failed_timed_out_and_aborted_executions_reach_the_ingress(synth):
-    (machine_id,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine")
+    machine_id, _ = synth.state_machine("run")
     ingress_id = synth.function("events")[0]
     (dlq_id,) = [k for k in synth.resources("Workflow", "AWS::SQS::Queue") if k.startswith("ExecutionStatusDlq")]
     template = synth.assertion("Workflow")
@@ -182,7 +193,8 @@ def test_failed_timed_out_and_aborted_executions_reach_the_ingress(synth):
             "RetryPolicy": {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 21600},
         })],
     })
-    (rule_id,) = synth.resources("Workflow", "AWS::Events::Rule")
+    (rule_id,) = [k for k, r in synth.resources("Workflow", "AWS::Events::Rule").items()
+                  if r["Properties"]["Name"] == "zerg-test-run-execution-ended"]
     template.has_resource_properties("AWS::Lambda::Permission", {
         "Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
         "FunctionName": {"Fn::GetAtt": [ingress_id, "Arn"]},
@@ -192,9 +204,49 @@ def test_failed_timed_out_and_aborted_executions_reach_the_ingress(synth):
     assert dlq["SqsManagedSseEnabled"] is True and dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
 
 
+def test_failed_timed_out_and_aborted_escalation_executions_reach_the_ingress_too(synth):
+    """An escalation that timed out or was aborted from outside never ran MarkFailed: only this
+    event can tell ingress that its row is no longer repeating anything."""
+    machine_id, _ = synth.state_machine("escalation")
+    ingress_id = synth.function("events")[0]
+    (dlq_id,) = [k for k in synth.resources("Workflow", "AWS::SQS::Queue") if k.startswith("ExecutionStatusDlq")]
+    (rule_id, rule), = [(k, r["Properties"]) for k, r in synth.resources("Workflow", "AWS::Events::Rule").items()
+                        if r["Properties"]["Name"] == "zerg-test-escalation-execution-ended"]
+    assert rule["State"] == "ENABLED"
+    assert rule["EventPattern"] == {
+        "source": ["aws.states"],
+        "detail-type": ["Step Functions Execution Status Change"],
+        "detail": {"status": ["FAILED", "TIMED_OUT", "ABORTED"], "stateMachineArn": [{"Ref": machine_id}]},
+    }
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [ingress_id, "Arn"]}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}  # the run rule's queue
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 21600}
+    synth.assertion("Workflow").has_resource_properties("AWS::Lambda::Permission", {
+        "Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+        "FunctionName": {"Fn::GetAtt": [ingress_id, "Arn"]}, "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}})
+
+
+def test_ingress_changes_nothing_for_an_escalation_execution_until_its_handler_knows_escalations():
+    """What the new rule delivers today: another state machine's execution, answered without a run closed."""
+    from types import SimpleNamespace
+
+    from zerg.runs.execution_status import on_execution_status
+
+    escalation = "arn:aws:states:eu-west-1:123456789012:stateMachine:zerg-test-escalation"
+    rt = SimpleNamespace(settings=SimpleNamespace(
+        state_machine_arn="arn:aws:states:eu-west-1:123456789012:stateMachine:zerg-test-run"))
+    for status in ("FAILED", "TIMED_OUT", "ABORTED"):
+        out = on_execution_status(rt, {
+            "source": "aws.states", "detail-type": "Step Functions Execution Status Change",
+            "detail": {"executionArn": f"{escalation.replace(':stateMachine:', ':execution:')}:esc-7",
+                       "stateMachineArn": escalation, "name": "esc-7", "status": status}})
+        assert out["closed"] is False and out["reason"] == "another state machine's execution"
+
+
 def test_the_state_machine_timeout_is_a_backstop_above_every_allowed_run_deadline(synth):
     from zerg.runs.deadline import BACKSTOP_GRACE_S, MAX_RUN_TIMEOUT_S
 
-    (machine,) = synth.resources("Workflow", "AWS::StepFunctions::StateMachine").values()
+    _, machine = synth.state_machine("run")
     timeout = json.loads(machine["Properties"]["DefinitionString"])["TimeoutSeconds"]
     assert timeout > MAX_RUN_TIMEOUT_S + BACKSTOP_GRACE_S

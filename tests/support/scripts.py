@@ -65,3 +65,34 @@ def run_script(
         return {"content": answer(request)}
 
     return respond
+
+
+def assessment_json(severity: str = "info", headline: str = "All checks passed", details: str = "Nothing to report.") -> str:
+    """A background run's final answer: the assessment object, as the supervisor must write it."""
+    import json
+
+    return json.dumps({"severity": severity, "headline": headline, "details": details})
+
+
+def background_script(
+    tasks: list[str],
+    severity: str = "info",
+    headline: str = "All checks passed",
+    details: str = "Nothing to report.",
+    *,
+    answer: str | None = None,
+    commands: dict[str, str] | None = None,
+    failing: tuple[str, ...] = (),
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A scheduled run's supervisor: spawns ``tasks``, then answers with the assessment (or the raw
+    ``answer`` text, e.g. an invalid one). The workers of ``failing`` tasks get a model error, so
+    their jobs end ``failed``."""
+    final = answer if answer is not None else assessment_json(severity, headline, details)
+    inner = run_script(tasks, answer=lambda req: final, commands=commands)
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        if role_of(request) == "worker" and worker_task(request) in failing:
+            return {"status": 400, "message": "scripted worker failure"}
+        return inner(request)
+
+    return respond

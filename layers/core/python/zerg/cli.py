@@ -353,8 +353,14 @@ def cmd_owners_delete(args: argparse.Namespace) -> int:
         from zerg.runs.starter import StepFunctionsStarter
 
         stop = partial(StepFunctionsStarter(settings).stop, cause="owner deleted")
+    delete_schedule = None
+    if settings.schedule_group:  # locally the rows are the schedules: nothing else fires them
+        from zerg.schedules.scheduler import make_scheduler
+
+        delete_schedule = make_scheduler(settings, lambda: pool).delete
     try:
-        report = delete_owner(pool, store, owner_id, force=args.force, stop_execution=stop)
+        report = delete_owner(pool, store, owner_id, force=args.force, stop_execution=stop,
+                              delete_schedule=delete_schedule)
     except DeleteRefused as exc:
         raise CliError(str(exc)) from None
     print("\n".join(report.lines()))
@@ -600,6 +606,15 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.memory.commands import add_commands as add_memory_commands
 
     add_memory_commands(groups, _add_owner_option, _owner)
+    from zerg.alerts.inbox_commands import add_commands as add_inbox_commands
+
+    add_inbox_commands(groups, _add_owner_option, _owner)
+    from zerg.schedules.commands import add_commands as add_schedule_commands
+
+    add_schedule_commands(groups, _add_owner_option, _owner)
+    from zerg.alerts.commands import add_commands as add_alert_commands
+
+    add_alert_commands(groups, _add_owner_option, _owner)  # zerg contacts, zerg policy
     return parser
 
 

@@ -180,6 +180,47 @@ class Settings(BaseModel):
                     "episode falls back to truncation and extraction adds nothing.",
     )
 
+    # --- background runs: schedules, notifications, escalation -----------------------------------
+    schedule_group: str | None = Field(
+        default=None, alias="ZERG_SCHEDULE_GROUP",
+        description="AWS: the EventBridge Scheduler group owners' schedules live in; set = schedules are "
+                    "Scheduler schedules, unset = the local ticker of `zerg serve` fires them.",
+    )
+    scheduler_role_arn: str | None = Field(
+        default=None, alias="ZERG_SCHEDULER_ROLE_ARN", description="AWS: the role Scheduler assumes to invoke the target.")
+    schedule_dlq_arn: str | None = Field(
+        default=None, alias="ZERG_SCHEDULE_DLQ_ARN", description="AWS: where undeliverable schedule fires land.")
+    schedule_target_arn: str | None = Field(
+        default=None, alias="ZERG_SCHEDULE_TARGET_ARN", description="AWS: the ingress function schedules invoke.")
+    tick_s: float = Field(
+        default=15.0, ge=0.05, le=300, alias="ZERG_TICK_S",
+        description="Local: how often the ticker of `zerg serve` looks for due schedules.",
+    )
+    notifier: Literal["local", "aws"] = Field(
+        default="local", alias="ZERG_NOTIFIER",
+        description="local: email as .eml and SMS as .json files under ZERG_DATA_DIR/outbox; aws: SES v2 and SNS.",
+    )
+    sender_email: str = Field(
+        default="zerg@zerg.localhost", alias="ZERG_SENDER_EMAIL", description="The From address of Zerg's email.")
+    mail_domain: str = Field(
+        default="zerg.localhost", alias="ZERG_MAIL_DOMAIN",
+        description="Replies go to reply+{token}@ this domain (the SES receipt rule's recipient).",
+    )
+    sms_origination: str | None = Field(
+        default=None, alias="ZERG_SMS_ORIGINATION",
+        description="AWS: the origination number (E.164) or sender id SMS are sent from; unset = the account default.",
+    )
+    alert_topic_arn: str | None = Field(
+        default=None, alias="ZERG_ALERT_TOPIC_ARN", description="AWS: the operators' topic (failed deliveries).")
+    escalation_state_machine_arn: str | None = Field(
+        default=None, alias="ZERG_ESCALATION_STATE_MACHINE_ARN",
+        description="AWS: the escalation state machine; unset = the local engine runs the same ASL.",
+    )
+    public_url: str | None = Field(
+        default=None, alias="ZERG_PUBLIC_URL",
+        description="Base URL of links in alerts and digests; unset = ZERG_API_URL.",
+    )
+
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
     jwt_secret_arn: str | None = Field(default=None, alias="ZERG_JWT_SECRET_ARN")
@@ -266,6 +307,12 @@ class Settings(BaseModel):
                 f"ZERG_CONTEXT_BUDGET_BYTES={self.context_budget_bytes} leaves no room beside a task of "
                 f"ZERG_TASK_MAX_BYTES={self.task_max_bytes}: give it at least {self.task_max_bytes + 8_000}"
             )
+        if self.schedule_group:  # schedules on EventBridge Scheduler: whom to invoke, as whom, where failures go
+            for variable, value in (("ZERG_SCHEDULER_ROLE_ARN", self.scheduler_role_arn),
+                                    ("ZERG_SCHEDULE_TARGET_ARN", self.schedule_target_arn),
+                                    ("ZERG_SCHEDULE_DLQ_ARN", self.schedule_dlq_arn)):
+                if not value:
+                    raise ConfigError(f"{variable} must be set when ZERG_SCHEDULE_GROUP is set")
         if self.artifact_backend == "s3" and not self.artifact_bucket:
             raise ConfigError(
                 "ZERG_ARTIFACT_BUCKET must be set when ZERG_ARTIFACT_BACKEND=s3"

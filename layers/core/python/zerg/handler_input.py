@@ -8,9 +8,10 @@ Functions shows it as the error cause, and nothing has been touched yet.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -43,7 +44,39 @@ class HousekeepingEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     trigger: Literal["housekeeping"]
-    task: Literal["retention", "memory-versions", "memory-facts", "embed"]
+    task: Literal["retention", "memory-versions", "memory-facts", "embed", "notifications", "schedules"]
+
+
+class ScheduleFireEvent(BaseModel):
+    """What an EventBridge Scheduler schedule sends the ingress function: which schedule, and the
+    time it was due (``<aws.scheduler.scheduled-time>``, ISO 8601 with Z or an offset)."""
+
+    model_config = ConfigDict(extra="forbid")
+    trigger: Literal["schedule"]
+    schedule_id: int = Field(gt=0, le=2**63 - 1)
+    scheduled_time: str = Field(max_length=64)
+
+    @field_validator("scheduled_time")
+    @classmethod
+    def _iso_with_offset(cls, value: str) -> str:
+        parse_scheduled_time(value)
+        return value
+
+    @property
+    def when(self) -> datetime:
+        return parse_scheduled_time(self.scheduled_time)
+
+
+def parse_scheduled_time(text: str) -> datetime:
+    """An ISO 8601 time with ``Z`` or an offset (``2026-11-22T06:00:00Z``) as an aware datetime;
+    ValueError saying what is wrong otherwise (a time without an offset is ambiguous)."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text[:64]!r} is not an ISO 8601 time such as 2026-11-22T06:00:00Z") from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"{text[:64]!r} has no time zone: end it with Z or an offset such as +01:00")
+    return when
 
 
 def describe_step_error(error: Any, prefix: str) -> str:

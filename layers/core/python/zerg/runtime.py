@@ -19,10 +19,13 @@ from zerg.config import Settings, get_settings
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+    from zerg.alerts.escalation_starter import EscalationStarter
+    from zerg.alerts.notifier import Notifier
     from zerg.artifacts import WorkerArtifactStore
     from zerg.embeddings import Embedder
     from zerg.llm import ChatModel
     from zerg.runs.starter import RunStarter
+    from zerg.schedules.scheduler import Scheduler
     from zerg.sealing import Sealer
 
 
@@ -64,14 +67,36 @@ class Runtime:
         return get_sealer(self.settings)
 
     @cached_property
+    def notifier(self) -> "Notifier":
+        """Email and SMS: SES v2 + SNS on AWS, the outbox under ZERG_DATA_DIR locally (ZERG_NOTIFIER)."""
+        from zerg.alerts.notifier import make_notifier
+
+        return make_notifier(self.settings)
+
+    @cached_property
     def starter(self) -> "RunStarter":
         """Step Functions on AWS, the in-process local engine when hosted locally."""
         from zerg.runs.starter import make_starter
 
         return make_starter(self.settings)
 
+    @cached_property
+    def scheduler(self) -> "Scheduler":
+        """What makes schedules fire: EventBridge Scheduler with ZERG_SCHEDULE_GROUP, else the local ticker's rows."""
+        from zerg.schedules.scheduler import make_scheduler
+
+        return make_scheduler(self.settings, lambda: self.pool)
+
+    @cached_property
+    def escalation_starter(self) -> "EscalationStarter":
+        """Critical alerts' repeats: Step Functions on AWS, the run starter's local engine otherwise."""
+        from zerg.alerts.escalation_starter import make_escalation_starter
+
+        return make_escalation_starter(self.settings, lambda: self.starter)
+
     def close(self) -> None:
         """Stop what this runtime started (the local engine); the shared pools stay (see db)."""
+        self.__dict__.pop("escalation_starter", None)  # its executions run on the starter's engine
         starter = self.__dict__.pop("starter", None)
         if starter is not None:
             starter.close()
@@ -107,12 +132,10 @@ def openai_api_key(settings: Settings) -> str | None:
         arn = settings.openai_secret_arn
         with _keys_lock:
             if arn not in _keys:
-                import boto3
-                from botocore.config import Config
+                from zerg.aws_clients import short_client
 
-                config = Config(connect_timeout=SECRET_TIMEOUT_S, read_timeout=SECRET_TIMEOUT_S,
-                                retries={"total_max_attempts": 2, "mode": "standard"})
-                _keys[arn] = boto3.client("secretsmanager", config=config).get_secret_value(SecretId=arn)["SecretString"]
+                client = short_client("secretsmanager", timeout_s=SECRET_TIMEOUT_S, attempts=2)
+                _keys[arn] = client.get_secret_value(SecretId=arn)["SecretString"]
             key = _keys[arn]
     return key
 

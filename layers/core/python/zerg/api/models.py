@@ -171,6 +171,26 @@ class ThreadPage(BaseModel):
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 
+class InboxItem(BaseModel):
+    """One background run's result in the task inbox."""
+
+    run_id: int
+    schedule_id: int | None = Field(description="The schedule that started the run (null once deleted)")
+    schedule_name: str | None
+    severity: Literal["info", "warning", "critical"]
+    headline: str
+    details: str
+    assessed_by: Literal["model", "fallback", "system"] = Field(
+        description="model: the supervisor's assessment; fallback: its answer was not one (warning); "
+                    "system: a failed worker or run raised the severity")
+    created_at: datetime
+    acknowledged_at: datetime | None
+
+
+class InboxList(BaseModel):
+    items: list[InboxItem] = Field(description="Unacknowledged first, then newest first")
+
+
 class Fact(BaseModel):
     """One organisational memory (seed 002): added by the post-run extraction, add-only with dedup."""
 
@@ -247,6 +267,101 @@ class MemorySearchResult(BaseModel):
     note: str | None = Field(description="Why the vector side did not run, when it did not")
 
 
+class Schedule(BaseModel):
+    """One of the owner's schedules: what the owner wrote, Scheduler's form of it, and when it fires."""
+
+    id: int
+    name: str
+    kind: Literal["check", "digest", "reminder"]
+    task: str
+    cron: str | None = Field(description="The 5-field Unix cron as written (one of cron, rate, at is set)")
+    rate: str | None = Field(description="The rate as written, e.g. '15 minutes'")
+    at: str | None = Field(description="The one-off local time in timezone, e.g. 2026-11-23T09:00:00")
+    expression: str = Field(description="EventBridge Scheduler's form: cron(m h dom mon dow y), rate(...) or at(...)")
+    timezone: str = Field(description="IANA time zone the expression is read in")
+    enabled: bool
+    channels: dict[str, list[str]] | None = Field(
+        description="Per-severity channel overrides ({\"warning\": [\"email\"]}); null: the notification policy's")
+    next_fire_at: datetime | None = Field(description="Null while paused, or once a one-off has fired")
+    last_fire_at: datetime | None
+    last_run_id: int | None = Field(description="The run its last fire started (check schedules)")
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScheduleList(BaseModel):
+    schedules: list[Schedule] = Field(description="Oldest first")
+
+
+
+# --- contacts, the notification policy, notifications (issue 14) -------------------------------
+
+class Contact(BaseModel):
+    """One of the owner's contacts: notifications go only to verified ones."""
+
+    id: int
+    kind: Literal["email", "sms"]
+    address: str = Field(description="An email address, or a phone number in E.164 form")
+    verified: bool
+    verified_at: datetime | None
+    created_at: datetime
+    code_expires_at: datetime | None = Field(description="Unverified: when the code sent last expires")
+
+
+class ContactList(BaseModel):
+    contacts: list[Contact] = Field(description="By kind, then address")
+
+
+class ContactAdded(BaseModel):
+    contact: Contact
+    code_sent: bool = Field(description="true: a 6-digit code went to the address (POST /api/jarvis/contacts/verify "
+                                        "with it); false: the contact was verified already")
+    notification_id: int | None = Field(description="The notification that carried the code")
+
+
+class NotificationPolicy(BaseModel):
+    """The owner's notification policy (the defaults until changed)."""
+
+    timezone: str = Field(description="IANA time zone of the quiet hours")
+    channels: dict[Literal["info", "warning", "critical"], list[Literal["email", "sms"]]] = Field(
+        description="Channels per severity")
+    quiet_hours: str | None = Field(description="HH:MM-HH:MM in timezone (may wrap midnight); null: none. "
+                                                "Holds warning SMS until they end")
+    daily_email_limit: int
+    daily_sms_limit: int
+    daily_usd_cap: float | None = Field(description="Model spending per day in the policy's time zone, USD; null: no cap")
+    escalation_repeats: int = Field(description="Repeats of a critical alert until acknowledged")
+    escalation_every_s: int = Field(description="Seconds between the repeats")
+    updated_at: datetime | None = Field(description="null: never changed (the defaults)")
+
+
+class Notification(BaseModel):
+    """One email or SMS Zerg sent, held or suppressed (never its reply token)."""
+
+    id: int
+    channel: Literal["email", "sms"]
+    purpose: Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer"]
+    severity: Literal["info", "warning", "critical"] | None
+    status: Literal["sent", "suppressed", "held", "failed"]
+    reason: str | None = Field(description="Why it was suppressed, held or failed")
+    address: str | None = Field(description="The verified contact it went to; null when there was none")
+    subject: str | None
+    body: str = Field(description="What was sent (a verification code masked)")
+    run_id: int | None
+    schedule_id: int | None
+    contact_id: int | None
+    provider_message_id: str | None
+    message_id: str | None = Field(description="The email's Message-ID, for threading")
+    attempt: int = Field(description="0: the first alert; n: the n-th repeat of an escalation")
+    release_at: datetime | None = Field(description="Held: when quiet hours end")
+    created_at: datetime
+    sent_at: datetime | None
+
+
+class NotificationPage(BaseModel):
+    notifications: list[Notification] = Field(description="Newest first")
+    next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
+
 ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",
@@ -256,6 +371,7 @@ ERRORS: dict[int, str] = {
     415: "The body is not application/json",
     416: "The Range asked for is outside the file (Content-Range: bytes */SIZE gives its size)",
     422: "A parameter or the body failed validation; the message names it",
+    429: "Too soon or over a daily limit; Retry-After says when to try again, when known",
     503: "A dependency is unavailable; retry",
 }
 

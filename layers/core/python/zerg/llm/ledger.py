@@ -8,12 +8,17 @@ Invariants:
 - The ledger never changes the outcome of a call: a row that cannot be written is logged and
   dropped, the model's answer is returned as is.
 - Reads are scoped by owner.
+- Before a tagged call the owner's daily spending cap is checked (:mod:`zerg.alerts.budget`): past
+  it the call is not made and :class:`~zerg.alerts.budget.SpendingCapReached` is raised. A check
+  that cannot be made (database down) lets the call through, with a log line.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from psycopg import Connection
@@ -46,6 +51,15 @@ def calls_of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str,
     ).fetchall()
 
 
+def spent_since(conn: Connection, owner_id: int, since: datetime) -> Decimal:
+    """What the owner's model calls cost since ``since`` (USD; calls of unknown price count 0)."""
+    row = conn.execute(
+        "SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM llm_calls WHERE owner_id = %s AND created_at >= %s",
+        (owner_id, since),
+    ).fetchone()
+    return Decimal(row["spent"])
+
+
 def export_llm_calls(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's whole usage ledger, oldest first, streamed (``zerg owners export``)."""
     with conn.cursor() as cur:
@@ -61,6 +75,8 @@ class MeteredChatModel:
 
     def complete(self, messages: list[dict[str, Any]], *, model: str, tag: CallTag | None = None,
                  **kwargs: Any) -> ChatResult:
+        if tag is not None:
+            self._check_cap(tag)
         started = time.perf_counter()
         result = self.inner.complete(messages, model=model, tag=tag, **kwargs)
         latency_ms = (time.perf_counter() - started) * 1000
@@ -79,3 +95,15 @@ class MeteredChatModel:
             values.append(("ModelCostUSD", u.cost_usd, "None"))
         observability.metrics({"component": tag.component, "model": result.model}, *values)
         return result
+
+    def _check_cap(self, tag: CallTag) -> None:
+        """Raise :class:`~zerg.alerts.budget.SpendingCapReached` when the owner's cap is spent."""
+        from zerg.alerts import budget
+
+        try:
+            with self._pool().connection() as conn:
+                state = budget.today(conn, tag.owner_id)
+        except Exception as exc:  # no database, no ledger either: the run's own steps will say so
+            observability.logger().warning("spending cap not checked", extra={"reason": f"{type(exc).__name__}: {exc}"})
+            return
+        state.check()

@@ -8,7 +8,10 @@ With neither ``OPENAI_API_KEY`` nor ``OPENAI_BASE_URL`` the main job still runs 
 - as **worker** it maps its task to the playbook command for the topic and runs it with
   ``container_exec`` (or ``ssh_exec`` when the task names an allowlisted host), then reports the
   command output verbatim;
-- as **summariser** it is extractive (the first informative line of the result).
+- as **summariser** it is extractive (the first informative line of the result);
+- in **background mode** (a run started by a schedule) its final answer is the assessment object
+  ``{"severity", "headline", "details"}``: ``info`` when every worker succeeded, ``warning``
+  otherwise, the synthesis as details; so ``zerg schedules run-now`` works with no model.
 
 It says plainly that it is the offline planner. The playbook (commands are ordinary shell):
 
@@ -111,14 +114,18 @@ class OfflineChatModel:
                      for where in targets for t in topics]
             return "", calls
         lines = [OFFLINE_NOTE, "", f"Results for: {task}"]
+        statuses = []
         for outcome in outcomes:
             head = outcome.splitlines()[0]  # "Worker job N finished: status S in Xs."
             job = re.search(r"job (\d+)", head)
             status = re.search(r"status (\w+)", head)
+            statuses.append(status.group(1) if status else "?")
             summary = next((line[len("Summary: "):] for line in outcome.splitlines() if line.startswith("Summary: ")), "")
             body = summary or _first_informative(outcome.split("\n", 1)[-1])
-            lines.append(f"- worker #{job.group(1) if job else '?'} ({status.group(1) if status else '?'}): {body}")
+            lines.append(f"- worker #{job.group(1) if job else '?'} ({statuses[-1]}): {body}")
         lines += ["", "Full outputs: read_worker_result(job_id); raw command output is in each worker's tool_calls/."]
+        if _background(messages):
+            return _assessment(statuses, "\n".join(lines)), []
         return "\n".join(lines), []
 
     # --- worker ----------------------------------------------------------------------------
@@ -144,6 +151,24 @@ class OfflineChatModel:
         prompt = messages[-1]["content"]
         result = (fenced_parts(prompt) or [prompt])[0]
         return _first_informative(result)[:150]
+
+
+def _background(messages) -> bool:
+    """An unattended run (started by a schedule): its system prompt carries the background rules."""
+    from zerg.supervisor.prompts import BACKGROUND_MARKER
+
+    first = messages[0] if messages else {}
+    return first.get("role") == "system" and BACKGROUND_MARKER in (first.get("content") or "")
+
+
+def _assessment(statuses: list[str], details: str) -> str:
+    """The background answer: the assessment object, ``info`` when every worker succeeded."""
+    failed = [s for s in statuses if s != "success"]
+    if failed:
+        severity, headline = "warning", f"Offline check: {len(failed)} of {len(statuses)} worker(s) did not succeed"
+    else:
+        severity, headline = "info", f"Offline check: all {len(statuses)} worker(s) succeeded"
+    return json.dumps({"severity": severity, "headline": headline, "details": details})
 
 
 def _without_notes(task: str) -> str:

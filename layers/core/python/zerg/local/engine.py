@@ -1,6 +1,7 @@
-"""The local engine: ``statemachines/run.asl.json`` executed in-process by moto's Step Functions
-interpreter (the LocalStack-derived engine moto ships), with the project's real handlers
-registered as the Lambda functions.
+"""The local engine: the state machines (``statemachines/run.asl.json``, and
+``escalation.asl.json`` on first use) executed in-process by moto's Step Functions interpreter
+(the LocalStack-derived engine moto ships), with the project's real handlers registered as the
+Lambda functions. One engine per process runs every machine.
 
 This is the only module that touches moto internals. It drives a private instance of moto's
 Step Functions parser backend (``moto.stepfunctions.parser.models.StepFunctionsParserBackend``)
@@ -21,7 +22,8 @@ directly: no ``mock_aws``, no boto3 clients, no IAM, no moto Lambda backend. The
 * ``ExecutionWorker._get_evaluation_entrypoint(self) -> program``: moto ANTLR-parses the
   definition at create_state_machine and again at every execution (~250 ms cold). We parse once
   per (definition, moto version), cache the pickled program on disk (``compiled_program``), and
-  hand every execution a freshly unpickled copy, so executions never share components.
+  hand every execution a freshly unpickled copy of its machine's program (found by
+  ``worker._evaluation_details.state_machine_details.arn``), so executions never share components.
 * the module ``...state_task_service_batch``: the task-service factory imports every service
   integration, and the Batch one imports ``moto.batch`` -> ``moto.ec2`` (about 1-2.5 s of
   import: instance-type resources and three ``boto3.Session().get_available_regions`` calls).
@@ -247,21 +249,30 @@ class _LambdaClient:
 
 
 class LocalEngine:
-    """Start once per process; then ``start_execution`` / ``wait`` like Step Functions."""
+    """Start once per process; then ``start_execution`` / ``wait`` like Step Functions.
+
+    The run machine is created at :meth:`start`; another machine (``escalation``) when its first
+    execution starts (:meth:`start_named`), so a ``zerg run`` never pays for parsing it. ``definition``
+    replaces the run machine's definition, ``definitions`` any machine's (tests)."""
 
     _active: "LocalEngine | None" = None
 
     def __init__(self, handlers: dict[str, Handler] | None = None, definition: str | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, definitions: dict[str, str] | None = None) -> None:
         from zerg import hosting
 
         hosting.mark_local_engine()  # handlers run in our threads: never Lambda's kill-all sweep
         self.handlers = handlers or default_handlers()
-        self.definition = definition if definition is not None else run_definition()
+        self.definitions = dict(definitions or {})
+        if definition is not None:
+            self.definitions["run"] = definition
+        self.definition = self.definitions.setdefault("run", run_definition())
         self.cache_dir = cache_dir
         self._backend: Any = None
         self._patches: list[tuple[Any, str, Any]] = []
-        self.machine_arn: str | None = None
+        self.machine_arn: str | None = None  # the run machine's
+        self._machines: dict[str, str] = {}  # machine name -> state machine arn
+        self._programs: dict[str, bytes] = {}  # state machine arn -> its pickled program
         self.handler_seconds = 0.0  # time spent inside our handlers (for benchmarks)
         self._lock = threading.Lock()
         self._events: set[threading.Thread] = set()  # Event invocations still running
@@ -278,7 +289,6 @@ class LocalEngine:
         if thread is not None:
             thread.join()  # whatever it did not finish (or failed at) is redone below, raising here
         _import_moto()
-        from moto.stepfunctions.models import StepFunctionBackend
         from moto.stepfunctions.parser.asl.component.common.path import result_path
         from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
         from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -290,9 +300,6 @@ class LocalEngine:
 
         LocalEngine._active = self
         try:
-            definition = substitute(self.definition)
-            blob = compiled_program(definition, self.cache_dir)
-
             client = _LambdaClient(self)
             # moto re-parses every JSONPath on every evaluation, and jsonpath_ng builds a PLY
             # parser per parse (~1.7 ms each, ~10 per job). Parsed paths are immutable: memoize.
@@ -302,17 +309,42 @@ class LocalEngine:
             bindings = dict(sfn_lambda._SUPPORTED_API_PARAM_BINDINGS)
             bindings["invoke"] = {*bindings["invoke"], "InvocationType"}
             self._patch(sfn_lambda, "_SUPPORTED_API_PARAM_BINDINGS", bindings)
-            self._patch(ExecutionWorker, "_get_evaluation_entrypoint", lambda worker: pickle.loads(blob))
+            programs = self._programs
+            self._patch(ExecutionWorker, "_get_evaluation_entrypoint",
+                        lambda worker: pickle.loads(programs[worker._evaluation_details.state_machine_details.arn]))
             # A private backend (not the BackendDict, whose first use loads botocore's endpoint
-            # data to list regions). StepFunctionBackend.create_state_machine: the definition was
-            # validated by compiled_program; the parser backend's override would ANTLR-parse it again.
+            # data to list regions).
             self._backend = StepFunctionsParserBackend(REGION, ACCOUNT)
-            self.machine_arn = StepFunctionBackend.create_state_machine(
-                self._backend, name="zerg-run", definition=definition, roleArn=ROLE_ARN).arn
+            self.machine_arn = self._create_machine("run")
         except Exception:
             self.stop()
             raise
         return self
+
+    def _create_machine(self, name: str) -> str:
+        """Create the state machine ``name`` (``zerg-{name}``) in the backend; its arn.
+        StepFunctionBackend.create_state_machine: the definition was validated by compiled_program;
+        the parser backend's override would ANTLR-parse it again."""
+        from moto.stepfunctions.models import StepFunctionBackend
+
+        if name not in self.definitions:
+            from statemachines import definition as load
+
+            self.definitions[name] = load(name)
+        definition = substitute(self.definitions[name])
+        blob = compiled_program(definition, self.cache_dir)
+        arn = StepFunctionBackend.create_state_machine(
+            self._backend, name=f"zerg-{name}", definition=definition, roleArn=ROLE_ARN).arn
+        self._programs[arn] = blob
+        self._machines[name] = arn
+        return arn
+
+    def machine(self, name: str) -> str:
+        """The arn of the state machine ``name``, created on first use."""
+        with self._lock:
+            if self._backend is None:
+                raise EngineError("engine not started")
+            return self._machines.get(name) or self._create_machine(name)
 
     def stop(self, wait_s: float = EVENT_WAIT_S) -> None:
         """Stop the engine: first wait (up to ``wait_s``) for the Event invocations still running,
@@ -322,8 +354,8 @@ class LocalEngine:
             owner, name, original = self._patches.pop()
             setattr(owner, name, original)
         if self._backend is not None:
-            if self.machine_arn is not None:
-                for execution in self._backend.describe_state_machine(self.machine_arn).executions:
+            for machine_arn in self._machines.values():  # every machine's: an escalation waiting ends too
+                for execution in self._backend.describe_state_machine(machine_arn).executions:
                     if execution.status == "RUNNING":
                         try:  # its thread may not have built its environment yet
                             execution.stop(stop_date=_now(), error="States.Aborted", cause="engine stopped")
@@ -331,6 +363,8 @@ class LocalEngine:
                             log.debug("could not stop %s", execution.execution_arn, exc_info=True)
             self._backend = None
             self.machine_arn = None
+            self._machines.clear()
+            self._programs.clear()
         if LocalEngine._active is self:
             LocalEngine._active = None
 
@@ -403,18 +437,22 @@ class LocalEngine:
 
     # --- executions ------------------------------------------------------------------------
     def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
-        if self._backend is None:
-            raise EngineError("engine not started")
+        """Start the run machine for ``run_id``."""
         payload = execution_input(run_id, owner_id, thread_id, max_concurrency)
-        return self._backend.start_execution(
-            self.machine_arn, name=execution_name(run_id), execution_input=json.dumps(payload)).execution_arn
+        return self.start_named("run", execution_name(run_id), payload)
+
+    def start_named(self, machine: str, name: str, payload: dict[str, Any]) -> str:
+        """StartExecution of the state machine ``machine`` (``run``, ``escalation``): the execution
+        arn. The same name with the same input returns that execution, as Step Functions does."""
+        arn = self.machine(machine)
+        return self._backend.start_execution(arn, name=name, execution_input=json.dumps(payload)).execution_arn
 
     def describe(self, execution_arn: str) -> dict[str, Any]:
         """The fields of DescribeExecution that callers read (status as a plain str)."""
         execution = self._backend.describe_execution(execution_arn)
         status = str(getattr(execution.status, "value", execution.status))
         desc: dict[str, Any] = {
-            "executionArn": execution_arn, "stateMachineArn": self.machine_arn, "name": execution.name,
+            "executionArn": execution_arn, "stateMachineArn": execution.state_machine_arn, "name": execution.name,
             "status": status, "startDate": execution.start_date, "input": execution.execution_input,
         }
         if status != "RUNNING":
@@ -428,7 +466,16 @@ class LocalEngine:
         return desc
 
     def stop_execution(self, execution_arn: str, cause: str = "cancelled") -> None:
-        self._backend.describe_execution(execution_arn).stop(stop_date=_now(), error=None, cause=cause)
+        execution = self._backend.describe_execution(execution_arn)
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                execution.stop(stop_date=_now(), error=None, cause=cause)
+                return
+            except AttributeError:  # moto: its worker thread has not built its environment yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def wait(self, execution_arn: str, timeout: float | None = None, poll: float = 0.01) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout

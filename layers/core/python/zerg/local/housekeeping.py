@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 DAY_S = 24 * 3600.0
+HOUR_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,21 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
                               first_delay_s=reconcile.RECONCILE_INTERVAL_S))  # the index vs metadata.json
     tasks.append(PeriodicTask("memory-versions", DAY_S, partial(filesystem.prune_versions, rt)))  # 30 days kept
     tasks.append(PeriodicTask("memory-facts", DAY_S, partial(org.prune_forgotten_facts, rt)))  # forgotten: 30 days kept
+    if not rt.settings.escalation_state_machine_arn:  # escalations whose (local) execution stopped
+        from zerg.alerts import repeats
+
+        tasks.append(PeriodicTask("escalations", repeats.SWEEP_EVERY_S, partial(repeats.resume_orphaned, rt)))
+    from zerg.alerts import deliver
+
+    tasks.append(PeriodicTask("notifications", deliver.RELEASE_EVERY_S, partial(deliver.release_held, rt)))  # quiet hours over
     if rt.embedder is not None:  # memory files new or edited since their last vector
         from zerg.memory import indexer
 
         tasks.append(PeriodicTask("embed", indexer.SWEEP_EVERY_S, partial(indexer.run_sweep, rt),
                                   first_delay_s=indexer.SWEEP_EVERY_S))  # not at once: writes kick their own
+    if not rt.settings.schedule_group:  # owners' schedules: Scheduler fires them on AWS, the ticker here
+        from zerg.schedules import service, ticker
+
+        tasks.append(PeriodicTask("schedules", rt.settings.tick_s, partial(ticker.tick, rt)))  # at once: missed fires
+        tasks.append(PeriodicTask("schedules-prune", HOUR_S, partial(service.prune_fired_one_offs, rt)))  # one-offs a week after
     return tasks

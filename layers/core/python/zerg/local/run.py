@@ -51,38 +51,45 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
     interrupted = False
     try:
-        _follow(rt, starter, started, owner_id, out, poll_s)
+        engine = starter.engine()
+        arn = starter.start(started.run_id, owner_id, started.thread_id)
+        follow_events(rt, owner_id, started.run_id, lambda: engine.describe(arn)["status"] != "RUNNING", out, poll_s)
     except KeyboardInterrupt:
         interrupted = True
-        _cancel(rt, starter, owner_id, started.run_id)
+        cancel(rt, starter, owner_id, started.run_id)
+    return report_of(rt, owner_id, started.run_id, interrupted)
+
+
+def report_of(rt: Runtime, owner_id: int, run_id: int, interrupted: bool = False) -> RunReport:
+    """The run as it ended: status, answer or error, and where its workers' artifacts are."""
     with rt.pool.connection() as conn:
-        run = runs.get_run(conn, owner_id, started.run_id)
-        workers = [j for j in jobs.run_jobs(conn, owner_id, started.run_id) if j["worker_id"]]
+        run = runs.get_run(conn, owner_id, run_id)
+        workers = [j for j in jobs.run_jobs(conn, owner_id, run_id) if j["worker_id"]]
     dirs = [rt.store.location(w["worker_id"]) for w in workers]
     return RunReport(run["id"], run["status"], run["result"], run["error"], dirs, interrupted)
 
 
-def _follow(rt: Runtime, starter, started: runs.RunStart, owner_id: int, out: Printer, poll_s: float) -> None:
+def follow_events(rt: Runtime, owner_id: int, run_id: int, finished: Callable[[], bool], out: Printer = print,
+                  poll_s: float = 0.1) -> None:
+    """Print the run's progress as its events are written, until ``finished()`` and none is left."""
     last_id = 0
-    engine = starter.engine()
-    arn = starter.start(started.run_id, owner_id, started.thread_id)
-    finished = False
+    done = False
     while True:
         with rt.pool.connection() as conn:
-            batch = events.list_events(conn, owner_id, started.run_id, after_id=last_id)
+            batch = events.list_events(conn, owner_id, run_id, after_id=last_id)
         for e in batch:
             last_id = e["id"]
             line = describe_event(e["event_type"], e["payload"])
             if line:
                 out(line)
-        if finished and not batch:
+        if done and not batch:
             break
-        finished = engine.describe(arn)["status"] != "RUNNING"
-        if not finished:
+        done = finished()
+        if not done:
             time.sleep(poll_s)
 
 
-def _cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
+def cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
     """The user pressed Ctrl-C: the run ends ``cancelled``, its execution stops, its workers end their
     commands (waited for up to ``CANCEL_WAIT_S``) and the final event is written. A worker that has
     not stopped by then is recorded cancelled here: this process, which runs it, is about to exit."""

@@ -14,30 +14,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from zerg.commandline import fail as _fail
+from zerg.commandline import run_as_owner
 from zerg.memory.paths import MAX_CONTENT_BYTES, MemoryInputError
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"zerg: error: {message}" if status == 2 else f"zerg: {message}", file=sys.stderr)
-    return status
 
 
 def _run(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
     """``work(runtime, owner_id)`` with the service's refusals as exit statuses."""
     from zerg.memory import filesystem as fs
-    from zerg.migrate import migrate
-    from zerg.runtime import get_runtime
 
-    rt = get_runtime()
-    with rt.pool.connection() as conn:
-        migrate(conn)
-        owner_id = args.resolve_owner(conn, args.owner)
-    try:
-        return work(rt, owner_id)
-    except fs.MemoryNotFound as exc:
-        return _fail(str(exc), 1)
-    except fs.MemoryInputError as exc:
-        return _fail(str(exc), 2)
+    return run_as_owner(args, work, ((fs.MemoryNotFound, 1), (fs.MemoryInputError, 2)))
 
 
 def _content(args: argparse.Namespace) -> str:

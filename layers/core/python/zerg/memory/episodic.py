@@ -11,8 +11,9 @@ Invariants:
   why); nothing here fails the run, which is already recorded.
 - One episode per run: a re-delivered remember event finds the run's episode (by the ``{run_id}-``
   name in the run's day folder) and writes nothing, before any model call.
-- Only successful runs. Runs started by a schedule write none for now: issue 14 adds severity, and
-  then only a ``warning`` or worse writes one (an hourly check must not write 24 files a day).
+- Only successful runs. A run started by a schedule writes one only when its assessment (its
+  inbox item, :mod:`zerg.alerts.background`) is ``warning`` or worse: an hourly check that finds
+  nothing must not write 24 files a day.
 - The answer may repeat tool output: it reaches the model fenced as data. The writer is
   ``system`` with the run as ``writer_run_id`` and the metadata says ``derived_from``
   (:data:`DERIVED_FROM`): recall shows both, so a model weighs an episode like tool output; tags
@@ -190,12 +191,11 @@ def render(run: dict[str, Any], draft: EpisodeDraft, tags: list[str]) -> str:
     ])
 
 
-def should_write(run: dict[str, Any]) -> str | None:
-    """Why the run gets no episode (None: it gets one)."""
+def should_write(run: dict[str, Any], severity: str | None = None) -> str | None:
+    """Why the run gets no episode (None: it gets one). ``severity``: a background run's assessment
+    (None: it has none)."""
     if run["status"] != "success":
         return f"the run ended {run['status']}"
-    if run["trigger"] == "schedule":
-        # Background checks: issue 14 adds the severity assessment, then only warning or worse
-        # writes an episode. Until then none, so an hourly check does not write 24 files a day.
-        return "a scheduled run (episodes need severity warning or above: issue 14)"
+    if run["trigger"] == "schedule" and severity not in ("warning", "critical"):
+        return f"a scheduled run assessed {severity or 'without a severity'} (episodes need warning or above)"
     return None

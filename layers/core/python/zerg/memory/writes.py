@@ -95,7 +95,7 @@ def write_episode(rt: "Runtime", run: dict[str, Any]) -> dict[str, Any]:
     """The run's episode file (see :mod:`zerg.memory.episodic`): its path, or why none was written."""
     from zerg.memory import episodic, filesystem
 
-    why_not = episodic.should_write(run)
+    why_not = episodic.should_write(run, _severity(rt, run))
     if why_not:
         return {"skipped": why_not}
     existing = existing_episode(rt, run)
@@ -108,3 +108,14 @@ def write_episode(rt: "Runtime", run: dict[str, Any]) -> dict[str, Any]:
                      tags=tags, metadata={"episode": meta, "derived_from": episodic.DERIVED_FROM},
                      writer="system", run_id=run["id"])
     return {"path": path, "written": True, "model": meta["model"], "error": meta["error"]}
+
+
+def _severity(rt: "Runtime", run: dict[str, Any]) -> str | None:
+    """A background run's assessed severity (its inbox item's), else None."""
+    if run["trigger"] != "schedule":
+        return None
+    from zerg.alerts import inbox
+
+    with rt.pool.connection() as conn:
+        item = inbox.get(conn, run["owner_id"], run["id"])
+    return item["severity"] if item else None

@@ -10,6 +10,10 @@ Invariants:
   keeps its ``metadata.json`` until its other files are gone, so it is found by its owner id even
   when the index rows are gone; once the owner row is deleted, only workers written concurrently
   (a run started meanwhile, or cancelled with ``force``) could remain, and those are swept then.
+- What fires the owner's schedules outside the database (EventBridge Scheduler, through
+  ``delete_schedule``) goes first, before anything else is touched: when it cannot be deleted the
+  delete is refused and nothing is gone, so no Scheduler schedule is left firing for an owner who
+  no longer exists. Schedules created while the delete runs are caught under the owner's row lock.
 - The local owner is deleted like any other; it is created again on next use.
 """
 
@@ -26,6 +30,7 @@ from zerg.artifacts.store import WorkerArtifactStore
 from zerg.privacy import scope
 from zerg.privacy.export import human_bytes
 from zerg.runs import store as runs
+from zerg.schedules import store as schedules
 from zerg.workers import jobs
 
 if TYPE_CHECKING:
@@ -72,6 +77,7 @@ class DeleteReport:
     cancelled_runs: list[int] = field(default_factory=list)
     cancelled_jobs: int = 0
     unattributed_workers: int = 0
+    scheduler_schedules: set[int] = field(default_factory=set)  # schedule ids whose Scheduler schedule was deleted
 
     def lines(self) -> list[str]:
         out = []
@@ -81,6 +87,8 @@ class DeleteReport:
         rows = ", ".join(f"{name} {n}" for name, n in self.rows.items() if n) or "none (already deleted)"
         out.append(f"deleted owner {self.owner_id}: rows {rows}; artifacts: {self.artifact_files} files of "
                    f"{self.workers} workers, {human_bytes(self.artifact_bytes)}")
+        if self.scheduler_schedules:
+            out.append(f"deleted {len(self.scheduler_schedules)} EventBridge Scheduler schedule(s)")
         if self.unattributed_workers:
             out.append(f"note: {self.unattributed_workers} worker(s) in the store have an unreadable metadata.json "
                        "and are in no owner's index: not deleted (whose they are is unknown)")
@@ -113,16 +121,18 @@ def _files(store: WorkerArtifactStore, worker_id: str) -> list:
 
 def delete_owner(
     pool: "ConnectionPool", store: WorkerArtifactStore, owner_id: int, *, force: bool = False,
-    stop_execution: Callable[[str], None] | None = None,
+    stop_execution: Callable[[str], None] | None = None, delete_schedule: Callable[[int], None] | None = None,
 ) -> DeleteReport:
     """Delete the owner's artifacts, then its rows; :class:`DeleteRefused` while it has work in
-    flight (unless ``force``). ``stop_execution`` stops a cancelled run's execution (Step Functions)."""
+    flight (unless ``force``). ``stop_execution`` stops a cancelled run's execution (Step Functions);
+    ``delete_schedule`` removes what fires a schedule (the scheduler port's ``delete``)."""
     report = DeleteReport(owner_id)
     with pool.connection() as conn:
         unfinished_runs = runs.unfinished_runs(conn, owner_id)
         unfinished_jobs = jobs.unfinished_jobs(conn, owner_id)
         if (unfinished_runs or unfinished_jobs) and not force:
             raise DeleteRefused(_busy(unfinished_runs, unfinished_jobs))
+        _delete_schedules(conn, owner_id, report, delete_schedule)
         if force:
             _cancel(conn, owner_id, unfinished_runs, report, stop_execution)
     _delete_artifacts(pool, store, owner_id, report)
@@ -131,6 +141,7 @@ def delete_owner(
             return report  # deleted before: the artifacts above were what an interruption left
         raced = runs.unfinished_runs(conn, owner_id)  # started while the artifacts went: confirmed, so cancel
         _cancel(conn, owner_id, raced, report, stop_execution)
+        _delete_schedules(conn, owner_id, report, delete_schedule)  # created meanwhile: the lock stops any more
         report.rows = count_rows(conn, owner_id)
         try:
             owners.delete_owner(conn, owner_id)
@@ -150,6 +161,25 @@ def _busy(unfinished_runs: list, unfinished_jobs: list[int]) -> str:
         parts.append(f"{len(unfinished_jobs)} unfinished worker job(s) ({', '.join(map(str, unfinished_jobs))})")
     return (f"the owner has {' and '.join(parts)}: wait for them to finish, cancel them "
             "(POST /api/jarvis/runs/{id}/cancel), or pass --force to cancel them first")
+
+
+def _delete_schedules(conn: "Connection", owner_id: int, report: DeleteReport,
+                      delete_schedule: Callable[[int], None] | None) -> None:
+    """Remove what fires each of the owner's schedules not removed yet; DeleteRefused on a failure."""
+    if delete_schedule is None:
+        return
+    for row in schedules.list_for_owner(conn, owner_id):
+        if row["id"] in report.scheduler_schedules:
+            continue
+        try:
+            delete_schedule(row["id"])
+        except Exception as exc:  # its rows would go while Scheduler keeps firing it: refuse instead
+            observability.logger().warning("could not delete a deleted owner's Scheduler schedule", extra={
+                "owner_id": owner_id, "schedule_id": row["id"], "reason": f"{type(exc).__name__}: {exc}"})
+            raise DeleteRefused(f"could not delete the EventBridge Scheduler schedule of schedule {row['id']} "
+                                f"({type(exc).__name__}: {exc}); the owner's rows are untouched: try again "
+                                "shortly") from None
+        report.scheduler_schedules.add(row["id"])
 
 
 def _cancel(conn: "Connection", owner_id: int, unfinished: list, report: DeleteReport,

@@ -23,10 +23,13 @@ from zerg import contacts, owners
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.artifacts.store import WorkerArtifactStore
+from zerg.alerts import escalations, inbox, limits, notifications, policy
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
 from zerg.runs import events, threads
 from zerg.runs import store as runs
+from zerg.schedules import fires
+from zerg.schedules import store as schedules
 from zerg.workers import jobs
 
 
@@ -53,6 +56,13 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("memory_embedding_failures", embed_failures.export_memory_embedding_failures),
     OwnerTable("org_memory", facts.export_org_memory),
     OwnerTable("conversation_summaries", summaries.export_conversation_summaries),
+    OwnerTable("schedules", schedules.export_schedules),
+    OwnerTable("schedule_fires", fires.export_schedule_fires),
+    OwnerTable("notification_policies", policy.export_notification_policies),
+    OwnerTable("notification_usage", limits.export_notification_usage),
+    OwnerTable("notifications", notifications.export_notifications),
+    OwnerTable("inbox_items", inbox.export_inbox_items),
+    OwnerTable("escalations", escalations.export_escalations),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

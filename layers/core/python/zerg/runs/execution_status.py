@@ -15,7 +15,8 @@ Invariants:
 - FAILED -> ``failed``, TIMED_OUT -> ``timeout``, ABORTED -> ``interrupted``, each with one ``error``
   event carrying the partial results; unfinished jobs (running ones too: the execution is over) are
   ``cancelled`` with the reason. Closing is the store's conditional update: a run already closed
-  stays as it was, so a redelivered event is harmless.
+  stays as it was, so a redelivered event is harmless. A background run closed here gets its
+  inbox item and alerts (:func:`zerg.alerts.background.on_run_end`).
 """
 
 from __future__ import annotations
@@ -108,4 +109,9 @@ def on_execution_status(rt: "Runtime", event: Any) -> dict[str, Any]:
             return {**ignored, "reason": "no run of this execution"}
         status, message = verdict
         closed = runs.fail_run(conn, run, status, message, cancel_running=True) is not None
+    if closed:
+        from zerg.alerts import background
+
+        if background.is_background(run):  # its inbox item and alerts, as any closer's
+            background.on_run_end(rt, run["owner_id"], run_id)
     return {"run_id": run_id, "closed": closed, "status": status if closed else run["status"]}

@@ -7,9 +7,11 @@ Invariants:
   (``runs.working_messages``), never in ``thread_messages``; the prompt, the thread and the task are
   assembled afresh for every inference (:mod:`zerg.supervisor.context`), never stored here.
 - The thread receives exactly two messages per successful run, the user's task and the final
-  answer (with provenance: run id and job ids), written in one transaction at the end. So does a
-  run that reached its deadline and answered with what existed (it ends ``timeout``). A failed,
-  cancelled or interrupted run writes nothing to the thread.
+  answer (with provenance: run id and job ids), written in one transaction at the end, adjacent
+  even when runs of the owner overlap (:func:`zerg.runs.threads.append_messages` locks the thread
+  first). So does a run that reached its deadline and answered with what existed (it ends
+  ``timeout``). A failed, cancelled or interrupted run writes nothing to the thread, nor does a
+  background run whose assessment is ``info`` (:mod:`zerg.alerts.background`).
 - A run that does not succeed ends with one ``error`` event ``{run_id, status, message, partial:
   [{job_id, status, summary}]}``, written in the transaction that closes it (for a cancel: once its
   last running worker stopped, see below); its unfinished jobs are cancelled with the same reason.
@@ -115,18 +117,22 @@ def _finished(status: str) -> None:
     observability.metric("RunsFinished", 1, "Count", status=status)
 
 
-def complete_run(conn: Connection, run: dict[str, Any], answer: str) -> bool:
+def complete_run(conn: Connection, run: dict[str, Any], answer: str, *, to_thread: bool = True,
+                 thread_answer: str | None = None) -> bool:
     """Success: the thread gets the task and the answer, atomically; the run its totals.
 
+    A background run's ``info`` result stays off the thread (``to_thread=False``); a warning
+    shows its rendered assessment (``thread_answer``) while the run keeps the model's answer.
     False (and nothing written) when the run was already closed, e.g. cancelled meanwhile."""
     with conn.transaction():
         if not _close(conn, run["id"], "success", result=answer):
             return False
         job_ids = [r["id"] for r in jobs.run_jobs(conn, run["owner_id"], run["id"])]
-        threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
-            ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
-            ("assistant", answer, {"run_id": run["id"], "job_ids": job_ids}),
-        ])
+        if to_thread:
+            threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
+                ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
+                ("assistant", thread_answer or answer, {"run_id": run["id"], "job_ids": job_ids}),
+            ])
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "supervisor_complete", {"run_id": run["id"], "result": answer})
     _finished("success")
@@ -160,9 +166,11 @@ def fail_run(conn: Connection, run: dict[str, Any], status: str, message: str, *
     return payload
 
 
-def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, message: str) -> bool:
+def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, message: str, *,
+                         to_thread: bool = True, thread_answer: str | None = None) -> bool:
     """The run's deadline came and the supervisor answered with what existed: the thread gets the
-    task and that answer, the run ends ``timeout`` and its ``error`` event carries the answer too.
+    task and that answer (as :func:`complete_run` decides), the run ends ``timeout`` and its
+    ``error`` event carries the answer too.
 
     False (and nothing written) when the run was already closed."""
     with conn.transaction():
@@ -170,11 +178,12 @@ def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, mes
             return False
         jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=True, reason=message)
         payload = error_payload(conn, run, "timeout", message)
-        threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
-            ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
-            ("assistant", answer, {"run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]],
-                                   "status": "timeout"}),
-        ])
+        if to_thread:
+            threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
+                ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
+                ("assistant", thread_answer or answer, {
+                    "run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]], "status": "timeout"}),
+            ])
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "error", {**payload, "result": answer})
     _finished("timeout")

@@ -3,7 +3,8 @@
 Plan, resume and the last answer at the run's deadline all build every request here, in this order:
 
 1. the static system prompt: first, and byte-identical for every run and owner so that a
-   provider's prompt cache can serve it;
+   provider's prompt cache can serve it (one per mode: an unattended run started by a schedule
+   gets the background rules after the same text, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;
 3. the task;
@@ -42,7 +43,7 @@ from typing import Any
 from zerg.llm.untrusted import UNTRUSTED, WORD, as_text
 from zerg.memory import summaries as summary_rows
 from zerg.runs import threads
-from zerg.supervisor.prompts import SUPERVISOR_PROMPT
+from zerg.supervisor.prompts import system_prompt
 
 DEFAULT_BUDGET_BYTES = 40_000
 THREAD_SHARE = 0.20  # of the budget left after the prompt and the task
@@ -57,10 +58,10 @@ SUMMARY_ROWS = 20  # newest compaction summaries read
 # values over ARGUMENT_VALUE_BYTES give way first, so a path or a job id stays readable.
 ARGUMENTS_KEPT_BYTES = 1_024
 ARGUMENT_VALUE_BYTES = 200
-# The supervisor's tools array (17 tools) is sent beside the messages and not counted in the
-# budget: the same bytes in every request, after the prompt in the provider's cache. Its size,
-# kept true by a test: about 8.7 KB.
-TOOLS_BYTES_AT_MOST = 9_500
+# The supervisor's tools array (19 tools in a person's run, 18 in a scheduled one) is sent beside
+# the messages and not counted in the budget: the same bytes in every request, after the prompt in
+# the provider's cache. Its size, kept true by a test: about 10.3 KB.
+TOOLS_BYTES_AT_MOST = 10_500
 
 MEMORY_LABEL = "memory recall: the owner's long-term memory (ephemeral)"
 MOUNT_LABEL = "evidence mount: excerpts of this run's worker artifacts (ephemeral)"
@@ -296,10 +297,11 @@ class SupervisorContext:
     memory: str | None = None
     mount: Mount | None = None
     evidence_cap: int | None = None  # ZERG_EVIDENCE_BUDGET_BYTES
+    background: bool = False  # an unattended run (trigger schedule): the background prompt
     layout: Layout = field(default_factory=Layout)
 
     def messages(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        system = {"role": "system", "content": SUPERVISOR_PROMPT}
+        system = {"role": "system", "content": system_prompt(self.background)}
         task = {"role": "user", "content": self.task}
         fixed = message_bytes(system) + message_bytes(task) + 1
         available = max(0, self.budget - fixed)

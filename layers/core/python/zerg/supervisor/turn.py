@@ -8,6 +8,10 @@ Each action is one stateless Lambda invocation; everything is rehydrated from th
   messages, the memory layer, the evidence mount) is assembled in one place, within one budget:
   :mod:`zerg.supervisor.context`. The run stores only its working messages.
 - ``finalize``: commit the task and the answer to the thread; ``fail``: record the failure.
+- A run started by a schedule is unattended (background mode): its prompt says so and asks for a
+  final ``{severity, headline, details}`` object; ``finalize`` assesses it before closing (an
+  ``info`` result stays off the thread), and both ``finalize`` and ``fail`` then hand the closed
+  run to :func:`zerg.alerts.background.on_run_end` (inbox item, notifications, escalation).
 
 Invariants:
 - Spawning ends the turn: the state machine fans the new jobs out and calls ``resume``.
@@ -26,6 +30,8 @@ Invariants:
 - The run's deadline (:mod:`zerg.runs.deadline`): past its answer-by time nothing more is spawned
   and the supervisor gets one last inference, without tools, told which workers did not finish; the
   answer (followed by a system-written line naming them) ends the run ``timeout`` on the thread.
+- Past the owner's daily spending cap (:mod:`zerg.alerts.budget`) the model port refuses the call:
+  the run ends ``failed`` with the cap's message at once (no answer, no retry).
 - ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
   ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
   of it stays ``running`` in the index.
@@ -40,6 +46,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.alerts import background, budget
+from zerg.alerts.background import is_background
+from zerg.alerts.budget import SpendingCapReached
+from zerg.alerts.severity import render as render_assessment
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
@@ -72,12 +82,17 @@ SPAWN_TOOL = Tool(
 )
 
 
-def supervisor_tools() -> dict[str, Tool]:
-    from zerg.tools import clock, http, memory
+def supervisor_tools(*, background: bool = False) -> dict[str, Tool]:
+    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder."""
+    from zerg.tools import clock, connectors, http, memory, reminders
     from zerg.tools.facts import TOOLS as FACT_TOOLS
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
-    return {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS)}
+    tools = {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS,
+                                 *connectors.SUPERVISOR_TOOLS)}
+    if not background:  # a person's run only: text a scheduled run reads must not plant reminders
+        tools[reminders.TOOL.name] = reminders.TOOL
+    return tools
 
 
 class RunNotFound(LookupError):
@@ -181,7 +196,7 @@ class _SupervisorHooks(LoopHooks):
             thread = load_thread(conn, run["owner_id"], run["thread_id"])
         self.context = SupervisorContext(
             budget=settings.context_budget_bytes, thread=thread, task=run["task"], memory=memory,
-            mount=self._mount, evidence_cap=settings.evidence_budget_bytes,
+            mount=self._mount, evidence_cap=settings.evidence_budget_bytes, background=is_background(run),
         )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
@@ -251,6 +266,7 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
     agent = _agent(rt, run, hooks, settings.supervisor_max_steps)
     spent = AgentUsage()
     answer: str | None = None
+    capped: SpendingCapReached | None = None
     try:
         result = None if hooks.out_of_time() else agent.run(messages, spent)
         if result is not None and result.stop and result.stop.status != "timeout":
@@ -262,14 +278,29 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
         else:
             answer = result.answer or "I could not produce an answer from the evidence."
         return {"jobs": [], "done": True}
+    except SpendingCapReached as exc:  # not a model failure: no retry, no answer; the run ends failed
+        capped = exc
+        return {"jobs": [], "done": True}
     finally:
         with rt.pool.connection() as conn:
             runs.save_working(conn, run["id"], messages, spent.usage, rounds=hooks.rounds, answer=answer)
+        if capped is not None:
+            _stop_at_cap(rt, run, capped)
+
+
+def _stop_at_cap(rt: Runtime, run: dict[str, Any], capped: SpendingCapReached) -> None:
+    """The owner's daily spending cap is spent: the run ends ``failed`` with the cap's message (its
+    ``error`` event says it), and the owner is told (once a day)."""
+    with rt.pool.connection() as conn:
+        closed = runs.fail_run(conn, run, "failed", str(capped)) is not None
+    if closed and is_background(run):  # its inbox item says so, like any failed background run
+        background.on_run_end(rt, run["owner_id"], run["id"])
+    budget.tell_owner(rt, run["owner_id"], capped.state, run_id=run["id"])
 
 
 def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:
     return AgentLoop(
-        llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(), hooks=hooks,
+        llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(background=is_background(run)), hooks=hooks,
         ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
                         agent="supervisor"),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),
@@ -291,7 +322,8 @@ def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[st
     messages.append({"role": "user", "content": (
         f"[Zerg] {run_deadline.describe(rt.settings).capitalize()} is near: answer now with what the workers "
         "found, without tools. " + (f"These workers did not finish (cancelled): {named}. Say so in your answer."
-                                    if unfinished else "Every worker finished."))})
+                                    if unfinished else "Every worker finished.")
+        + (" Answer with the JSON assessment object only." if is_background(run) else ""))})
     hooks.answering = True
     answer = None
     try:
@@ -313,14 +345,21 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     answer = run["result"] or "The run ended without an answer."
     # Never "success" while a job of the run is still running in the index (its metadata may say failed).
     reconcile_run(rt, owner_id, run_id, close_unfinished=True)
+    at_deadline = run["deadline_reached_at"] is not None
+    status = "timeout" if at_deadline else "success"
+    message = f"run timed out: {run_deadline.describe(rt.settings)}; answered with what existed" if at_deadline else None
+    # A background run is assessed before it closes: its severity decides whether it joins the thread.
+    assessment = background.assess_closing(rt, run, status, answer, message) if is_background(run) else None
+    shown = {"to_thread": assessment.on_thread, "thread_answer": render_assessment(assessment)} if assessment else {}
     with rt.pool.connection() as conn:
-        if run["deadline_reached_at"] is not None:
-            message = f"run timed out: {run_deadline.describe(rt.settings)}; answered with what existed"
-            closed, status = runs.complete_at_deadline(conn, run, answer, message), "timeout"
+        if at_deadline:
+            closed = runs.complete_at_deadline(conn, run, answer, message, **shown)
         else:
-            closed, status = runs.complete_run(conn, run, answer), "success"
+            closed = runs.complete_run(conn, run, answer, **shown)
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]
+    if closed and is_background(run):  # the inbox item and the notifications (best effort)
+        background.on_run_end(rt, owner_id, run_id, assessment)
     return {"run_id": run_id, "status": status}
 
 
@@ -340,6 +379,9 @@ def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
         observability.logger().warning("jobs not reconciled before failing the run", exc_info=True,
                                        extra={"run_id": run_id})
     with rt.pool.connection() as conn:
-        if runs.fail_run(conn, run, status, message) is None:
+        closed = runs.fail_run(conn, run, status, message) is not None
+        if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]
+    if closed and is_background(run):
+        background.on_run_end(rt, owner_id, run_id)
     return {"run_id": run_id, "status": status}

@@ -38,6 +38,7 @@ from psycopg import OperationalError
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.alerts.budget import SpendingCapReached
 from zerg.config import Settings
 from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
@@ -173,6 +174,8 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
         try:
             _agent_loop(rt, job, worker_id, model, deadline, loop, cancel)
+        except SpendingCapReached as exc:  # the owner's cap, not the model: fails as is, never retried
+            loop.status, loop.error = "failed", str(exc)
         except LLMError as exc:
             if time.monotonic() >= deadline.at:
                 loop.status, loop.error = deadline.stop.status, f"{deadline.stop.reason} (waiting for the model)"

@@ -16,6 +16,7 @@ from zerg.api.errors import ApiError, not_found, validation_message
 from zerg.api.models import RunAccepted, RunCancelled, RunDocument, RunEventFrame, responses
 from zerg.auth import Caller
 from zerg.runs import store as runs
+from zerg.runs.launch import LaunchError, start_execution
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
 
@@ -72,14 +73,9 @@ def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: Idemp
 
 def _start_execution(rt: Runtime, run: dict[str, Any]) -> None:
     try:
-        arn = rt.starter.start(run["id"], run["owner_id"], run["thread_id"])
-    except Exception as exc:
-        with rt.pool.connection() as conn:
-            runs.fail_run(conn, run, "failed", f"could not start the run: {type(exc).__name__}")
-            runs.release_idempotency_key(conn, run["id"])
+        start_execution(rt, run)
+    except LaunchError:
         raise ApiError(503, "unavailable", "the run could not be started; try again") from None
-    with rt.pool.connection() as conn:
-        runs.set_execution_arn(conn, run["id"], arn)
 
 
 RunIdQuery = Annotated[int, Query(ge=1, le=MAX_ID, description="The run to follow")]

@@ -1,0 +1,191 @@
+"""The notifier port: email and SMS to one address each, through SES v2 and SNS on AWS
+(:mod:`zerg.alerts.ses`, :mod:`zerg.alerts.sns`) or the local outbox (:mod:`zerg.alerts.outbox`).
+
+Invariants:
+- A notifier sends exactly what it is given to exactly the one address it is given; who may be
+  addressed (the owner's verified contacts) and how often (daily limits) is decided before, once,
+  by :func:`zerg.alerts.deliver.deliver`.
+- Every header value is made here, by :func:`header_text` inside :func:`mime_message`, the one
+  builder both email implementations use: CR, LF and every other control character are flattened
+  to a space and long values are cut, so a subject or a name can never add a header (no
+  ``Bcc:`` smuggled in a subject).
+- An SMS longer than :data:`SMS_MAX_BYTES` is split at line, sentence or word boundaries into
+  numbered parts (:func:`split_sms`), each within the limit, prefix included, and at most
+  :data:`SMS_MAX_PARTS` of them (the last cut with "…"); a provider id per part comes back.
+- A provider failure is :class:`NotifierError` with a short reason; nothing else escapes a send.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from email.message import EmailMessage
+
+    from zerg.config import Settings
+
+SUBJECT_MAX = 200  # characters of a Subject header, after flattening
+NAME_MAX = 80  # characters of a display name
+SMS_MAX_BYTES = 1600  # one SNS Publish to a phone number carries at most 1,600 bytes
+SMS_MAX_PARTS = 10  # ~16,000 bytes is already more than anyone reads on a phone; it also bounds one send's cost
+ELLIPSIS = "…"
+
+
+class NotifierError(RuntimeError):
+    """The provider refused or could not be reached; the message says why (for the notifications row)."""
+
+
+@dataclass(frozen=True)
+class Email:
+    """One email to one address. ``text`` is the body; ``html`` defaults to the text, escaped."""
+
+    to: str
+    subject: str
+    text: str
+    sender: str  # the From address (ZERG_SENDER_EMAIL)
+    sender_name: str = "Zerg"
+    html: str | None = None
+    reply_to: str | None = None  # reply+{token}@ZERG_MAIL_DOMAIN
+    message_id: str | None = None  # "<...@domain>"; SES replaces it with its own
+    in_reply_to: str | None = None  # the Message-ID this answers; also becomes References
+
+
+@dataclass(frozen=True)
+class Sms:
+    to: str  # E.164
+    text: str
+
+
+@dataclass(frozen=True)
+class SentEmail:
+    provider_message_id: str  # SES's MessageId, or the outbox file's id
+    message_id: str  # the RFC 5322 Message-ID the recipient sees
+
+
+class Notifier(Protocol):
+    """Sends one email or one SMS (possibly in parts); raises :class:`NotifierError` on failure."""
+
+    def send_email(self, email: Email) -> SentEmail: ...
+
+    def send_sms(self, sms: Sms) -> list[str]: ...
+
+
+def make_notifier(settings: "Settings") -> Notifier:
+    """ZERG_NOTIFIER: ``local`` writes the outbox under ZERG_DATA_DIR, ``aws`` sends with SES v2 and SNS."""
+    if settings.notifier == "aws":
+        from zerg.alerts.ses import SesEmail
+        from zerg.alerts.sns import SnsSms
+
+        return AwsNotifier(SesEmail(), SnsSms(origination=settings.sms_origination))
+    from zerg.alerts.outbox import OutboxNotifier
+
+    return OutboxNotifier(settings.data_dir / "outbox")
+
+
+@dataclass
+class AwsNotifier:
+    """SES v2 for email, SNS for SMS (each builds its client once, on first use)."""
+
+    email: "Notifier"
+    sms: "Notifier"
+
+    def send_email(self, email: Email) -> SentEmail:
+        return self.email.send_email(email)
+
+    def send_sms(self, sms: Sms) -> list[str]:
+        return self.sms.send_sms(sms)
+
+
+# --- headers and bodies: the one place they are built ------------------------------------------
+
+_SPACES = re.compile(r"\s+")
+
+
+def header_text(value: str, limit: int = SUBJECT_MAX) -> str:
+    """``value`` as one safe header line: every control or separator character (CR, LF, TAB, NUL,
+    U+0085, U+2028, ...) becomes a space, runs of spaces become one, and a value longer than
+    ``limit`` characters ends with an ellipsis."""
+    flat = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in value)
+    flat = _SPACES.sub(" ", flat).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def text_to_html(text: str) -> str:
+    """The plain-text body as a minimal HTML alternative (escaped; line breaks kept)."""
+    return ("<!DOCTYPE html><html><body><div style=\"font-family: sans-serif; white-space: pre-wrap\">"
+            f"{html.escape(text)}</div></body></html>")
+
+
+def mime_message(email: Email) -> "EmailMessage":
+    """The RFC 5322 message of ``email``: text plus an HTML alternative, every header through
+    :func:`header_text`. Both implementations send (SES raw) or write (the outbox) exactly this."""
+    from email.headerregistry import Address
+    from email.message import EmailMessage
+    from email.utils import formatdate
+
+    msg = EmailMessage()
+    msg["Subject"] = header_text(email.subject) or "(no subject)"
+    msg["From"] = Address(display_name=header_text(email.sender_name, NAME_MAX), addr_spec=header_text(email.sender))
+    msg["To"] = Address(addr_spec=header_text(email.to))
+    if email.reply_to:
+        msg["Reply-To"] = Address(addr_spec=header_text(email.reply_to))
+    msg["Date"] = formatdate(localtime=False, usegmt=True)
+    if email.message_id:
+        msg["Message-ID"] = header_text(email.message_id, 250)
+    if email.in_reply_to:
+        msg["In-Reply-To"] = msg["References"] = header_text(email.in_reply_to, 250)
+    msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: vacation responders stay quiet
+    msg.set_content(email.text)
+    msg.add_alternative(email.html if email.html is not None else text_to_html(email.text), subtype="html")
+    return msg
+
+
+# --- SMS ------------------------------------------------------------------------------------------
+
+_BREAKS = (re.compile(r"\n"), re.compile(r"(?<=[.!?])\s"), re.compile(r"\s"))
+
+
+def split_sms(text: str, limit: int = SMS_MAX_BYTES, max_parts: int = SMS_MAX_PARTS) -> list[str]:
+    """``text`` as one message, or as numbered parts ("(1/3) ...") of at most ``limit`` UTF-8 bytes
+    each, cut at the last line break, else sentence end, else space that fits (a word longer than
+    a part is cut where it must be). At most ``max_parts``: the last of a longer text is cut and
+    ends with "…"."""
+    text = text.strip()
+    if len(text.encode()) <= limit:
+        return [text]
+    digits = 1
+    while True:  # the prefix is sized for the real count: "(9/9) " until there are 10 parts or more
+        widest = "9" * digits
+        parts = _cut_sms(text, limit - len(f"({widest}/{widest}) ".encode()), max_parts)
+        if len(str(len(parts))) <= digits:
+            return [f"({i}/{len(parts)}) {p}" for i, p in enumerate(parts, 1)]
+        digits += 1
+
+
+def _cut_sms(text: str, room: int, max_parts: int) -> list[str]:
+    parts: list[str] = []
+    rest = text
+    while rest:
+        if len(rest.encode()) <= room:
+            parts.append(rest)
+            break
+        if len(parts) == max_parts - 1:  # the last part allowed: as much as fits, then the ellipsis
+            window = rest.encode()[:room - len(ELLIPSIS.encode())].decode(errors="ignore")
+            parts.append(window[:_cut_at(window, _BREAKS[-1:])].rstrip() + ELLIPSIS)
+            break
+        window = rest.encode()[:room].decode(errors="ignore")
+        cut = _cut_at(window, _BREAKS)
+        parts.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    return parts
+
+
+def _cut_at(window: str, breaks: tuple[re.Pattern[str], ...]) -> int:
+    """Where to end a part within ``window``: the last break of the first kind found past its first
+    third (a part never shrinks to a sliver for a break), else the window's end."""
+    return next((m.end() for pattern in breaks
+                 for m in reversed(list(pattern.finditer(window))) if m.end() > len(window) // 3), len(window))

@@ -1,0 +1,79 @@
+"""What an owner may ask for as a schedule: the body of POST (``ScheduleSpec``) and PATCH
+(``SchedulePatch``) /api/jarvis/schedules, which ``zerg schedules add`` and the supervisor's
+directives build too. Shapes and bounds here; the expression, the time zone and the rules between
+fields are checked by :mod:`zerg.schedules.service` (one place for every caller)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from zerg.alerts.policy import Channel, Severity
+
+KINDS = ("check", "digest", "reminder")
+Kind = Literal["check", "digest", "reminder"]
+Channels = dict[Severity, list[Channel]]
+
+NAME_MAX = 100
+TASK_MAX = 8192  # the table's bound; a check's task is also bounded by ZERG_TASK_MAX_BYTES
+DIGEST_TASK = "Morning digest"
+
+_EXPRESSIONS = {
+    "cron": "Standard 5-field Unix cron in the time zone: '0 6 * * 1' (minute hour day-of-month month "
+            "day-of-week; restrict day-of-month or day-of-week, not both)",
+    "rate": "Every n minutes, hours or days: '15 minutes', '1 hour', '1 day' (at multiples of the period "
+            "since 1970-01-01T00:00Z)",
+    "at": "Once, at this local time in the time zone: '2026-11-23T09:00' (not in the past)",
+}
+
+
+def _dedupe(channels: Channels | None) -> Channels | None:
+    if channels is None:
+        return None
+    return {severity: list(dict.fromkeys(values)) for severity, values in channels.items()}
+
+
+class ScheduleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="Unique among the owner's schedules; not all digits")
+    task: str | None = Field(default=None, max_length=TASK_MAX, description=(
+        "check: what the background run does; reminder: the text sent; digest: optional (default 'Morning digest')"))
+    kind: Kind = Field(default="check", description="check: a background run; digest: the morning digest email; "
+                                                    "reminder: sends task to the owner's channels, no run")
+    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"])
+    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"])
+    at: str | None = Field(default=None, description=_EXPRESSIONS["at"])
+    timezone: str | None = Field(default=None, description="IANA time zone; default: the owner's notification "
+                                                           "policy's, else UTC")
+    enabled: bool = True
+    channels: Channels | None = Field(default=None, description=(
+        "Per-severity channel overrides for this schedule's alerts, e.g. {\"warning\": [\"email\"]}; "
+        "absent or null: the notification policy's"))
+
+    @field_validator("channels")
+    @classmethod
+    def _channels(cls, value: Channels | None) -> Channels | None:
+        return _dedupe(value)
+
+
+class SchedulePatch(BaseModel):
+    """Any subset of the fields; giving cron, rate or at replaces the expression."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
+    task: str | None = Field(default=None, max_length=TASK_MAX)
+    kind: Kind | None = None
+    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"])
+    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"])
+    at: str | None = Field(default=None, description=_EXPRESSIONS["at"])
+    timezone: str | None = None
+    enabled: bool | None = None
+    channels: Channels | None = Field(default=None, description="null: back to the notification policy's")
+
+    @field_validator("channels")
+    @classmethod
+    def _channels(cls, value: Channels | None) -> Channels | None:
+        return _dedupe(value)
