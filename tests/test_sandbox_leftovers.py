@@ -77,14 +77,19 @@ def test_a_crashs_best_effort_processes_are_killed_at_the_next_start(request, wh
     if who == "root":
         require_root("per-call uids")
     uid = 0 if who == "root" else outside_uid(13)
-    token = f"300.{secrets.randbelow(10**6)}"
     restart = ("python3 -c 'from zerg.config import load_settings; from zerg.sandbox import detect; "
                "detect.announce(load_settings({}))' 2>/dev/null; ")
-    before_restart = live_sleepers(token, 0.5)
-    lines, done = crash(request, BEST_EFFORT, f"setsid sleep {token} & sleep 60", token,
-                        after=f"{before_restart}; {restart.replace('python3', os.sys.executable)}"
-                              f"{live_sleepers(token, 0.2)}", uid=uid)
-    assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
+    # The slots' lock is host-wide: a zerg process another test starts (xdist runs two at once) in
+    # the half second between the crash and the probe kills the sleeper first, as it should. Such a
+    # try proves nothing either way; try again with a new token.
+    for _ in range(5):
+        token = f"300.{secrets.randbelow(10**6)}"
+        lines, done = crash(request, BEST_EFFORT, f"setsid sleep {token} & sleep 60", token,
+                            after=f"{live_sleepers(token, 0.5)}; {restart.replace('python3', os.sys.executable)}"
+                                  f"{live_sleepers(token, 0.2)}", uid=uid)
+        assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
+        if lines[2:4] != ["0", "0"]:
+            break
     assert lines[2:4] == ["1", "0"], lines  # alive after the crash, gone once zerg starts again
 
 
