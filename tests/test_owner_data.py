@@ -49,6 +49,7 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
         runs.complete_run(conn, runs.get_run(conn, owner_id, run_id), f"{tag} answer")
         fill_memory(conn, owner_id, run_id, tag)
         fill_background(conn, owner_id, run_id, tag)
+        fill_replies(conn, owner_id, run_id, tag)
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 
@@ -96,6 +97,16 @@ def fill_background(conn, owner_id: int, run_id: int, tag: str) -> None:
                     VALUES (%s, %s, %s, 'warning', 'Disk nearly full', 'model')""", (owner_id, run_id, schedule_id))
     conn.execute("""INSERT INTO escalations (owner_id, run_id, max_repeats, interval_s)
                     VALUES (%s, %s, 3, 900)""", (owner_id, run_id))
+
+
+def fill_replies(conn, owner_id: int, run_id: int, tag: str) -> None:
+    """An inbound reply that started this run, and a directive waiting for its "yes"."""
+    conn.execute("""INSERT INTO inbound_messages (channel, provider_id, source, owner_id, sender, body, run_id, status)
+                    VALUES ('sms', %s, 'sns', %s, '+15550000000', 'make it weekly', %s, 'run')""",
+                 (f"in-{tag}-{run_id}", owner_id, run_id))
+    conn.execute("""INSERT INTO pending_directives (owner_id, run_id, action, args, summary, expires_at)
+                    VALUES (%s, %s, 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1', now() + interval '1 hour')""",
+                 (owner_id, run_id))
 
 
 def owner_row_ids(pool, owner_id: int) -> dict[str, set[int]]:

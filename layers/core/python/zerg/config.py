@@ -220,6 +220,23 @@ class Settings(BaseModel):
         default=None, alias="ZERG_PUBLIC_URL",
         description="Base URL of links in alerts and digests; unset = ZERG_API_URL.",
     )
+    inbound_max_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=64 * 1024, le=40 * 1024 * 1024, alias="ZERG_INBOUND_MAX_BYTES",
+        description="Replies: a raw inbound email larger than this is refused unread (kept, recorded).",
+    )
+    reply_token_days: int = Field(
+        default=30, ge=1, le=365, alias="ZERG_REPLY_TOKEN_DAYS",
+        description="Replies: how long a notification's reply token (and Message-ID) is accepted.",
+    )
+    inbound_dir: Path | None = Field(
+        default=None, alias="ZERG_INBOUND_DIR",
+        description="Local: `zerg serve` takes replies dropped here (*.eml, *.json SMS); unset = ZERG_DATA_DIR/inbound.",
+    )
+    local_inbound_verdicts: Literal["headers", "off"] = Field(
+        default="headers", alias="ZERG_LOCAL_INBOUND_VERDICTS",
+        description="Local replies: headers = refuse a message whose SES/Authentication-Results headers say an "
+                    "SPF, DKIM, spam or virus check failed; off = do not look. On AWS the SES verdicts always apply.",
+    )
 
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
@@ -295,6 +312,11 @@ class Settings(BaseModel):
     @property
     def artifact_root(self) -> Path:
         return self.artifact_dir or self.data_dir / "artifacts"
+
+    @property
+    def inbound_root(self) -> Path:
+        """Local replies: the watched drop directory (``new/``) and where raw messages are kept."""
+        return self.inbound_dir or self.data_dir / "inbound"
 
     @property
     def offline(self) -> bool:

@@ -22,6 +22,8 @@ from psycopg import Connection
 from zerg import contacts, owners
 from zerg.hosts import store as hosts
 from zerg.identity import devices
+from zerg.inbound import messages as inbound_messages
+from zerg.inbound import pending
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.alerts import escalations, inbox, limits, notifications, policy
 from zerg.llm import ledger
@@ -63,6 +65,8 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("notifications", notifications.export_notifications),
     OwnerTable("inbox_items", inbox.export_inbox_items),
     OwnerTable("escalations", escalations.export_escalations),
+    OwnerTable("inbound_messages", inbound_messages.export_inbound_messages),
+    OwnerTable("pending_directives", pending.export_pending_directives),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the
