@@ -4,7 +4,8 @@ live in :mod:`zerg.alerts.contacts_service`.
 
 Invariants:
 - A contact belongs to one owner; every read is scoped by owner, except :func:`lock_address`,
-  the service's own check of who holds an address (its answer never leaves the service).
+  the service's own check of who holds an address (its answer never leaves the service), and
+  :func:`sender_contact`, which finds the owner of an inbound message's verified sender.
 - An address is unique per kind across all owners (the schema's ``UNIQUE (kind, address)``), so a
   sender identifies at most one owner.
 - The code's hash never leaves this module and the service: owner reads return :data:`_PUBLIC`.
@@ -105,6 +106,15 @@ def list_contacts(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
 def get_contact(conn: Connection, owner_id: int, contact_id: int) -> dict[str, Any] | None:
     return conn.execute(f"SELECT {_PUBLIC} FROM owner_contacts WHERE owner_id = %s AND id = %s",
                         (owner_id, contact_id)).fetchone()
+
+
+def sender_contact(conn: Connection, kind: str, address: str) -> dict[str, Any] | None:
+    """The verified contact (any owner, with its ``owner_id``) that ``address`` is, or None: who an
+    inbound message is from. ``address`` is normalised by the caller
+    (:func:`zerg.alerts.contacts_service.normalise`). Inbound use only: it decides the owner."""
+    return conn.execute(
+        f"SELECT {_PUBLIC}, owner_id FROM owner_contacts WHERE kind = %s AND address = %s AND verified_at IS NOT NULL",
+        (kind, address)).fetchone()
 
 
 def verified_contacts(conn: Connection, owner_id: int, kind: str) -> list[dict[str, Any]]:
