@@ -462,6 +462,53 @@ def test_a_cancelled_or_unfinished_reply_run_gets_no_answer(rt, pool, owner):
     assert answers(pool, owner) == []
 
 
+def test_a_reply_run_closed_by_the_aws_execution_status_rule_is_told_it_could_not_finish(runtime_env, pool, owner):
+    from tests.test_execution_status import MACHINE, execution_arn, handle, status_change
+    from zerg.runs import store as runs
+
+    rt = runtime_env(ZERG_STATE_MACHINE_ARN=MACHINE)
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda self, run_id, *a: execution_arn(run_id),
+                                               "close": lambda self: None})()
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    outcome = replies.receive(rt, sms_reply(me["address"], "restart it", previous=sent["provider_message_id"]))
+
+    assert handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))["closed"] is True
+    handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))  # redelivered: nothing twice
+
+    with pool.connection() as conn:
+        assert runs.get_run(conn, owner, outcome.run_id)["status"] == "timeout"
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert answer["address"] == me["address"] and answer["body"].startswith("I could not finish: run timed out")
+    assert answer["body"].endswith(f"/api/jarvis/runs/{outcome.run_id}")
+
+
+def test_a_confirmation_the_provider_refuses_is_recorded_and_the_acknowledgement_stands(rt, pool, owner):
+    from tests.test_escalation import _critical_alert
+    from zerg.alerts import inbox
+    from zerg.alerts.notifier import NotifierError
+
+    run_id, address = _critical_alert(pool, owner, repeats=0, every_s=60)
+    (sent,) = alert(rt, pool, owner, "email", run_id=run_id, severity="critical")
+
+    class Down:
+        def send_email(self, email):
+            raise NotifierError("SES unreachable: timeout")
+
+        def send_sms(self, sms):
+            raise NotifierError("SNS unreachable: timeout")
+
+    rt.__dict__["notifier"] = Down()
+    outcome = replies.receive(rt, email_reply(address, "got it", token=sent["reply_token"]))
+
+    assert outcome.status == "acknowledged" and outcome.reason.startswith("acknowledged the critical alert")
+    with pool.connection() as conn:
+        assert inbox.get(conn, owner, run_id)["acknowledged_at"] is not None
+    (confirmation,) = answers(pool, owner, run_id)
+    assert (confirmation["status"], confirmation["reason"]) == ("failed", "SES unreachable: timeout")
+
+
 # --- duplicates and crashes -------------------------------------------------------------------------------
 
 def test_the_same_message_delivered_twice_starts_one_run(rt, llm, pool, owner):
