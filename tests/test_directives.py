@@ -336,7 +336,7 @@ def test_the_time_zone_and_the_spending_cap_are_preferences_too(runtime_env, poo
         "Preference daily_usd_cap is now 2.50 (was off). Model spending stops for the day (in Europe/Berlin) at that amount.")
     assert str(policy_of(pool, alice.owner_id).daily_usd_cap) == "2.5000"
     assert use(rt, alice.owner_id, run_id, "set_preference", key="daily_usd_cap", value="off").text.startswith(
-        "Preference daily_usd_cap is now off (was 2.5000).")
+        "Preference daily_usd_cap is now off (was 2.50).")
     assert policy_of(pool, alice.owner_id).daily_usd_cap is None
 
 

@@ -101,7 +101,7 @@ def parse_preference(key: str, value: str) -> Preference:
                 amount = Decimal(text.removeprefix("$").replace("USD", "").strip())
             except InvalidOperation:
                 raise DirectiveError(f"{key}: {value!r} is not {PREFERENCE_KEYS[key]}") from None
-            canonical, fields = f"{amount:f}", {"daily_usd_cap": amount}
+            canonical, fields = money(amount), {"daily_usd_cap": amount}
     try:
         change = change_from(fields)
     except PolicyError as exc:
@@ -117,7 +117,15 @@ def shown(policy: Policy, key: str) -> str:
         return policy.quiet_hours or "off"
     if key == "timezone":
         return policy.timezone
-    return "off" if policy.daily_usd_cap is None else f"{policy.daily_usd_cap:f}"
+    return "off" if policy.daily_usd_cap is None else money(policy.daily_usd_cap)
+
+
+def money(amount: Decimal) -> str:
+    """'2.50', '5.00', '0.125': cents always, more digits only when given."""
+    if not amount.is_finite():
+        return str(amount)
+    exact = amount.normalize()
+    return f"{exact:.2f}" if exact.as_tuple().exponent >= -2 else f"{exact:f}"
 
 
 def silenced(before: Policy, pref: Preference) -> str | None:
@@ -288,6 +296,7 @@ def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
             summary = f"delete schedule #{schedule_id} \"{schedule['name']}\" ({written(schedule)})"
             with rt.pool.connection() as conn:
                 return _ask(conn, owner_id, run, "delete_schedule", args, summary)
+        service.get(rt, owner_id, schedule_id)  # another owner's id: "no schedule #N", as when asking
         with rt.pool.connection() as conn:
             question = _confirmable(conn, owner_id, run, "delete_schedule", args)
             conn.commit()  # the lock ends here: the service takes its own connection
