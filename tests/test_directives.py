@@ -472,3 +472,48 @@ def test_the_next_fire_is_shown_in_the_schedules_zone():
                                                   "0 6 1 * *")] == [
         "daily", "weekly", "on its cron", "hourly", "weekly", "monthly"]
     assert next_fire({**row, "enabled": False, "next_fire_at": None}) == "none (paused)"
+
+
+def test_a_crash_between_the_delete_and_marking_the_question_done_leaves_nothing_to_redo(runtime_env, pool, alice,
+                                                                                        monkeypatch):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "delete_schedule", schedule_id=kept["id"])
+    yes = a_run(pool, alice.owner_id, "yes")
+
+    def crash(*_: Any) -> bool:
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr(pending, "mark_done", crash)
+    crashed = use(rt, alice.owner_id, yes, "delete_schedule", schedule_id=kept["id"], confirm=True)
+    assert not crashed.ok and "ConnectionError" in crashed.text  # text for the model, not a stack trace
+    monkeypatch.undo()
+    assert service.list_schedules(rt, alice.owner_id) == []  # the service's transaction committed first
+    again = use(rt, alice.owner_id, yes, "delete_schedule", schedule_id=kept["id"], confirm=True)
+    assert again.text == f"ERROR: no schedule #{kept['id']}"  # a repeated "yes" deletes nothing more
+    assert [q["status"] for q in questions(pool, alice.owner_id)] == ["pending"]  # it expires within a day
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("Infinity", "daily_usd_cap: 'Infinity' is refused"), ("NaN", "daily_usd_cap: 'NaN' is refused"),
+    ("1e9", "daily_usd_cap: '1e9' is refused"), ("2.123456", "daily_usd_cap: '2.123456' is refused"),
+])
+def test_hostile_amounts_are_refused(runtime_env, pool, alice, value, expected):
+    rt = runtime_env()
+    outcome = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="daily_usd_cap", value=value)
+    assert not outcome.ok and expected in outcome.text
+    assert policy_of(pool, alice.owner_id).updated_at is None
+
+
+def test_channels_per_schedule_and_resuming_are_confirmed_in_words(runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id, enabled=False)
+    run_id = a_run(pool, alice.owner_id)
+    routed = use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"], channels={"critical": ["sms"]},
+                 enabled=True)
+    assert routed.text.startswith(f"Schedule #{kept['id']} 'disk check' is enabled again and now runs daily "
+                                  "(cron 0 6 * * *, Europe/Berlin); next: ")
+    assert routed.text.endswith(" Its alerts go to: critical → sms.")
+    back = use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"], channels={})
+    assert back.text.endswith(" Its alerts go to: the notification policy's.")
+    assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
