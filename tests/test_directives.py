@@ -318,6 +318,8 @@ def test_stopping_all_alerts_asks_first_but_silencing_one_severity_does_not(runt
     ("timezone", "Mars/Olympus", "ERROR: timezone: 'Mars/Olympus' is refused (timezone:"),
     ("daily_usd_cap", "lots", "ERROR: daily_usd_cap: 'lots' is not a number of US dollars per day (e.g. 5 or 2.50) or off"),
     ("daily_usd_cap", "-3", "give a number of US dollars per day"),
+    ("channels.critical", "  ", "ERROR: channels.critical: a value is required; give email, sms, email,sms or none"),
+    ("channels.warning", ",", "ERROR: channels.warning: ',' is not email, sms, email,sms or none"),
 ])
 def test_an_unknown_preference_or_a_bad_value_is_told_with_the_keys_or_the_form(runtime_env, pool, alice,
                                                                                  key, value, expected):

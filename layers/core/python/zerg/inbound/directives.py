@@ -55,7 +55,7 @@ PREFERENCE_KEYS: dict[str, str] = {
     "timezone": "an IANA time zone, e.g. Europe/Berlin",
     "daily_usd_cap": "a number of US dollars per day (e.g. 5 or 2.50) or off",
 }
-_OFF = ("off", "none", "no", "")
+_OFF = ("off", "none", "no")
 _SPLIT = re.compile(r"[\s,+/&]+|\band\b")
 
 
@@ -77,12 +77,14 @@ def parse_preference(key: str, value: str) -> Preference:
     if key not in PREFERENCE_KEYS:
         raise DirectiveError(f"unknown preference {key!r}; the keys are: {_keys()}")
     text = value.strip()
+    if not text:  # never read as "none" or "off": silence is asked for in words
+        raise DirectiveError(f"{key}: a value is required; give {PREFERENCE_KEYS[key]}")
     fields: dict[str, Any]
     if key.startswith("channels."):
         words = [w for w in _SPLIT.split(text.lower()) if w]
-        if not words or words in (["none"], ["off"], ["no"]):
+        if words in (["none"], ["off"], ["no"]):
             chosen: list[str] = []
-        elif all(w in CHANNELS for w in words):
+        elif words and all(w in CHANNELS for w in words):
             chosen = [c for c in CHANNELS if c in words]
         else:
             raise DirectiveError(f"{key}: {value!r} is not {PREFERENCE_KEYS[key]}")
