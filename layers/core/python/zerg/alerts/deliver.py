@@ -8,7 +8,8 @@ Invariants:
   address being verified (that is the point of it), through the same limits and records.
 - Every recipient gets one ``notifications`` row: ``sent``, ``held`` (quiet hours, with
   ``release_at``), ``suppressed`` (and why: no verified contact, the daily limit) or ``failed``
-  (and why). No verified contact is one ``suppressed`` row with no address.
+  (and why). No verified contact is one ``suppressed`` row with no address; when every verified
+  contact of the channel opted out (SMS STOP), its reason is :data:`OPTED_OUT`.
 - A send is reserved against the owner's daily limit of its channel before it is made
   (:func:`zerg.alerts.limits.reserve`, atomic); a failed send gives the reservation back.
 - Nothing raises to the caller for a provider's failure: the row says ``failed``, a log line says
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 Channel = Literal["email", "sms"]
 Purpose = Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer"]
 MASK = "••••••"
+OPTED_OUT = "opted out (STOP)"  # every verified SMS contact replied STOP (zerg.contacts.opt_out)
 RELEASE_BATCH = 50
 RELEASE_EVERY_S = 60.0  # how often held notifications are looked at (housekeeping "notifications")
 
@@ -82,8 +84,9 @@ def deliver(rt: "Runtime", owner_id: int, *, channel: Channel, purpose: Purpose,
         recipients = contacts.verified_contacts(conn, owner_id, channel)
         policy = get_policy(conn, owner_id)
         if not recipients:
+            opted_out = contacts.opted_out_contacts(conn, owner_id, channel)
             row = notifications.record(conn, owner_id, **msg.row_fields(), status="suppressed",
-                                       reason=f"no verified {channel} contact")
+                                       reason=OPTED_OUT if opted_out else f"no verified {channel} contact")
             _log(row)
             return [row]
         release_at = in_quiet_hours(policy, now) if hold_in_quiet_hours and channel == "sms" else None
@@ -149,6 +152,8 @@ def _release_one(rt: "Runtime", held: dict[str, Any], now: datetime) -> str:
         reason = None
         if contact is None or contact["verified_at"] is None:
             reason = "held for quiet hours; the contact was removed or unverified meanwhile"
+        elif contact["opted_out_at"] is not None:
+            reason = f"held for quiet hours; {OPTED_OUT} meanwhile"
         elif held["run_id"] is not None and (inbox.get(conn, owner_id, held["run_id"]) or {}).get("acknowledged_at"):
             reason = "held for quiet hours; acknowledged meanwhile"  # the owner has seen it: no text at 7 am
         if reason is not None:
