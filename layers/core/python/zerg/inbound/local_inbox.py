@@ -86,8 +86,8 @@ def sms_from_json(raw: bytes) -> Inbound:
     digest = hashlib.sha256(raw).hexdigest()
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        return _refused_sms(digest, f"not a JSON SMS file: {str(exc)[:200]}")
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return _refused_sms(digest, f"not a JSON SMS file: {str(exc)[:200] or type(exc).__name__}")
     if not isinstance(doc, dict):
         return _refused_sms(digest, "not a JSON SMS file: expected an object with from, text and reply_to")
     # The parser refuses what is not a string (a missing field included) and says which.
