@@ -192,3 +192,20 @@ def test_the_inbound_housekeeping_task_completes_replies_left_half_done(rt):
     out = handler({"trigger": "housekeeping", "task": "inbound"})
 
     assert (out["trigger"], out["task"]) == ("housekeeping", "inbound") and isinstance(out["result"], dict)
+
+
+def test_mail_whose_object_is_missing_is_recorded_and_s3_unreachable_raises_for_a_retry(runtime_env, pool, owner):
+    from zerg.inbound.email import InboundUnavailable
+
+    contact = verified_contact(pool, owner, "email")
+    with mock_aws():
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        runtime_env(ZERG_ARTIFACT_BACKEND="s3", ZERG_ARTIFACT_BUCKET=BUCKET)
+        missing = secrets.token_hex(16)
+
+        (result,) = handler(ses_event(missing, contact["address"], "reply+x@zerg.localhost"))["results"]
+
+        assert result["status"] == "rejected" and result["reason"].startswith("raw message not found")
+        runtime_env(ZERG_ARTIFACT_BACKEND="s3", ZERG_ARTIFACT_BUCKET="no-such-bucket-here")
+        with pytest.raises(InboundUnavailable):  # S3 refusing: Lambda's retry delivers the event again
+            handler(ses_event(secrets.token_hex(16), contact["address"], "reply+x@zerg.localhost"))

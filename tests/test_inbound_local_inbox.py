@@ -193,3 +193,46 @@ def test_zerg_serve_takes_dropped_replies_every_two_seconds(runtime_env):
 
     assert task.interval_s == local_inbox.SWEEP_EVERY_S == 2.0 and task.first_delay_s == 0
     assert task.run.func is local_inbox.run_sweep
+
+
+def test_a_file_the_code_chokes_on_goes_to_failed_and_never_blocks_the_files_after_it(rt, pool, owner, monkeypatch):
+    from zerg.inbound import sms
+
+    phone = alert_sms(rt, pool, owner)
+    real = sms.from_local
+
+    def choking(sender, text, **kw):
+        if text == "poison":
+            raise ValueError("a bug in the parser")
+        return real(sender, text, **kw)
+
+    monkeypatch.setattr(sms, "from_local", choking)
+    drop(rt, "1-poison.json", sms_file(phone["address"], "poison"))
+    drop(rt, "2-fine.json", sms_file(phone["address"], "STOP"))
+
+    taken = {t.name: t for t in local_inbox.sweep(rt)}
+
+    assert (taken["1-poison.json"].moved_to, taken["1-poison.json"].reason) == (
+        "failed", "could not be processed: ValueError")
+    assert (taken["2-fine.json"].moved_to, taken["2-fine.json"].status) == ("processed", "keyword")
+
+
+def test_a_database_outage_leaves_the_file_in_new_for_the_next_sweep(rt, pool, owner, monkeypatch):
+    from psycopg import OperationalError
+
+    from zerg.inbound import replies
+
+    phone = alert_sms(rt, pool, owner)
+    drop(rt, "reply.json", sms_file(phone["address"], "STOP"))
+
+    def outage(rt, inbound):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(replies, "receive", outage)
+    with pytest.raises(OperationalError):  # housekeeping logs it and runs the task again
+        local_inbox.sweep(rt)
+    monkeypatch.undo()
+
+    assert listing(rt, "new") == ["reply.json"] and listing(rt, "failed") == []
+    (taken,) = local_inbox.sweep(rt)
+    assert (taken.moved_to, taken.status) == ("processed", "keyword")

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from zerg import observability
 from zerg.inbound.messages import Inbound
 
@@ -123,18 +125,17 @@ def _take(rt: Runtime, path: Path, processed: Path, failed: Path) -> Taken | Non
         return _move(path, failed, Taken(path.name, "failed", "unreadable",
                                          "a symbolic link: only regular files dropped here are read"))
     try:
-        if path.suffix == ".eml":
-            inbound = email_from_file(rt, path, follow_symlinks=False)
-        else:
-            with _open_regular(path, follow_symlinks=False) as fh:
-                raw = fh.read(SMS_FILE_MAX_BYTES + 1)
-            inbound = sms_from_json(raw) if len(raw) <= SMS_FILE_MAX_BYTES else _refused_sms(
-                hashlib.sha256(raw).hexdigest(), f"an SMS file of more than {SMS_FILE_MAX_BYTES} bytes")
+        inbound = _read(rt, path)
+        outcome = replies.receive(rt, inbound)
     except FileNotFoundError:  # taken by another sweep meanwhile
         return None
     except OSError as exc:
         return _move(path, failed, Taken(path.name, "failed", "unreadable", f"unreadable: {exc.strerror or exc}"))
-    outcome = replies.receive(rt, inbound)
+    except psycopg.Error:  # the database: the file stays in new/ and the next sweep tries again
+        raise
+    except Exception as exc:  # a bug: this file must not block the ones after it, sweep after sweep
+        log.exception("inbound file could not be processed", extra={"file": path.name})
+        return _move(path, failed, Taken(path.name, "failed", "failed", f"could not be processed: {type(exc).__name__}"))
     where = "processed" if outcome.status in TAKEN else "new" if outcome.status == "received" else "failed"
     taken = Taken(path.name, where, outcome.status, outcome.reason, outcome.inbound_id, outcome.run_id)
     log.info("inbound file taken", extra={"file": path.name, "status": outcome.status, "inbound_id": outcome.inbound_id,
@@ -142,6 +143,16 @@ def _take(rt: Runtime, path: Path, processed: Path, failed: Path) -> Taken | Non
     if where == "new":  # the first delivery of the same message is still at work: look again next sweep
         return taken
     return _move(path, processed if where == "processed" else failed, taken)
+
+
+def _read(rt: Runtime, path: Path) -> Inbound:
+    if path.suffix == ".eml":
+        return email_from_file(rt, path, follow_symlinks=False)
+    with _open_regular(path, follow_symlinks=False) as fh:
+        raw = fh.read(SMS_FILE_MAX_BYTES + 1)
+    if len(raw) > SMS_FILE_MAX_BYTES:
+        return _refused_sms(hashlib.sha256(raw).hexdigest(), f"an SMS file of more than {SMS_FILE_MAX_BYTES} bytes")
+    return sms_from_json(raw)
 
 
 def _move(path: Path, into: Path, taken: Taken) -> Taken | None:
