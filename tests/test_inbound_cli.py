@@ -69,6 +69,7 @@ def test_an_email_file_from_the_owner_starts_a_run_and_prints_its_answer(rt, poo
     assert f"inbound email {row['id']}: run {run['id']}" in out.splitlines()[0]
     assert "Disk usage is at 41%." in out and f"run {run['id']}: success" in out
     assert (row["status"], row["source"], row["body"]) == ("run", "local", "what is using the disk?")
+    assert out.splitlines()[-1] == f"answer: email to {contact['address']}: sent"
 
 
 def test_an_sms_from_the_owners_number_starts_a_run_and_prints_its_answer(rt, pool, owner, capsys):
@@ -81,6 +82,7 @@ def test_an_sms_from_the_owners_number_starts_a_run_and_prints_its_answer(rt, po
     (run,) = runs_with_trigger(pool, owner, "sms")
     assert out.splitlines()[0] == f"inbound sms {row['id']}: run {run['id']}"
     assert "Disk usage is at 41%." in out and row["body"] == "how full is /var?"
+    assert out.splitlines()[-1] == f"answer: sms to {phone['address']}: sent"  # back on the same channel
 
 
 def test_a_keyword_exits_0_and_is_recorded_as_one(rt, pool, owner, capsys):

@@ -3,7 +3,8 @@ and the same pipeline (:func:`zerg.inbound.replies.receive`), and list the owner
 
 ``zerg inbound email FILE.eml`` and ``zerg inbound sms --from +15551234567 "text"`` print what
 became of the message (status, reason, inbound id, run id); when it started a run, they wait for
-it and print its answer as ``zerg schedules run-now`` does. The owner is whoever the sender is a
+it and print its answer as ``zerg schedules run-now`` does, then where the answer went back
+(``answer: sms to +1555...: sent``). The owner is whoever the sender is a
 verified contact of (never ``--owner``: the pipeline decides). Exit status: 0 a run that
 succeeded, an acknowledgement or a keyword; 1 refused (the reason on stderr), or its run did not
 succeed; 2 bad usage (a missing or unreadable file, an empty text); 130 Ctrl-C.
@@ -70,9 +71,22 @@ def _deliver(args: argparse.Namespace, parse: Callable[[Any], Any]) -> int:
             return fail(f"{outcome.status}: {outcome.reason or 'no reason recorded'}", 1)
         if outcome.status != "run" or outcome.run_id is None or outcome.duplicate:
             return 0  # a duplicate's run belongs to the first delivery
-        return wait_for_run(rt, outcome.owner_id, outcome.run_id)
+        status = wait_for_run(rt, outcome.owner_id, outcome.run_id)
+        _print_answers(rt, outcome.owner_id, outcome.run_id)
+        return status
     finally:
         rt.close()
+
+
+def _print_answers(rt: Any, owner_id: int, run_id: int) -> None:
+    """Where the run's answer went back (the reply's channel, the contact that wrote)."""
+    from zerg.alerts import notifications
+
+    with rt.pool.connection() as conn:
+        sent = [n for n in notifications.for_run(conn, owner_id, run_id) if n["purpose"] == "answer"]
+    for n in sent:
+        print(f"answer: {n['channel']} to {n['address'] or '-'}: {n['status']}"
+              + (f" ({n['reason']})" if n["reason"] else ""))
 
 
 def describe(channel: str, outcome: Any) -> str:
