@@ -173,7 +173,11 @@ def _move(path: Path, into: Path, taken: Taken) -> Taken | None:
     if taken.moved_to == "failed":
         lines = [f"status: {taken.status}", f"reason: {taken.reason}"]
         lines += [f"inbound message: {taken.inbound_id}"] if taken.inbound_id is not None else []
-        target.with_name(target.name + ".reason").write_text("\n".join(lines) + "\n")
+        try:
+            target.with_name(target.name + ".reason").write_text("\n".join(lines) + "\n")
+        except OSError as exc:  # the row (when there is one) and the log line still say why
+            observability.logger().warning("inbound file: its reason not written", extra={
+                "file": target.name, "reason": taken.reason, "error": str(exc)})
     return taken
 
 
