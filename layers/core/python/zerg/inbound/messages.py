@@ -62,10 +62,13 @@ class Inbound:
 
 
 def clean(value: str | None, limit: int | None = None) -> str | None:
-    """``value`` as PostgreSQL text (NUL removed) within ``limit`` characters (cut with a marker)."""
+    """``value`` as PostgreSQL text within ``limit`` characters (cut with a marker): NUL and lone
+    surrogates (a utf-7 or unicode_escape part decodes to one; UTF-8 cannot carry it) removed."""
     if value is None:
         return None
     value = str(value).replace("\x00", "")
+    if not value.isascii():
+        value = value.encode("utf-8", "surrogatepass").decode("utf-8", "ignore")
     if limit is not None and len(value) > limit:
         value = value[: limit - len(TRUNCATED)] + TRUNCATED
     return value
