@@ -306,6 +306,8 @@ class Contact(BaseModel):
     verified_at: datetime | None
     created_at: datetime
     code_expires_at: datetime | None = Field(description="Unverified: when the code sent last expires")
+    opted_out_at: datetime | None = Field(
+        description="SMS: when the number replied STOP; nothing is texted to it until it replies START. null: not opted out")
 
 
 class ContactList(BaseModel):
