@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -87,6 +87,63 @@ class SnsRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
     EventSource: Literal["aws:sns"]
     Sns: SnsNotification
+
+
+class SesVerdict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    status: str = Field(min_length=1, max_length=40)  # PASS | FAIL | GRAY | PROCESSING_FAILED
+
+
+class SesReceipt(BaseModel):
+    """What SES decided on receipt: the envelope recipients and its verdicts."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    recipients: list[Annotated[str, Field(max_length=400)]] = Field(min_length=1, max_length=100)
+    spf: SesVerdict = Field(alias="spfVerdict")
+    dkim: SesVerdict = Field(alias="dkimVerdict")
+    spam: SesVerdict = Field(alias="spamVerdict")
+    virus: SesVerdict = Field(alias="virusVerdict")
+    dmarc: SesVerdict | None = Field(default=None, alias="dmarcVerdict")
+
+    def verdicts(self) -> dict[str, str]:
+        found = {"spf": self.spf.status, "dkim": self.dkim.status, "spam": self.spam.status, "virus": self.virus.status}
+        return found | ({"dmarc": self.dmarc.status} if self.dmarc else {})
+
+
+class SesCommonHeaders(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    from_: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, alias="from", max_length=50)
+    subject: str | None = Field(default=None, max_length=2000)
+
+
+class SesMail(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # The S3 key's last part: letters, digits, dot, dash, underscore (no "/", never "..").
+    message_id: str = Field(alias="messageId", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    source: str = Field(default="", max_length=400)  # the envelope sender (MAIL FROM), SPF-checked
+    common_headers: SesCommonHeaders = Field(default_factory=SesCommonHeaders, alias="commonHeaders")
+
+    @field_validator("message_id")
+    @classmethod
+    def _no_dot_dot(cls, value: str) -> str:
+        if ".." in value:
+            raise ValueError("must not contain '..'")
+        return value
+
+
+class SesMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    mail: SesMail
+    receipt: SesReceipt
+
+
+class SesRecord(BaseModel):
+    """One record of SES's Lambda event (a receipt rule's Lambda action, Event invocation type). It
+    carries no body: the rule's S3 action stored the raw message first (``inbound/email/{messageId}``)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    event_source: Literal["aws:ses"] = Field(alias="eventSource")
+    ses: SesMessage
 
 
 def parse_scheduled_time(text: str) -> datetime:
