@@ -267,12 +267,69 @@ def test_an_ack_with_nothing_to_acknowledge_starts_nothing_and_sends_nothing(rt,
     assert reply_runs(pool, owner) == []
 
 
+# --- SMS keywords -------------------------------------------------------------------------------------
+
+def contact_row(pool, contact_id: int) -> dict:
+    with pool.connection() as conn:
+        return conn.execute("SELECT opted_out_at, opted_out_by FROM owner_contacts WHERE id = %s", (contact_id,)).fetchone()
+
+
+def test_stop_opts_the_number_out_without_a_confirmation_and_start_opts_it_in_with_one(rt, pool, owner):
+    from zerg.alerts.deliver import OPTED_OUT
+
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    before = len(texts(rt.settings.data_dir))
+
+    stop = replies.receive(rt, sms_reply(me["address"], "Stop", previous=sent["provider_message_id"]))
+
+    assert (stop.status, stop.reason, stop.run_id) == ("keyword", "STOP: no more SMS to this number until START", None)
+    assert contact_row(pool, me["id"])["opted_out_by"] == stop.inbound_id
+    assert len(texts(rt.settings.data_dir)) == before  # the carrier confirms a STOP, Zerg says nothing more
+    (later,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    assert (later["status"], later["reason"]) == ("suppressed", OPTED_OUT)
+
+    start = replies.receive(rt, sms_reply(me["address"], "START"))  # no message to answer needed
+
+    assert (start.status, start.reason) == ("keyword", "START: SMS to this number resumed")
+    assert contact_row(pool, me["id"])["opted_out_at"] is None
+    assert [t["parts"] for t in texts(rt.settings.data_dir)[before:] if t["to"] == me["address"]] == [[replies.START_TEXT]]
+    assert reply_runs(pool, owner) == []
+
+
+def test_help_is_answered_to_that_number_unless_it_opted_out(rt, pool, owner):
+    from zerg.inbound.sms import HELP_TEXT
+
+    me, other = verified_contact(pool, owner, "sms"), verified_contact(pool, owner, "sms")
+
+    first = replies.receive(rt, sms_reply(me["address"], "help"))
+    replies.receive(rt, sms_reply(me["address"], "STOP"))
+    second = replies.receive(rt, sms_reply(me["address"], "HELP"))
+
+    assert (first.status, second.status) == ("keyword", "keyword")
+    assert [(t["to"], t["parts"]) for t in texts(rt.settings.data_dir)] == [(me["address"], [HELP_TEXT])]
+    (help_row, suppressed) = answers(pool, owner)
+    assert (help_row["status"], suppressed["status"], suppressed["reason"]) == ("sent", "suppressed", "opted out (STOP)")
+    assert other["address"] not in {t["to"] for t in texts(rt.settings.data_dir)}
+
+
+def test_a_keyword_from_an_unknown_number_is_rejected_and_opts_nobody_out(rt, pool, owner):
+    me = verified_contact(pool, owner, "sms")
+
+    outcome = replies.receive(rt, sms_reply(unique_number(), "STOP"))
+
+    assert_rejected(pool, outcome, "unknown sender", None)
+    assert contact_row(pool, me["id"])["opted_out_at"] is None
+
+
 # --- a reply's run ------------------------------------------------------------------------------------
 
 def scheduled_alert(rt, pool, owner_id: int) -> tuple[dict, dict]:
     """A daily check's background run with a warning inbox item: (schedule, run)."""
     from tests.test_background_runs import scheduled_start
     from zerg.runs import store as runs
+    from zerg.schedules import fires
 
     run = scheduled_start(rt, pool, owner_id, name=unique_name("disk check"))
     with pool.connection() as conn:
@@ -280,8 +337,7 @@ def scheduled_alert(rt, pool, owner_id: int) -> tuple[dict, dict]:
         conn.execute("""INSERT INTO inbox_items (owner_id, run_id, severity, headline, details, assessed_by)
                         VALUES (%s, %s, 'warning', 'Disk at 91%% on cube', 'df: / 91%% used', 'model')""",
                      (owner_id, run["id"]))
-        schedule = conn.execute("SELECT * FROM schedules WHERE owner_id = %s AND last_run_id = %s",
-                                (owner_id, run["id"])).fetchone()
+        schedule = fires.schedule_of_run(conn, owner_id, run["id"])
     return schedule, run
 
 
@@ -308,7 +364,7 @@ def test_a_reply_starts_a_run_that_sees_what_it_answers_and_its_answer_comes_bac
 
     request = next(r for r in llm.requests if role_of(r) == "supervisor")
     texts_sent = [m["content"] for m in request["messages"]]
-    (layer,) = [t for t in texts_sent if "[REPLY CONTEXT]" in t]
+    (layer,) = [m["content"] for m in request["messages"] if m["role"] == "user" and "[REPLY CONTEXT]" in m["content"]]
     assert layer.startswith("<<<UNTRUSTED-DATA ") and "BEGIN: reply context" in layer  # fenced, labelled data
     (data,) = fenced_parts(layer)
     assert f"Subject: {ALERT_SUBJECT}" in data and "Inbox item: warning: Disk at 91% on cube (not acknowledged)" in data
@@ -404,6 +460,53 @@ def test_a_cancelled_or_unfinished_reply_run_gets_no_answer(rt, pool, owner):
         conn.execute("UPDATE runs SET status = 'cancelled', finished_at = now() WHERE id = %s", (outcome.run_id,))
     assert replies.answer_reply_run(rt, owner, outcome.run_id)["skipped"] == "the run is cancelled"
     assert answers(pool, owner) == []
+
+
+def test_a_reply_run_closed_by_the_aws_execution_status_rule_is_told_it_could_not_finish(runtime_env, pool, owner):
+    from tests.test_execution_status import MACHINE, execution_arn, handle, status_change
+    from zerg.runs import store as runs
+
+    rt = runtime_env(ZERG_STATE_MACHINE_ARN=MACHINE)
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda self, run_id, *a: execution_arn(run_id),
+                                               "close": lambda self: None})()
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    outcome = replies.receive(rt, sms_reply(me["address"], "restart it", previous=sent["provider_message_id"]))
+
+    assert handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))["closed"] is True
+    handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))  # redelivered: nothing twice
+
+    with pool.connection() as conn:
+        assert runs.get_run(conn, owner, outcome.run_id)["status"] == "timeout"
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert answer["address"] == me["address"] and answer["body"].startswith("I could not finish: run timed out")
+    assert answer["body"].endswith(f"/api/jarvis/runs/{outcome.run_id}")
+
+
+def test_a_confirmation_the_provider_refuses_is_recorded_and_the_acknowledgement_stands(rt, pool, owner):
+    from tests.test_escalation import _critical_alert
+    from zerg.alerts import inbox
+    from zerg.alerts.notifier import NotifierError
+
+    run_id, address = _critical_alert(pool, owner, repeats=0, every_s=60)
+    (sent,) = alert(rt, pool, owner, "email", run_id=run_id, severity="critical")
+
+    class Down:
+        def send_email(self, email):
+            raise NotifierError("SES unreachable: timeout")
+
+        def send_sms(self, sms):
+            raise NotifierError("SNS unreachable: timeout")
+
+    rt.__dict__["notifier"] = Down()
+    outcome = replies.receive(rt, email_reply(address, "got it", token=sent["reply_token"]))
+
+    assert outcome.status == "acknowledged" and outcome.reason.startswith("acknowledged the critical alert")
+    with pool.connection() as conn:
+        assert inbox.get(conn, owner, run_id)["acknowledged_at"] is not None
+    (confirmation,) = answers(pool, owner, run_id)
+    assert (confirmation["status"], confirmation["reason"]) == ("failed", "SES unreachable: timeout")
 
 
 # --- duplicates and crashes -------------------------------------------------------------------------------

@@ -148,7 +148,8 @@ def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = N
             continue
         if done:
             observability.logger().warning("recovered an inbound message its process left unfinished", extra={
-                "inbound_id": row["id"], "was": row["status"]})
+                "inbound_id": row["id"], "was": row["status"],
+                "now": outcome.status if row["status"] == "received" else "run started"})
     return counts
 
 
@@ -371,14 +372,15 @@ def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     from zerg.alerts.severity import one_line
 
     link = run_link(base_url(settings), run["id"])
-    if run["status"] in ("success", "timeout") and (run["result"] or "").strip():
+    answered = run["status"] in ("success", "timeout") and bool((run["result"] or "").strip())
+    if answered:
         text = run["result"].strip()
     else:
         text = f"I could not finish: {one_line(run['error'] or run['status'], 300)}"
     if channel == "email":
         return f"{text[:EMAIL_ANSWER_CHARS]}\n\n--\nRun: {link}"
     if len(text) + len(link) + 1 <= SMS_ANSWER_CHARS:
-        return f"{text} {link}" if run["status"] not in ("success", "timeout") else text
+        return text if answered else f"{text} {link}"
     tail = f"… Full answer: {link}"
     return text[: SMS_ANSWER_CHARS - len(tail)].rstrip() + tail
 

@@ -3,8 +3,9 @@
 Plan, resume and the last answer at the run's deadline all build every request here, in this order:
 
 1. the static system prompt: first, and byte-identical for every run and owner so that a
-   provider's prompt cache can serve it (one per mode: an unattended run started by a schedule
-   gets the background rules after the same text, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
+   provider's prompt cache can serve it (one per mode, both beginning with the same text: a run a
+   person started gets the directive rules after it, an unattended run started by a schedule the
+   background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;
 3. the task, preceded for a reply's run (trigger ``email``/``sms``) by the ``[REPLY CONTEXT]``
@@ -61,10 +62,10 @@ SUMMARY_ROWS = 20  # newest compaction summaries read
 # values over ARGUMENT_VALUE_BYTES give way first, so a path or a job id stays readable.
 ARGUMENTS_KEPT_BYTES = 1_024
 ARGUMENT_VALUE_BYTES = 200
-# The supervisor's tools array (19 tools in a person's run, 18 in a scheduled one) is sent beside
+# The supervisor's tools array (24 tools in a person's run, 18 in a scheduled one) is sent beside
 # the messages and not counted in the budget: the same bytes in every request, after the prompt in
-# the provider's cache. Its size, kept true by a test: about 10.3 KB.
-TOOLS_BYTES_AT_MOST = 10_500
+# the provider's cache. Its size, kept true by a test: about 14.1 KB.
+TOOLS_BYTES_AT_MOST = 14_300
 
 MEMORY_LABEL = "memory recall: the owner's long-term memory (ephemeral)"
 REPLY_LABEL = "reply context: what the owner's email or SMS reply answers (ephemeral)"

@@ -88,15 +88,17 @@ SPAWN_TOOL = Tool(
 
 
 def supervisor_tools(*, background: bool = False) -> dict[str, Tool]:
-    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder."""
-    from zerg.tools import clock, connectors, http, memory, reminders
+    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder and no
+    directive tools (schedules, preferences)."""
+    from zerg.tools import clock, connectors, directives, http, memory, reminders
     from zerg.tools.facts import TOOLS as FACT_TOOLS
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
     tools = {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS,
                                  *connectors.SUPERVISOR_TOOLS)}
     if not background:  # a person's run only: text a scheduled run reads must not plant reminders
-        tools[reminders.TOOL.name] = reminders.TOOL
+        tools[reminders.TOOL.name] = reminders.TOOL  # nor change its own schedule or alerts
+        tools.update({t.name: t for t in directives.TOOLS})
     return tools
 
 
