@@ -14,6 +14,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import re
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -53,17 +54,20 @@ class Aws:
 
         return boto3.client(service, region_name="us-east-1")
 
-    def emails(self) -> list[email.message.EmailMessage]:
-        """Every email Zerg sent, oldest first, parsed as the recipient's client would."""
+    def raw_emails(self) -> list[bytes]:
+        """Every email Zerg sent, oldest first, as it went on the wire (SES raw data, or the .eml)."""
         if self.notifier == "local":
-            from tests.support.notify import emails
+            from tests.support.notify import outbox
 
-            return emails(self.rt.settings.data_dir)
+            return [p.read_bytes() for p in sorted(outbox(self.rt.settings.data_dir).glob("*.eml"))]
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.ses.models import ses_backends
 
-        return [email.message_from_string(m.raw_data, policy=email.policy.default)
-                for m in ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages]
+        return [m.raw_data.encode() for m in ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages]
+
+    def emails(self) -> list[email.message.EmailMessage]:
+        """Every email Zerg sent, oldest first, parsed as the recipient's client would."""
+        return [email.message_from_bytes(raw, policy=email.policy.default) for raw in self.raw_emails()]
 
     def texts(self) -> list[tuple[str, str]]:
         """Every SMS Zerg sent: (number, text), oldest first."""
@@ -85,7 +89,7 @@ class Aws:
         (Event) with the receipt, whose verdicts are ``verdict``. Returns the handler's answer."""
         message_id = ses_message_id()
         self.client("s3").put_object(Bucket=BUCKET, Key=f"inbound/email/{message_id}", Body=raw)
-        return ingress(ses_event(message_id, raw, sender=sender, recipients=recipients, verdict=verdict))
+        return ingress(ses_event(message_id, sender=sender, recipients=recipients, verdict=verdict))
 
 
 @pytest.fixture(params=["aws", "local"])
@@ -112,37 +116,28 @@ def ingress(event: dict) -> dict:
     return handler(event, None)
 
 
+def message_ids(raw: bytes, header: str) -> list[str]:
+    """The Message-IDs in ``header`` of a raw email as a mail client threading it reads them: the
+    header unfolded, its ``<...>`` tokens (RFC 5322 msg-id; an RFC 2047 encoded-word is not one)."""
+    from email.parser import BytesHeaderParser
+    from email.policy import compat32
+
+    value = BytesHeaderParser(policy=compat32).parsebytes(raw)[header] or ""
+    return re.findall(r"<[^<>\s]+>", str(value))
+
+
 def ses_message_id() -> str:
     """An id shaped like SES's (the S3 object's name, and the provider id of the inbound row)."""
     return secrets.token_hex(20)
 
 
-def ses_event(message_id: str, raw: bytes, *, sender: str, recipients: list[str], verdict: str = "PASS") -> dict:
+def ses_event(message_id: str, *, sender: str, recipients: list[str], verdict: str = "PASS") -> dict:
     """The event SES's Lambda action delivers (Event invocation): the receipt and the mail's headers,
     never its body (that is in S3)."""
-    msg = email.message_from_bytes(raw, policy=email.policy.default)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    headers = [{"name": k, "value": str(v)} for k, v in msg.items()]
-    status = {"status": verdict}
-    return {"Records": [{
-        "eventSource": "aws:ses",
-        "eventVersion": "1.0",
-        "ses": {
-            "mail": {
-                "timestamp": now, "source": sender, "messageId": message_id, "destination": recipients,
-                "headersTruncated": False, "headers": headers,
-                "commonHeaders": {"returnPath": sender, "from": [str(msg["From"])], "date": str(msg["Date"]),
-                                  "to": [str(msg["To"])], "messageId": str(msg["Message-ID"]),
-                                  "subject": str(msg["Subject"])},
-            },
-            "receipt": {
-                "timestamp": now, "processingTimeMillis": 412, "recipients": recipients,
-                "spamVerdict": status, "virusVerdict": status, "spfVerdict": status, "dkimVerdict": status,
-                "dmarcVerdict": status,
-                "action": {"type": "Lambda", "functionArn": TARGET, "invocationType": "Event"},
-            },
-        },
-    }]}
+    from tests.support.mail import ses_record
+
+    return {"Records": [ses_record(message_id, recipients=recipients, sender=sender, spf=verdict, dkim=verdict,
+                                   spam=verdict, virus=verdict, dmarc=verdict)]}
 
 
 def sns_sms_event(sender: str, body: str, *, inbound_id: str | None = None, previous: str | None = None) -> dict:
@@ -230,7 +225,8 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
         reply_requests.append(request)
         if not tool_results(request):
             assert "update_schedule" in tool_names(request)
-            return {"tool_calls": [("update_schedule", {"schedule_id": check["id"], "cron": "0 6 * * 1"})]}
+            (named,) = re.findall(r"Schedule: #(\d+) '", request_text(request))  # as the reply context names it
+            return {"tool_calls": [("update_schedule", {"schedule_id": int(named), "cron": "0 6 * * 1"})]}
         return {"content": "Done. " + tool_results(request)[-1]}
 
     llm.respond_with(lambda request: (check_run if background(request) else reply_run)(request))
@@ -261,7 +257,8 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     assert "make this weekly" in run["task"]
     # The model was shown what the reply answers: the alert and the schedule behind it, fenced as data.
     first = request_text(reply_requests[0])
-    assert "REPLY CONTEXT" in first and "Disk at 91% on this machine" in first and check["name"] in first
+    assert "[REPLY CONTEXT]" in first and "Disk at 91% on this machine" in first
+    assert f"Schedule: #{check['id']} 'disk check'" in first
 
     # Weekly in the table and in EventBridge Scheduler.
     weekly = schedule_row(pool, check["id"])
@@ -269,12 +266,12 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     assert aws.scheduler_expression(check["id"]) == "cron(0 6 ? * 2 *)"
 
     # The confirmation goes back to the owner, threaded to their reply.
-    confirmation = wait_for(lambda: (m := aws.emails()) and len(m) == 2 and m[1], "the confirmation email")
+    raw = wait_for(lambda: (m := aws.raw_emails()) and len(m) == 2 and m[1], "the confirmation email")
+    confirmation = email.message_from_bytes(raw, policy=email.policy.default)
     assert confirmation["To"] == mine["address"]
     assert confirmation["Subject"] == "Re: [Zerg WARNING] Disk at 91% on this machine"
-    assert confirmation["In-Reply-To"] == parsed_reply["Message-ID"]
-    assert parsed_reply["Message-ID"] in confirmation["References"].split()
-    assert alert["message_id"] in confirmation["References"].split()  # the whole conversation
+    assert message_ids(raw, "In-Reply-To") == [parsed_reply["Message-ID"]]
+    assert message_ids(raw, "References") == [alert["message_id"], parsed_reply["Message-ID"]]  # the whole thread
     text = confirmation.get_body(("plain",)).get_content()
     assert "weekly" in text.lower() or "0 6 * * 1" in text
     (answer,) = notes(pool, owner, purpose="answer")
@@ -369,7 +366,7 @@ def test_the_same_mail_delivered_twice_by_ses_starts_one_run(aws, llm, pool, own
     recipients = [f"reply+{alert['reply_token']}@{DOMAIN}"]
     message_id = ses_message_id()
     aws.client("s3").put_object(Bucket=BUCKET, Key=f"inbound/email/{message_id}", Body=reply)
-    event = ses_event(message_id, reply, sender=mine["address"], recipients=recipients)
+    event = ses_event(message_id, sender=mine["address"], recipients=recipients)
 
     first, again = ingress(event), ingress(event)  # Lambda's asynchronous invoke retries; SES may deliver twice
 
