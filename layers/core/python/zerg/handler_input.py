@@ -45,7 +45,7 @@ class HousekeepingEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     trigger: Literal["housekeeping"]
-    task: Literal["retention", "memory-versions", "memory-facts", "embed", "notifications", "schedules"]
+    task: Literal["retention", "memory-versions", "memory-facts", "embed", "notifications", "schedules", "inbound"]
 
 
 class ScheduleFireEvent(BaseModel):

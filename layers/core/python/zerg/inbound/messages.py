@@ -171,3 +171,17 @@ def export_inbound_messages(conn: Connection, owner_id: int) -> Iterator[dict[st
     """The owner's inbound messages, for ``zerg owners export`` (without reply tokens)."""
     with conn.cursor() as cur:
         yield from cur.stream(f"SELECT {_PUBLIC} FROM inbound_messages WHERE owner_id = %s ORDER BY id", (owner_id,))
+
+
+PREVIEW_CHARS = 200  # how much of a message's body a listing shows
+
+_LISTED = ("id, channel, source, status, reason, received_at, sender, subject, "
+           f"left(body, {PREVIEW_CHARS}) AS body_preview, run_id, answers_run_id")
+
+
+def list_for_owner(conn: Connection, owner_id: int, limit: int = 50, before_id: int | None = None) -> list[dict[str, Any]]:
+    """The owner's inbound messages, newest first (ids below ``before_id`` when given), each body cut
+    to :data:`PREVIEW_CHARS`. Rows without an owner (unknown senders) are never listed."""
+    return conn.execute(
+        f"""SELECT {_LISTED} FROM inbound_messages WHERE owner_id = %s AND (%s::bigint IS NULL OR id < %s)
+            ORDER BY id DESC LIMIT %s""", (owner_id, before_id, before_id, limit)).fetchall()
