@@ -169,6 +169,11 @@ def runs_of(pool, owner_id: int, trigger: str) -> list[dict]:
                             "ORDER BY id", (owner_id, trigger)).fetchall()
 
 
+def settle(rt) -> None:
+    """Let the runs' last asynchronous step (Remember) end while the scripted model still answers."""
+    assert rt.starter.drain(timeout=60)
+
+
 def notes(pool, owner_id: int, **match: Any) -> list[dict]:
     """The owner's notifications (with the reply token, as the pipeline reads it) matching ``match``."""
     with pool.connection() as conn:
@@ -227,7 +232,8 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
             assert "update_schedule" in tool_names(request)
             (named,) = re.findall(r"Schedule: #(\d+) '", request_text(request))  # as the reply context names it
             return {"tool_calls": [("update_schedule", {"schedule_id": int(named), "cron": "0 6 * * 1"})]}
-        return {"content": "Done. " + tool_results(request)[-1]}
+        (said,) = [line for line in tool_results(request)[-1].splitlines() if line.startswith("Schedule #")]
+        return {"content": f"Done: {said}"}  # the tool's confirmation, out of its data fence
 
     llm.respond_with(lambda request: (check_run if background(request) else reply_run)(request))
 
@@ -239,7 +245,7 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     assert received["To"] == mine["address"] and received["Subject"] == "[Zerg WARNING] Disk at 91% on this machine"
     if aws.notifier == "aws":  # SES gives the message its own Message-ID: that is what the owner's client sees
         received.replace_header("Message-ID", alert["message_id"])
-    assert received["Message-ID"] == alert["message_id"]
+    assert message_ids(received.as_bytes(), "Message-ID") == [alert["message_id"]]
     assert received["Reply-To"] == f"reply+{alert['reply_token']}@{DOMAIN}"
 
     # The owner answers from their mail client, quoting the alert; SES receives it.
@@ -251,14 +257,19 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     (row,) = inbound_rows(pool, owner)
     assert (row["channel"], row["source"], row["status"], row["body"]) == ("email", "ses", "run", "make this weekly")
     assert row["answers_run_id"] == fired["run_id"] and row["notification_id"] == alert["id"]
-    assert json.dumps(out).find(str(row["run_id"])) >= 0  # the handler reports the run it started
+    assert out["results"] == [{"provider_id": row["provider_id"], "status": "run", "reason": None,
+                               "inbound_id": row["id"], "run_id": row["run_id"], "duplicate": False}]
     run = finished_run(pool, owner, row["run_id"])
     assert (run["status"], run["trigger"]) == ("success", "email")
-    assert "make this weekly" in run["task"]
-    # The model was shown what the reply answers: the alert and the schedule behind it, fenced as data.
-    first = request_text(reply_requests[0])
-    assert "[REPLY CONTEXT]" in first and "Disk at 91% on this machine" in first
-    assert f"Schedule: #{check['id']} 'disk check'" in first
+    assert run["task"] == "make this weekly"
+    # The model was shown what the reply answers (the alert, the schedule behind it) fenced as data,
+    # and the owner's words as the task.
+    shown = reply_requests[0]["messages"]
+    (context,) = [m["content"] for m in shown[1:] if "[REPLY CONTEXT]" in (m.get("content") or "")]
+    assert [m for m in shown if m["content"] == context][0]["role"] == "user"  # never the system prompt
+    assert context.startswith("<<<UNTRUSTED-DATA") and "Disk at 91% on this machine" in context
+    assert f"Schedule: #{check['id']} 'disk check' (kind check, cron 0 6 * * *, time zone UTC" in context
+    assert shown[-1] == {"role": "user", "content": run["task"]}
 
     # Weekly in the table and in EventBridge Scheduler.
     weekly = schedule_row(pool, check["id"])
@@ -273,9 +284,10 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     assert message_ids(raw, "In-Reply-To") == [parsed_reply["Message-ID"]]
     assert message_ids(raw, "References") == [alert["message_id"], parsed_reply["Message-ID"]]  # the whole thread
     text = confirmation.get_body(("plain",)).get_content()
-    assert "weekly" in text.lower() or "0 6 * * 1" in text
+    assert text.startswith(f"Done: Schedule #{check['id']} 'disk check' now runs weekly (cron 0 6 * * 1, UTC); next: Monday")
     (answer,) = notes(pool, owner, purpose="answer")
     assert (answer["channel"], answer["status"], answer["run_id"]) == ("email", "sent", run["id"])
+    settle(rt)
 
 
 # --- 2. an SMS "ack" ends a critical alert's repeats ------------------------------------------------------
@@ -313,7 +325,7 @@ def test_an_sms_ack_to_a_critical_alert_stops_its_repeats_and_starts_no_run(aws,
     (row,) = inbound_rows(pool, owner)
     assert (row["channel"], row["source"], row["status"], row["run_id"]) == ("sms", "sns", "acknowledged", None)
     assert row["notification_id"] == alert["id"] and row["answers_run_id"] == run["id"]
-    assert "acknowledged" in json.dumps(out)
+    assert [(r["status"], r["run_id"], r["duplicate"]) for r in out["results"]] == [("acknowledged", None, False)]
     with pool.connection() as conn:
         assert inbox.get(conn, owner, run["id"])["acknowledged_at"] is not None
     ended = escalation_of(pool, owner, run["id"])
@@ -373,9 +385,11 @@ def test_the_same_mail_delivered_twice_by_ses_starts_one_run(aws, llm, pool, own
     (row,) = inbound_rows(pool, owner)
     (run,) = runs_of(pool, owner, "email")
     assert (row["provider_id"], row["status"], row["run_id"]) == (message_id, "run", run["id"])
-    assert '"duplicate": true' in json.dumps(again).lower() and str(run["id"]) in json.dumps(first)
+    assert [(r["status"], r["run_id"], r["duplicate"]) for r in first["results"]] == [("run", run["id"], False)]
+    assert [(r["status"], r["run_id"], r["duplicate"]) for r in again["results"]] == [("run", run["id"], True)]
     assert finished_run(pool, owner, run["id"])["status"] == "success"
     assert len(wait_for(lambda: notes(pool, owner, purpose="answer"), "the answer")) == 1
+    settle(aws.rt)
 
 
 @pytest.mark.parametrize("aws", ["aws"], indirect=True)
@@ -390,16 +404,18 @@ def test_the_same_sms_delivered_twice_by_sns_starts_one_run(aws, llm, pool, owne
     (row,) = inbound_rows(pool, owner)
     (run,) = runs_of(pool, owner, "sms")
     assert (row["status"], row["run_id"], row["notification_id"]) == ("run", run["id"], alert["id"])
-    assert '"duplicate": true' in json.dumps(again).lower() and str(run["id"]) in json.dumps(first)
+    assert [(r["status"], r["run_id"], r["duplicate"]) for r in first["results"]] == [("run", run["id"], False)]
+    assert [(r["status"], r["run_id"], r["duplicate"]) for r in again["results"]] == [("run", run["id"], True)]
     assert finished_run(pool, owner, run["id"])["status"] == "success"
     (answer,) = wait_for(lambda: notes(pool, owner, purpose="answer"), "the answer")
     assert (answer["channel"], answer["address"]) == ("sms", phone["address"])
+    settle(aws.rt)
 
 
 @pytest.mark.parametrize("aws", ["local"], indirect=True)
 def test_the_same_mail_dropped_twice_into_the_watched_inbox_starts_one_run(aws, llm, pool, owner):
     from tests.support.mail import reply_to_alert
-    from zerg.inbound.watch import process_inbox  # noqa: the surface part's watcher (name to confirm)
+    from zerg.inbound.local_inbox import sweep
 
     answer_everything(llm)
     rt = aws.rt
@@ -412,14 +428,17 @@ def test_the_same_mail_dropped_twice_into_the_watched_inbox_starts_one_run(aws, 
     new.mkdir(parents=True, exist_ok=True)
 
     (new / "reply.eml").write_bytes(reply)
-    process_inbox(rt)
+    (first,) = sweep(rt)  # what zerg serve's inbox task does every few seconds
     (new / "reply-again.eml").write_bytes(reply)  # the same message, dropped again under another name
-    process_inbox(rt)
+    (again,) = sweep(rt)
 
     (row,) = inbound_rows(pool, owner)
     (run,) = runs_of(pool, owner, "email")
     assert (row["source"], row["status"], row["run_id"]) == ("local", "run", run["id"])
+    assert [(t.name, t.moved_to, t.status, t.run_id) for t in (first, again)] == [
+        ("reply.eml", "processed", "run", run["id"]), ("reply-again.eml", "processed", "run", run["id"])]
     assert sorted(p.name for p in (rt.settings.inbound_root / "processed").iterdir()
                   if p.suffix == ".eml") == ["reply-again.eml", "reply.eml"]
     assert list(new.iterdir()) == []
     assert finished_run(pool, owner, run["id"])["status"] == "success"
+    settle(rt)
