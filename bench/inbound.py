@@ -12,7 +12,7 @@ run row.
   so the figure is the pipeline's own work, not the run's; then the same message delivered again
   (a duplicate: the row exists, nothing new happens).
 
-Smoke (main(smoke=True)): 3 parses, 1 big parse, 3 refusals, 3 receives.
+Smoke (main(smoke=True)): 3 parses, 1 big parse, 3 refusals, 1 download, 3 receives (and duplicates).
 
 Run: .venv/bin/python -m bench.inbound
 """
@@ -86,7 +86,7 @@ def _parse(reply: bytes, repeat: int, big_repeat: int) -> None:
     print(fmt(f"5 MB message with attachment ({len(big) / MB:.1f} MB)", measure(lambda: parse(big), big_repeat)))
 
 
-def _refusal(rt, reply: bytes, repeat: int) -> None:
+def _refusal(rt, reply: bytes, repeat: int, big_repeat: int) -> None:
     import boto3
     from moto import mock_aws
 
@@ -104,7 +104,7 @@ def _refusal(rt, reply: bytes, repeat: int) -> None:
         assert inbound.rejection and "exceeds" in inbound.rejection, inbound.rejection
         refused = measure(lambda: from_ses_record(rt, record, s3=s3), repeat)
         made, gets = sorted(set(calls)), calls.count("GetObject")
-        download = measure(lambda: s3.get_object(Bucket=BUCKET, Key="inbound/email/huge")["Body"].read(), repeat)
+        download = measure(lambda: s3.get_object(Bucket=BUCKET, Key="inbound/email/huge")["Body"].read(), big_repeat)
     print(f"== size refusal on the SES path: {len(huge) / MB:.1f} MB message in S3 ==")
     print(fmt("from_ses_record (HeadObject, refused)", refused))
     print(f"{'S3 calls while refusing':<44} {', '.join(made)} ({gets} GetObject)")
@@ -174,7 +174,7 @@ def main(smoke: bool = False) -> None:
         reply = reply_to_alert(alert, "make this weekly", client="gmail", sender=address)
         print(f"setup: an alert email and a Gmail-style reply to it in {(time.perf_counter() - started) * 1000:.1f} ms")
         _parse(reply, repeat, big_repeat)
-        _refusal(rt, reply, repeat)
+        _refusal(rt, reply, repeat, big_repeat)
         _receive(rt, reply, repeat)
 
 
