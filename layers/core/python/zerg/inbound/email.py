@@ -8,6 +8,11 @@ Invariants:
 - Size comes first: a message over ``max_bytes`` is refused from its length alone (only its first
   64 KiB of headers are looked at, for the record); on AWS the object's size is asked of S3 before
   a byte of it is downloaded, and the download reads at most ``max_bytes + 1`` bytes.
+- Shape next: Python's parser and header classes are slow on some shapes (~0.5 ms a MIME part,
+  ~50 µs a byte of Content-Type parameters), so a linear scan refuses more than
+  :data:`MAX_BOUNDARY_LINES` parts, overlong MIME headers or header sections before the parser
+  runs, and every header value is cut before a header class reads it: a hostile 10 MB message
+  costs at most a few seconds of the ingress function's 29.
 - Verdicts: any of SPF, DKIM, spam and virus that is not PASS refuses the message (on AWS, always;
   locally per ZERG_LOCAL_INBOUND_VERDICTS). A failed DMARC refuses it too. And because SPF and
   DKIM can pass for a domain that is not the From's (anyone can pass them for their own domain and
@@ -53,19 +58,34 @@ if TYPE_CHECKING:
 S3_PREFIX = "inbound/email/"  # the receipt rule's S3 action: object key prefix (the key ends with SES's messageId)
 BODY_MAX_CHARS = 8000
 SCAN_MAX_CHARS = 400_000  # of a text part looked at for the reply (it comes first; the rest is history)
+HTML_SCAN_MAX_CHARS = 300_000  # of an HTML part (html.parser: ~2.5 µs a character)
 HEADER_PEEK_BYTES = 64 * 1024
 MAX_PARTS = 200  # MIME parts looked at
 MAX_DEPTH = 20  # multipart nesting followed
 MAX_ADDRESSES = 200  # addresses per header looked at for the recipient and tokens
 MAX_TOKENS = 10
 MAX_REFERENCES = 20
+# Python's header classes take time growing faster than a header's length (minutes for 500 KB of
+# Content-Type parameters): every value is cut before one parses it, and MIME headers past these
+# sizes refuse the message before the parser runs.
+HEADER_MAX_CHARS = 4096
+FROM_MAX_CHARS = 2048
+ADDRESSES_MAX_CHARS = 16384  # To, Cc, Delivered-To
+REFERENCES_MAX_CHARS = 16384
+MIME_HEADER_MAX_BYTES = 2048  # one Content-* header (the parser reads every part's: ~50 µs a byte)
+MIME_HEADERS_MAX_BYTES = 16 * 1024  # all of them (16 KiB of parameters: ~1.5 s)
+HEADERS_MAX_BYTES = 256 * 1024  # all header sections, the message's and its parts' (~5 µs a line)
+MAX_BOUNDARY_LINES = 1000  # lines starting "--": each a MIME part the parser would build
 VERDICTS = ("spf", "dkim", "spam", "virus")
 LABELS = {"spf": "SPF", "dkim": "DKIM", "spam": "spam", "virus": "virus", "dmarc": "DMARC"}
 S3_TIMEOUT_S = 5.0
 
 _TOKEN = re.compile(r"^(?i:reply)\+([0-9a-f]{32})@([^@\s]+)$")
 _MSGID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,250}>")  # printable ASCII but < and >
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # \t and \n stay (\r is gone by then)
+# \t and \n stay (\r is gone by then); lone surrogates (UTF-7 can make them) cannot be stored either
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_HEADER_SECTION = re.compile(rb"(?:\A|\n--[^\n]*\n)((?:[!-9;-~]+[ \t]*:[^\n]*\n|[ \t][^\n]*\n)*)")
+_MIME_HEADER = re.compile(rb"(?im)^content-[a-z0-9-]{1,40}[ \t]*:[^\n]*(?:\n[ \t][^\n]*)*")
 _RESULT = re.compile(r"\b(spf|dkim|dmarc)\s*=\s*([A-Za-z_]+)", re.IGNORECASE)
 
 _s3 = LazyClient("s3", timeout_s=S3_TIMEOUT_S, attempts=3)
@@ -94,23 +114,24 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
           base: dict[str, Any]) -> Inbound:
     domain = mail_domain.strip().lower().rstrip(".")
     extra: dict[str, Any] = {"bytes": len(raw)}
-    if len(raw) > max_bytes:
+    unread = f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit" if len(raw) > max_bytes \
+        else _shape_refusal(raw)
+    if unread is not None:
         try:  # who sent it and what it was, for the record: from its first headers only
             fields, _ = _header_fields(BytesHeaderParser(policy=policy.default).parsebytes(_head_of(raw)), domain,
                                        envelope_recipients)
         except Exception:
             fields = {"sender": "", **_received_fields(envelope_recipients, domain)}
-        return Inbound(**base, **fields, body="", extra=extra,
-                       rejection=f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit")
+        return Inbound(**base, **fields, body="", extra=extra, rejection=unread)
     try:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         fields, sender_problem = _header_fields(msg, domain, envelope_recipients)
         text, found = _text_of(msg)
+        body = _bounded(strip_quotes(text)) if text is not None else ""
     except Exception as exc:  # the parser or a header class choking (deep nesting, a header it cannot take)
         return Inbound(**base, sender="", body="", extra=extra,
-                       rejection=header_text(f"malformed MIME: {type(exc).__name__}: {exc}", 300))
+                       rejection=_line(f"malformed MIME: {type(exc).__name__}: {exc}", 300))
     extra.update(found)
-    body = _bounded(strip_quotes(text)) if text is not None else ""
     defects = found.get("defects") or []
     refusal = (_verdict_refusal(verdicts) if verdicts is not None else None) \
         or (_header_verdict_refusal(msg) if header_verdicts else None)
@@ -126,6 +147,27 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
     return Inbound(**base, **fields, body=body, rejection=refusal, extra=extra)
 
 
+def _shape_refusal(raw: bytes) -> str | None:
+    """A message whose MIME structure would take the parser minutes: too many parts, or MIME
+    headers too long (found by a linear scan, before parsing)."""
+    parts = raw.count(b"\n--") + raw.startswith(b"--")
+    if parts > MAX_BOUNDARY_LINES:
+        return f"malformed MIME: {parts} boundary lines (at most {MAX_BOUNDARY_LINES} MIME parts are read)"
+    total = 0
+    for match in _MIME_HEADER.finditer(raw):
+        size = len(match.group(0))
+        total += size
+        if size > MIME_HEADER_MAX_BYTES:
+            name = match.group(0).split(b":", 1)[0].decode("ascii", "replace").strip()
+            return f"malformed MIME: a {name} header of {size} bytes (at most {MIME_HEADER_MAX_BYTES})"
+        if total > MIME_HEADERS_MAX_BYTES:
+            return f"malformed MIME: more than {MIME_HEADERS_MAX_BYTES} bytes of Content-* headers"
+    total = sum(len(match.group(1)) for match in _HEADER_SECTION.finditer(raw))
+    if total > HEADERS_MAX_BYTES:
+        return f"malformed MIME: {total} bytes of headers (at most {HEADERS_MAX_BYTES})"
+    return None
+
+
 def _head_of(raw: bytes) -> bytes:
     """The header section within the first :data:`HEADER_PEEK_BYTES` (a huge message is not parsed)."""
     head = raw[:HEADER_PEEK_BYTES]
@@ -138,26 +180,36 @@ def _head_of(raw: bytes) -> bytes:
 
 # --- headers ----------------------------------------------------------------------------------
 
-def _header(msg: Message, name: str) -> str | None:
-    """A header's decoded value (encoded words decoded) as one line; its raw text if the header
-    class cannot take it; None when absent."""
+def _raw(msg: Message, name: str) -> list[str]:
+    """The values of header ``name`` as received, unfolded, uncut (no header class has parsed them)."""
+    key = name.lower()
+    return ["".join(str(v).splitlines()) for k, v in msg.raw_items() if k.lower() == key]
+
+
+def _decoded_header(name: str, value: str) -> str:
+    """``value`` (cut at :data:`HEADER_MAX_CHARS`) with its encoded words decoded; as it is if the
+    header class cannot take it."""
+    value = value[:HEADER_MAX_CHARS]
     try:
-        value = msg.get(name)
-        text = None if value is None else str(value)
+        return str(policy.default.header_factory(name, value))
     except Exception:
-        text = next((str(v) for k, v in msg.raw_items() if k.lower() == name.lower()), None)
-    return None if text is None else header_text(text, 2000)
+        return value
+
+
+def _header(msg: Message, name: str) -> str | None:
+    values = _raw(msg, name)
+    return _line(_decoded_header(name, values[0]), 2000) if values else None
 
 
 def _header_fields(msg: Message, domain: str, envelope_recipients: list[str]) -> tuple[dict[str, Any], str | None]:
     """sender, recipient, subject, ids and tokens of ``msg``; and what is wrong with its From, if anything."""
     sender, problem = _sender(msg)
     received_at = [*envelope_recipients[:MAX_ADDRESSES], *_addresses(msg, ("To", "Cc", "Delivered-To"))]
-    ids = _MSGID.findall(_header(msg, "Message-ID") or "")
-    in_reply_to = _MSGID.findall(_header(msg, "In-Reply-To") or "")
-    references = _MSGID.findall(" ".join(_all_headers(msg, "References")))[-MAX_REFERENCES:]
+    ids = _MSGID.findall(" ".join(_raw(msg, "Message-ID")[:1])[:HEADER_MAX_CHARS])
+    in_reply_to = _MSGID.findall(" ".join(_raw(msg, "In-Reply-To")[:1])[:HEADER_MAX_CHARS])
+    references = _MSGID.findall(" ".join(_raw(msg, "References"))[-REFERENCES_MAX_CHARS:])[-MAX_REFERENCES:]
     subject = _header(msg, "Subject")
-    fields = {"sender": sender, "subject": header_text(subject, 998) if subject else None,
+    fields = {"sender": sender, "subject": _line(subject, 998) if subject else None,
               "message_id": ids[0] if ids else None, "in_reply_to": in_reply_to[0] if in_reply_to else None,
               "references": tuple(references), **_received_fields(received_at, domain)}
     return fields, problem
@@ -167,44 +219,41 @@ def _received_fields(addresses: Iterable[str], domain: str) -> dict[str, Any]:
     """``recipient``: the first of ``addresses`` at ``domain``; ``tokens``: those of its reply addresses."""
     ours = [a for a in addresses if _domain_of(a) == domain]
     tokens = list(dict.fromkeys(t for t in (_token(a, domain) for a in ours) if t))[:MAX_TOKENS]
-    return {"recipient": header_text(ours[0].strip().strip("<>"), 400) if ours else None, "tokens": tuple(tokens)}
-
-
-def _all_headers(msg: Message, name: str) -> list[str]:
-    try:
-        return [str(v) for v in msg.get_all(name) or []]
-    except Exception:
-        return [str(v) for k, v in msg.raw_items() if k.lower() == name.lower()]
+    return {"recipient": _line(ours[0].strip().strip("<>"), 400) if ours else None, "tokens": tuple(tokens)}
 
 
 def _sender(msg: Message) -> tuple[str, str | None]:
     """The From addr-spec, normalised; or "" and why there is none to use."""
-    try:
-        values = msg.get_all("From") or []
-        if len(values) > 1:
-            return "", f"{len(values)} From headers"
-        addresses = [] if not values else list(getattr(values[0], "addresses", ()))
-        defects = [] if not values else [str(d) for d in getattr(values[0], "defects", ())]
-    except Exception as exc:
-        return "", header_text(f"malformed From header: {type(exc).__name__}: {exc}", 300)
+    values = _raw(msg, "From")
     if not values:
         return "", "no From address"
+    if len(values) > 1:
+        return "", f"{len(values)} From headers"
+    if len(values[0]) > FROM_MAX_CHARS:
+        return "", f"malformed From header: {len(values[0])} characters long"
+    try:
+        header = policy.default.header_factory("From", values[0])
+        addresses, defects = list(getattr(header, "addresses", ())), [str(d) for d in header.defects]
+    except Exception as exc:  # RecursionError on nested comments, a parser bug
+        return "", _line(f"malformed From header: {type(exc).__name__}: {exc}", 300)
     if len(addresses) > 1:
         return "", f"{len(addresses)} From addresses"
     if not addresses or not addresses[0].addr_spec.strip("<> "):
-        return "", header_text(f"malformed From header: {'; '.join(defects) or 'no address in it'}", 300)
+        return "", _line(f"malformed From header: {'; '.join(defects) or 'no address in it'}", 300)
     try:
         return normalise("email", addresses[0].addr_spec), None
     except ContactError as exc:
-        return "", header_text(f"From address refused: {exc}", 300)
+        return "", _line(f"From address refused: {exc}", 300)
 
 
 def _addresses(msg: Message, names: tuple[str, ...]) -> Iterator[str]:
     for name in names:
-        values = _all_headers(msg, name)
-        for _, address in getaddresses(values)[:MAX_ADDRESSES]:
-            if address:
-                yield address.strip()
+        for value in _raw(msg, name):
+            try:
+                found = getaddresses([value[:ADDRESSES_MAX_CHARS]])[:MAX_ADDRESSES]
+            except Exception:  # RecursionError on nested comments: no address read from this header
+                continue
+            yield from (address.strip() for _, address in found if address)
 
 
 def _domain_of(address: str) -> str:
@@ -225,7 +274,7 @@ def _verdict_refusal(verdicts: dict[str, str]) -> str | None:
         if value is None:
             return f"{LABELS[name]} verdict missing"
         if value.strip().upper() != "PASS":
-            return f"{LABELS[name]} verdict {header_text(value, 40).upper()}"
+            return f"{LABELS[name]} verdict {_line(value, 40).upper()}"
     if (verdicts.get("dmarc") or "").strip().upper() == "FAIL":
         return "DMARC verdict FAIL"
     return None
@@ -238,7 +287,7 @@ def _alignment_refusal(sender: str, envelope_sender: str, verdicts: dict[str, st
     ours, theirs = _domain_of(sender), _domain_of(envelope_sender)
     if theirs and (theirs == ours or theirs.endswith("." + ours) or ours.endswith("." + theirs)):
         return None
-    return header_text(f"From domain {ours} is not the envelope sender's ({theirs or 'none'}) and DMARC did not pass", 300)
+    return _line(f"From domain {ours} is not the envelope sender's ({theirs or 'none'}) and DMARC did not pass", 300)
 
 
 def header_verdicts(msg: Message) -> dict[str, str]:
@@ -264,7 +313,7 @@ def header_verdicts(msg: Message) -> dict[str, str]:
 def _header_verdict_refusal(msg: Message) -> str | None:
     """A local message's own verdict headers: a present one that is not pass refuses (dmarc: fail)."""
     for name, value in header_verdicts(msg).items():
-        value = header_text(value, 40).upper()
+        value = _line(value, 40).upper()
         if (name == "dmarc" and value == "FAIL") or (name != "dmarc" and value != "PASS"):
             return f"{LABELS[name]} verdict {value}"
     return None
@@ -311,7 +360,7 @@ def _text_of(msg: Message) -> tuple[str | None, dict[str, Any]]:
         return text, {**found, "part": "text/plain", "charset": part.get_content_charset()}
     if html is not None:
         text, part = html
-        return html_to_text(text[:SCAN_MAX_CHARS * 2]), {**found, "part": "text/html", "charset": part.get_content_charset()}
+        return html_to_text(text[:HTML_SCAN_MAX_CHARS]), {**found, "part": "text/html", "charset": part.get_content_charset()}
     return None, found
 
 
@@ -333,6 +382,16 @@ def _decoded(part: Message) -> str:
         return payload.decode("utf-8")
     except UnicodeDecodeError:
         return payload.decode("cp1252" if not charset else "utf-8", errors="replace")
+
+
+def _line(text: str, limit: int) -> str:
+    """``text`` as one header-safe line of at most ``limit`` characters; 8-bit bytes a header
+    carried raw are read as UTF-8 (with replacement), never left as surrogates."""
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return header_text(text, limit)
 
 
 def _bounded(text: str) -> str:
@@ -369,7 +428,7 @@ def from_ses_record(rt: "Runtime", record: dict[str, Any], *, s3: Any = None) ->
                 sender = normalise("email", getaddresses(common.from_)[0][1])
             except (ContactError, IndexError):
                 pass
-        return Inbound(**base, sender=sender, subject=header_text(common.subject, 998) if common.subject else None,
+        return Inbound(**base, sender=sender, subject=_line(common.subject, 998) if common.subject else None,
                        body="", rejection=reason,
                        **_received_fields(ses.receipt.recipients, settings.mail_domain.strip().lower().rstrip(".")))
 
