@@ -617,3 +617,30 @@ def test_the_alert_builder_matches_what_zerg_sends():
     fields = alert_fields(raw)
     assert fields.reply_to == f"reply+{'1' * 32}@{DOMAIN}" and fields.message_id == f"<abc@{DOMAIN}>"
     assert fields.sender == ZERG and fields.text.startswith("Disk 91% full on web-1")
+
+
+def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_and_message_id(runtime_env, owner, pool):
+    """The builders on a real alert: deliver() writes it to the outbox, a Gmail reply to that file
+    names the notification's reply token and Message-ID."""
+    from tests.support.notify import emails, verified_contact
+    from zerg.alerts.deliver import deliver
+    from zerg.alerts.escalation import compose
+
+    rt = runtime_env()
+    contact = verified_contact(pool, owner, "email")
+    alert = compose(rt.settings, {"run_id": 42, "severity": "warning", "headline": "Disk 91% full on web-1",
+                                  "details": "/var is at 91%", "schedule_name": "disk space"})
+    (row,) = deliver(rt, owner, channel="email", purpose="alert", severity="warning", subject=alert.subject,
+                     body=alert.text)
+    (sent,) = emails(rt.settings.data_dir)
+
+    got = parse(reply_to_alert(sent, "make this weekly", "gmail", sender=contact["address"]),
+                mail_domain=rt.settings.mail_domain)
+
+    assert got.rejection is None and got.body == "make this weekly" and got.sender == contact["address"]
+    with pool.connection() as conn:
+        sent_row = conn.execute("SELECT reply_token, message_id FROM notifications WHERE id = %s AND owner_id = %s",
+                                (row["id"], owner)).fetchone()
+    assert got.tokens == (sent_row["reply_token"],) and got.in_reply_to == sent_row["message_id"]
+    assert got.subject == f"Re: {alert.subject}"
+
