@@ -45,6 +45,10 @@ FIGURES = {
     "schedules": ["setup: 1,000 schedules rows", "== the ticker's due read ==", "find the due ones (",
                   "a whole tick, nothing due", "== due fire -> run", "first fire (starts the engine)",
                   "tick fired it", "-> the run's first model request", "-> the run ended (success)"],
+    "inbound": ["setup: an alert email and a Gmail-style reply", "== parse_email ==", "typical reply (",
+                "5 MB message with attachment (", "== size refusal on the SES path", "from_ses_record (HeadObject, refused)",
+                "S3 calls while refusing", "(0 GetObject)", "(for scale: downloading that object)",
+                "== receive (email reply to an alert) ==", "receive -> run row committed", "duplicate delivery"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

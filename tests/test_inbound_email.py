@@ -303,6 +303,84 @@ def test_a_20_mb_attachment_is_refused_from_its_size_without_parsing(monkeypatch
     assert parsed and max(parsed) <= inbound_email.HEADER_PEEK_BYTES  # only the headers were looked at
 
 
+@pytest.mark.parametrize(("shape", "reason"), [
+    (b"Content-Type: multipart/mixed; boundary=XX\r\n\r\n" + b"--XX\r\n\r\nx\r\n" * 1001,
+     "malformed MIME: 1001 boundary lines (at most 1000 MIME parts are read)"),
+    (b"Content-Type: text/plain; " + b"a=b; " * 500 + b"\r\n\r\nweekly",
+     "malformed MIME: a Content-Type header of 2527 bytes (at most 2048)"),
+    (b"Content-Type: multipart/mixed; boundary=XX\r\n\r\n"
+     + (b"--XX\r\nContent-Type: text/plain; name=" + b"n" * 1900 + b"\r\n\r\nx\r\n") * 10,
+     "malformed MIME: more than 16384 bytes of Content-* headers"),
+    (b"X-Flood: 1\r\n" * 30000 + b"\r\nweekly", "malformed MIME: 3600"),
+    (b"Content-Type: multipart/mixed; boundary=XX\r\n\r\n--XX\r\n" + b"X-Flood: 1\r\n" * 30000 + b"\r\nx",
+     "malformed MIME: 3600"),
+])
+def test_mime_that_would_take_the_parser_minutes_is_refused_before_parsing(monkeypatch, shape, reason):
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(inbound_email.BytesParser, "parsebytes", no_parse)
+    got = parse(b"From: owner@example.com\r\n" + shape)
+    assert got.rejection.startswith(reason), got.rejection
+
+
+@pytest.mark.parametrize("header", ["From", "To", "Subject", "References"])
+def test_a_huge_header_is_refused_or_cut_and_never_parsed_whole(header):
+    flood = {"From": "a@example.com, " * 200, "To": "(" * 5000, "Subject": "=?utf-8?q?a?= " * 300,
+             "References": "<a@b> " * 3000}[header]
+    got = parse(raw_message(f"From: owner@example.com\nTo: reply+{'a' * 32}@{DOMAIN}\n".replace(
+        f"{header}: ", "X-Old: ") + f"{header}: {flood}\n", b"weekly"))
+    if header == "From":
+        assert got.rejection == "malformed From header: 3000 characters long"
+    else:
+        assert got.rejection is None and got.body == "weekly"
+        assert got.subject is None or len(got.subject) <= 998
+
+
+def test_raw_8bit_headers_and_a_utf7_body_leave_no_surrogates():
+    raw = ("From: owner@example.com\r\nTo: réply@zerg.localhost\r\nSubject: wöchentlich\r\n"
+           "Content-Type: text/plain; charset=utf-7\r\n\r\nweekly +2AA- ok\r\n").encode()  # raw UTF-8, no encoded words
+    got = parse(raw)
+    for value in (got.body, got.subject, got.recipient):
+        value.encode("utf-8")  # strict: a lone surrogate would raise (and PostgreSQL refuse it)
+    assert got.recipient == "réply@zerg.localhost" and got.subject == "wöchentlich" and got.body == "weekly  ok"
+
+
+def test_parse_email_never_raises_and_keeps_its_bounds_on_arbitrary_input():
+    import re
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    names = ["From", "To", "Cc", "Delivered-To", "Subject", "Message-ID", "In-Reply-To", "References", "Content-Type",
+             "Content-Transfer-Encoding", "Content-Disposition", "Authentication-Results", "X-SES-Spam-Verdict"]
+    pieces = st.sampled_from(["owner@example.com", "<", ">", "=?utf-8?q?", "=?utf-7?b?", "?=", "\r\n", "\r\n ", ";",
+                              "boundary=", '"', "multipart/mixed", "text/plain", "text/html", "charset=", "base64",
+                              "quoted-printable", f"reply+{'a' * 32}@{DOMAIN}", ",", "(", ")", ":", "\x00", "é", "@",
+                              "--XX", "format=flowed", "<blockquote>", "> quoted", "On x wrote:", "-- ", "\\"])
+    text = st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=20).map("".join)
+    header = st.tuples(st.sampled_from(names), text).map(lambda t: f"{t[0]}: {t[1]}")
+    message = st.tuples(st.lists(header, max_size=10), text).map(
+        lambda t: ("\r\n".join(t[0]) + "\r\n\r\n" + t[1]).encode("utf-8", "surrogatepass"))
+    one_line = re.compile(r"[\x00\r\n]")
+
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.one_of(message, st.binary(max_size=400)))
+    def check(raw):
+        got = parse(raw, verdicts=PASSED, envelope_sender="owner@example.com")
+        assert got.rejection or got.body
+        assert len(got.body) <= BODY_MAX_CHARS + 60
+        for value in (got.body, got.sender, got.subject, got.recipient, got.message_id, got.in_reply_to,
+                      got.rejection, *got.references):
+            (value or "").encode("utf-8")
+        for value in (got.sender, got.subject, got.recipient, got.message_id, got.in_reply_to, got.rejection):
+            assert not one_line.search(value or "")
+        assert all(re.fullmatch("[0-9a-f]{32}", t) for t in got.tokens)
+
+    check()
+
+
 # --- verdicts -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("verdicts", "reason"), [
@@ -539,3 +617,30 @@ def test_the_alert_builder_matches_what_zerg_sends():
     fields = alert_fields(raw)
     assert fields.reply_to == f"reply+{'1' * 32}@{DOMAIN}" and fields.message_id == f"<abc@{DOMAIN}>"
     assert fields.sender == ZERG and fields.text.startswith("Disk 91% full on web-1")
+
+
+def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_and_message_id(runtime_env, owner, pool):
+    """The builders on a real alert: deliver() writes it to the outbox, a Gmail reply to that file
+    names the notification's reply token and Message-ID."""
+    from tests.support.notify import emails, verified_contact
+    from zerg.alerts.deliver import deliver
+    from zerg.alerts.escalation import compose
+
+    rt = runtime_env()
+    contact = verified_contact(pool, owner, "email")
+    alert = compose(rt.settings, {"run_id": 42, "severity": "warning", "headline": "Disk 91% full on web-1",
+                                  "details": "/var is at 91%", "schedule_name": "disk space"})
+    (row,) = deliver(rt, owner, channel="email", purpose="alert", severity="warning", subject=alert.subject,
+                     body=alert.text)
+    (sent,) = emails(rt.settings.data_dir)
+
+    got = parse(reply_to_alert(sent, "make this weekly", "gmail", sender=contact["address"]),
+                mail_domain=rt.settings.mail_domain)
+
+    assert got.rejection is None and got.body == "make this weekly" and got.sender == contact["address"]
+    with pool.connection() as conn:
+        sent_row = conn.execute("SELECT reply_token, message_id FROM notifications WHERE id = %s AND owner_id = %s",
+                                (row["id"], owner)).fetchone()
+    assert got.tokens == (sent_row["reply_token"],) and got.in_reply_to == sent_row["message_id"]
+    assert got.subject == f"Re: {alert.subject}"
+

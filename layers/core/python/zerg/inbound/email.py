@@ -8,15 +8,18 @@ Invariants:
 - Size comes first: a message over ``max_bytes`` is refused from its length alone (only its first
   64 KiB of headers are looked at, for the record); on AWS the object's size is asked of S3 before
   a byte of it is downloaded, and the download reads at most ``max_bytes + 1`` bytes.
+- Shape next: Python's parser and header classes are slow on some shapes (~0.5 ms a MIME part,
+  ~50 µs a byte of Content-Type parameters), so a linear scan refuses more than
+  :data:`MAX_BOUNDARY_LINES` parts, overlong MIME headers or header sections before the parser
+  runs, and every header value is cut before a header class reads it: a hostile 10 MB message
+  costs at most a few seconds of the ingress function's 29.
 - Verdicts: any of SPF, DKIM, spam and virus that is not PASS refuses the message (on AWS, always;
   locally per ZERG_LOCAL_INBOUND_VERDICTS). A failed DMARC refuses it too. And because SPF and
   DKIM can pass for a domain that is not the From's (anyone can pass them for their own domain and
   write the owner's address in From), a message is refused unless DMARC passed or the SPF-checked
-  envelope sender's domain is the From domain (or a subdomain of it, or it of that).
-- ``sender`` is the single From addr-spec as contacts are stored
-  (:func:`zerg.alerts.contacts_service.normalise`); several, none or an unusable one refuses.
-- ``tokens`` come only from addresses Zerg received the message at (the envelope, To, Cc,
-  Delivered-To): ``reply+{32 hex}@ZERG_MAIL_DOMAIN``; a token-like string anywhere else is not one.
+  envelope sender's domain is the From domain's (:func:`zerg.inbound.mail_headers.alignment_refusal`).
+- ``sender``, ``tokens``, ids and subject are read by :mod:`zerg.inbound.mail_headers`: one From
+  address or a refusal; tokens only from the addresses Zerg received the message at.
 - ``body`` is what the person wrote (:mod:`zerg.inbound.reply_text`), at most
   :data:`BODY_MAX_CHARS` characters (then a marker says how much more there was), with no control
   characters but line breaks and tabs. Every header value is one line, bounded.
@@ -37,13 +40,11 @@ from collections.abc import Iterable, Iterator
 from email import policy
 from email.message import Message
 from email.parser import BytesHeaderParser, BytesParser
-from email.utils import getaddresses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zerg.alerts.contacts_service import ContactError, normalise
-from zerg.alerts.notifier import header_text
 from zerg.aws_clients import LazyClient
+from zerg.inbound import mail_headers
 from zerg.inbound.messages import Inbound
 from zerg.inbound.reply_text import html_to_text, strip_quotes, unflow
 
@@ -53,20 +54,22 @@ if TYPE_CHECKING:
 S3_PREFIX = "inbound/email/"  # the receipt rule's S3 action: object key prefix (the key ends with SES's messageId)
 BODY_MAX_CHARS = 8000
 SCAN_MAX_CHARS = 400_000  # of a text part looked at for the reply (it comes first; the rest is history)
+HTML_SCAN_MAX_CHARS = 300_000  # of an HTML part (html.parser: ~2.5 µs a character)
 HEADER_PEEK_BYTES = 64 * 1024
 MAX_PARTS = 200  # MIME parts looked at
 MAX_DEPTH = 20  # multipart nesting followed
-MAX_ADDRESSES = 200  # addresses per header looked at for the recipient and tokens
-MAX_TOKENS = 10
-MAX_REFERENCES = 20
-VERDICTS = ("spf", "dkim", "spam", "virus")
-LABELS = {"spf": "SPF", "dkim": "DKIM", "spam": "spam", "virus": "virus", "dmarc": "DMARC"}
+# Python's parser reads every part's Content-Type with header classes that are slow (minutes for
+# 500 KB of parameters): MIME shapes past these sizes refuse the message before the parser runs.
+MIME_HEADER_MAX_BYTES = 2048  # one Content-* header (the parser reads every part's: ~50 µs a byte)
+MIME_HEADERS_MAX_BYTES = 16 * 1024  # all of them (16 KiB of parameters: ~1.5 s)
+HEADERS_MAX_BYTES = 256 * 1024  # all header sections, the message's and its parts' (~5 µs a line)
+MAX_BOUNDARY_LINES = 1000  # lines starting "--": each a MIME part the parser would build
 S3_TIMEOUT_S = 5.0
 
-_TOKEN = re.compile(r"^(?i:reply)\+([0-9a-f]{32})@([^@\s]+)$")
-_MSGID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,250}>")  # printable ASCII but < and >
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # \t and \n stay (\r is gone by then)
-_RESULT = re.compile(r"\b(spf|dkim|dmarc)\s*=\s*([A-Za-z_]+)", re.IGNORECASE)
+# \t and \n stay (\r is gone by then); lone surrogates (UTF-7 can make them) cannot be stored either
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_HEADER_SECTION = re.compile(rb"(?:\A|\n--[^\n]*\n)((?:[!-9;-~]+[ \t]*:[^\n]*\n|[ \t][^\n]*\n)*)")
+_MIME_HEADER = re.compile(rb"(?im)^content-[a-z0-9-]{1,40}[ \t]*:[^\n]*(?:\n[ \t][^\n]*)*")
 
 _s3 = LazyClient("s3", timeout_s=S3_TIMEOUT_S, attempts=3)
 
@@ -94,36 +97,58 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
           base: dict[str, Any]) -> Inbound:
     domain = mail_domain.strip().lower().rstrip(".")
     extra: dict[str, Any] = {"bytes": len(raw)}
-    if len(raw) > max_bytes:
+    unread = f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit" if len(raw) > max_bytes \
+        else _shape_refusal(raw)
+    if unread is not None:
         try:  # who sent it and what it was, for the record: from its first headers only
-            fields, _ = _header_fields(BytesHeaderParser(policy=policy.default).parsebytes(_head_of(raw)), domain,
-                                       envelope_recipients)
+            head = BytesHeaderParser(policy=policy.default).parsebytes(_head_of(raw))
+            fields, _ = mail_headers.header_fields(head, domain, envelope_recipients)
         except Exception:
-            fields = {"sender": "", **_received_fields(envelope_recipients, domain)}
-        return Inbound(**base, **fields, body="", extra=extra,
-                       rejection=f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit")
+            fields = {"sender": "", **mail_headers.received_fields(envelope_recipients, domain)}
+        return Inbound(**base, **fields, body="", extra=extra, rejection=unread)
     try:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
-        fields, sender_problem = _header_fields(msg, domain, envelope_recipients)
+        fields, sender_problem = mail_headers.header_fields(msg, domain, envelope_recipients)
         text, found = _text_of(msg)
+        body = _bounded(strip_quotes(text)) if text is not None else ""
     except Exception as exc:  # the parser or a header class choking (deep nesting, a header it cannot take)
         return Inbound(**base, sender="", body="", extra=extra,
-                       rejection=header_text(f"malformed MIME: {type(exc).__name__}: {exc}", 300))
+                       rejection=mail_headers.line(f"malformed MIME: {type(exc).__name__}: {exc}", 300))
     extra.update(found)
-    body = _bounded(strip_quotes(text)) if text is not None else ""
     defects = found.get("defects") or []
-    refusal = (_verdict_refusal(verdicts) if verdicts is not None else None) \
-        or (_header_verdict_refusal(msg) if header_verdicts else None)
+    refusal = (mail_headers.verdict_refusal(verdicts) if verdicts is not None else None) \
+        or (mail_headers.header_verdict_refusal(msg) if header_verdicts else None)
     if refusal is None and sender_problem is not None:
         refusal = f"malformed MIME: {sender_problem} ({', '.join(defects)})" if defects else sender_problem
     if refusal is None and verdicts is not None and envelope_sender is not None:
-        refusal = _alignment_refusal(fields["sender"], envelope_sender, verdicts)
+        refusal = mail_headers.alignment_refusal(fields["sender"], envelope_sender, verdicts)
     if refusal is None and text is None:
         refusal = f"malformed MIME: no text part ({', '.join(defects)})" if defects else \
             "no text or HTML part to read (only attachments?)"
     if refusal is None and not body:
         refusal = "empty reply after removing quoted text"
     return Inbound(**base, **fields, body=body, rejection=refusal, extra=extra)
+
+
+def _shape_refusal(raw: bytes) -> str | None:
+    """A message whose MIME structure would take the parser minutes: too many parts, or MIME
+    headers too long (found by a linear scan, before parsing)."""
+    parts = raw.count(b"\n--") + raw.startswith(b"--")
+    if parts > MAX_BOUNDARY_LINES:
+        return f"malformed MIME: {parts} boundary lines (at most {MAX_BOUNDARY_LINES} MIME parts are read)"
+    total = 0
+    for match in _MIME_HEADER.finditer(raw):
+        size = len(match.group(0))
+        total += size
+        if size > MIME_HEADER_MAX_BYTES:
+            name = match.group(0).split(b":", 1)[0].decode("ascii", "replace").strip()
+            return f"malformed MIME: a {name} header of {size} bytes (at most {MIME_HEADER_MAX_BYTES})"
+        if total > MIME_HEADERS_MAX_BYTES:
+            return f"malformed MIME: more than {MIME_HEADERS_MAX_BYTES} bytes of Content-* headers"
+    total = sum(len(match.group(1)) for match in _HEADER_SECTION.finditer(raw))
+    if total > HEADERS_MAX_BYTES:
+        return f"malformed MIME: {total} bytes of headers (at most {HEADERS_MAX_BYTES})"
+    return None
 
 
 def _head_of(raw: bytes) -> bytes:
@@ -134,140 +159,6 @@ def _head_of(raw: bytes) -> bytes:
         if at >= 0:
             return head[:at + len(sep)]
     return head
-
-
-# --- headers ----------------------------------------------------------------------------------
-
-def _header(msg: Message, name: str) -> str | None:
-    """A header's decoded value (encoded words decoded) as one line; its raw text if the header
-    class cannot take it; None when absent."""
-    try:
-        value = msg.get(name)
-        text = None if value is None else str(value)
-    except Exception:
-        text = next((str(v) for k, v in msg.raw_items() if k.lower() == name.lower()), None)
-    return None if text is None else header_text(text, 2000)
-
-
-def _header_fields(msg: Message, domain: str, envelope_recipients: list[str]) -> tuple[dict[str, Any], str | None]:
-    """sender, recipient, subject, ids and tokens of ``msg``; and what is wrong with its From, if anything."""
-    sender, problem = _sender(msg)
-    received_at = [*envelope_recipients[:MAX_ADDRESSES], *_addresses(msg, ("To", "Cc", "Delivered-To"))]
-    ids = _MSGID.findall(_header(msg, "Message-ID") or "")
-    in_reply_to = _MSGID.findall(_header(msg, "In-Reply-To") or "")
-    references = _MSGID.findall(" ".join(_all_headers(msg, "References")))[-MAX_REFERENCES:]
-    subject = _header(msg, "Subject")
-    fields = {"sender": sender, "subject": header_text(subject, 998) if subject else None,
-              "message_id": ids[0] if ids else None, "in_reply_to": in_reply_to[0] if in_reply_to else None,
-              "references": tuple(references), **_received_fields(received_at, domain)}
-    return fields, problem
-
-
-def _received_fields(addresses: Iterable[str], domain: str) -> dict[str, Any]:
-    """``recipient``: the first of ``addresses`` at ``domain``; ``tokens``: those of its reply addresses."""
-    ours = [a for a in addresses if _domain_of(a) == domain]
-    tokens = list(dict.fromkeys(t for t in (_token(a, domain) for a in ours) if t))[:MAX_TOKENS]
-    return {"recipient": header_text(ours[0].strip().strip("<>"), 400) if ours else None, "tokens": tuple(tokens)}
-
-
-def _all_headers(msg: Message, name: str) -> list[str]:
-    try:
-        return [str(v) for v in msg.get_all(name) or []]
-    except Exception:
-        return [str(v) for k, v in msg.raw_items() if k.lower() == name.lower()]
-
-
-def _sender(msg: Message) -> tuple[str, str | None]:
-    """The From addr-spec, normalised; or "" and why there is none to use."""
-    try:
-        values = msg.get_all("From") or []
-        if len(values) > 1:
-            return "", f"{len(values)} From headers"
-        addresses = [] if not values else list(getattr(values[0], "addresses", ()))
-        defects = [] if not values else [str(d) for d in getattr(values[0], "defects", ())]
-    except Exception as exc:
-        return "", header_text(f"malformed From header: {type(exc).__name__}: {exc}", 300)
-    if not values:
-        return "", "no From address"
-    if len(addresses) > 1:
-        return "", f"{len(addresses)} From addresses"
-    if not addresses or not addresses[0].addr_spec.strip("<> "):
-        return "", header_text(f"malformed From header: {'; '.join(defects) or 'no address in it'}", 300)
-    try:
-        return normalise("email", addresses[0].addr_spec), None
-    except ContactError as exc:
-        return "", header_text(f"From address refused: {exc}", 300)
-
-
-def _addresses(msg: Message, names: tuple[str, ...]) -> Iterator[str]:
-    for name in names:
-        values = _all_headers(msg, name)
-        for _, address in getaddresses(values)[:MAX_ADDRESSES]:
-            if address:
-                yield address.strip()
-
-
-def _domain_of(address: str) -> str:
-    return address.strip().strip("<>").rpartition("@")[2].lower().rstrip(".")
-
-
-def _token(address: str, domain: str) -> str | None:
-    m = _TOKEN.match(address.strip().strip("<>"))
-    return m.group(1) if m and m.group(2).lower().rstrip(".") == domain else None
-
-
-# --- verdicts ---------------------------------------------------------------------------------
-
-def _verdict_refusal(verdicts: dict[str, str]) -> str | None:
-    """Why SES's verdicts refuse the message: any of :data:`VERDICTS` not PASS (or missing), DMARC FAIL."""
-    for name in VERDICTS:
-        value = verdicts.get(name)
-        if value is None:
-            return f"{LABELS[name]} verdict missing"
-        if value.strip().upper() != "PASS":
-            return f"{LABELS[name]} verdict {header_text(value, 40).upper()}"
-    if (verdicts.get("dmarc") or "").strip().upper() == "FAIL":
-        return "DMARC verdict FAIL"
-    return None
-
-
-def _alignment_refusal(sender: str, envelope_sender: str, verdicts: dict[str, str]) -> str | None:
-    """SPF vouches for the envelope sender's domain only: unless DMARC passed, it must be the From domain's."""
-    if not sender or (verdicts.get("dmarc") or "").strip().upper() == "PASS":
-        return None
-    ours, theirs = _domain_of(sender), _domain_of(envelope_sender)
-    if theirs and (theirs == ours or theirs.endswith("." + ours) or ours.endswith("." + theirs)):
-        return None
-    return header_text(f"From domain {ours} is not the envelope sender's ({theirs or 'none'}) and DMARC did not pass", 300)
-
-
-def header_verdicts(msg: Message) -> dict[str, str]:
-    """The verdicts a receiving server wrote into ``msg``'s headers, as far as present: SES's
-    ``X-SES-Spam-Verdict`` / ``X-SES-Virus-Verdict``, ``Received-SPF``, and the topmost
-    ``Authentication-Results`` (spf=, dkim= (a pass of any signature counts), dmarc=)."""
-    found: dict[str, str] = {}
-    for name, header in (("spam", "X-SES-Spam-Verdict"), ("virus", "X-SES-Virus-Verdict")):
-        value = _header(msg, header)
-        if value:
-            found[name] = value.split()[0]
-    results = _header(msg, "Authentication-Results")
-    for method, value in _RESULT.findall(results or ""):
-        method = method.lower()
-        if method not in found or (method == "dkim" and value.lower() == "pass"):
-            found[method] = value
-    spf = _header(msg, "Received-SPF")
-    if spf and spf.split():
-        found["spf"] = spf.split()[0]
-    return found
-
-
-def _header_verdict_refusal(msg: Message) -> str | None:
-    """A local message's own verdict headers: a present one that is not pass refuses (dmarc: fail)."""
-    for name, value in header_verdicts(msg).items():
-        value = header_text(value, 40).upper()
-        if (name == "dmarc" and value == "FAIL") or (name != "dmarc" and value != "PASS"):
-            return f"{LABELS[name]} verdict {value}"
-    return None
 
 
 # --- the text ---------------------------------------------------------------------------------
@@ -311,7 +202,7 @@ def _text_of(msg: Message) -> tuple[str | None, dict[str, Any]]:
         return text, {**found, "part": "text/plain", "charset": part.get_content_charset()}
     if html is not None:
         text, part = html
-        return html_to_text(text[:SCAN_MAX_CHARS * 2]), {**found, "part": "text/html", "charset": part.get_content_charset()}
+        return html_to_text(text[:HTML_SCAN_MAX_CHARS]), {**found, "part": "text/html", "charset": part.get_content_charset()}
     return None, found
 
 
@@ -362,16 +253,10 @@ def from_ses_record(rt: "Runtime", record: dict[str, Any], *, s3: Any = None) ->
     base = {"channel": "email", "provider_id": ses.mail.message_id, "source": "ses", "object_key": key}
 
     def unread(reason: str) -> Inbound:  # what SES's event itself says, for the record
-        common = ses.mail.common_headers
-        sender = ""
-        if len(common.from_) == 1:
-            try:
-                sender = normalise("email", getaddresses(common.from_)[0][1])
-            except (ContactError, IndexError):
-                pass
-        return Inbound(**base, sender=sender, subject=header_text(common.subject, 998) if common.subject else None,
-                       body="", rejection=reason,
-                       **_received_fields(ses.receipt.recipients, settings.mail_domain.strip().lower().rstrip(".")))
+        common, domain = ses.mail.common_headers, settings.mail_domain.strip().lower().rstrip(".")
+        return Inbound(**base, sender=mail_headers.sender_from(common.from_)[0], body="", rejection=reason,
+                       subject=mail_headers.line(common.subject, 998) if common.subject else None,
+                       **mail_headers.received_fields(ses.receipt.recipients, domain))
 
     try:
         size = int(client.head_object(Bucket=bucket, Key=key)["ContentLength"])

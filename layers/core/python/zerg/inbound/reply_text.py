@@ -118,7 +118,7 @@ def unflow(text: str, *, delsp: bool = False) -> str:
         content = line[depth:]
         if content.startswith(" "):
             content = content[1:]
-        if carry is not None and carry[0] == depth:
+        if carry is not None and carry[0] == depth and content != "-- ":  # the signature line is never flowed into
             content = carry[1] + content
         elif carry is not None:
             out.append(">" * carry[0] + carry[1])
