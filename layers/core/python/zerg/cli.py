@@ -408,8 +408,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     _reap_orphans(get_runtime())  # then every minute, as a housekeeping task
     print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
-    housekeeping = Housekeeping(default_tasks(get_runtime())).start()  # retention sweep and the like
-    try:
+    housekeeping = Housekeeping(default_tasks(get_runtime()))  # retention sweep and the like
+    try:  # a Ctrl-C while the tasks start is a normal stop too, not a traceback and exit 130
+        housekeeping.start()
         server.serve()  # returns after Ctrl-C / SIGTERM, once open requests are done
     except KeyboardInterrupt:  # uvicorn re-raises the signal it handled; stopping is the normal exit
         pass
