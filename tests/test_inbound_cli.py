@@ -184,3 +184,25 @@ def test_inbound_list_shows_the_owners_messages_only(rt, pool, alice, bob, capsy
     (row,) = inbound_rows(pool, alice.owner_id)
     assert len(lines) == 1 and lines[0].split("\t")[:2] == [str(row["id"]), "sms"]
     assert lines[0].split("\t")[3:] == ["keyword", "-", "STOP"]
+
+
+def closed_loopback_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("argv", [["inbound", "sms", "--from", "+15550000003", "ack"], ["inbound", "list"]],
+                         ids=["sms", "list"])
+def test_a_database_that_cannot_be_reached_is_one_line_and_exit_2_never_a_traceback(runtime_env, capsys, argv):
+    runtime_env(DATABASE_URL=f"postgresql://zerg@127.0.0.1:{closed_loopback_port()}/zerg", ZERG_DB_WAIT_S="0.5")
+
+    assert main(argv) == 2
+
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith("zerg: error: the database is unreachable") and "DATABASE_URL" in last

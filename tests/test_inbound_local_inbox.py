@@ -236,3 +236,34 @@ def test_a_database_outage_leaves_the_file_in_new_for_the_next_sweep(rt, pool, o
     assert listing(rt, "new") == ["reply.json"] and listing(rt, "failed") == []
     (taken,) = local_inbox.sweep(rt)
     assert (taken.moved_to, taken.status) == ("processed", "keyword")
+
+
+def test_a_reply_whose_run_could_not_start_stays_run_and_its_file_goes_to_processed(rt, pool, owner, monkeypatch):
+    phone = alert_sms(rt, pool, owner)
+    drop(rt, "reply.json", sms_file(phone["address"], "what is using the disk?"))
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("the executor is gone")
+
+    monkeypatch.setattr(rt.starter, "start", refused)
+    (taken,) = local_inbox.sweep(rt)
+
+    # The message was taken (its run exists, closed failed with why): not a file for failed/.
+    (run,) = runs_with_trigger(pool, owner, "sms")
+    assert (taken.moved_to, taken.status, taken.run_id) == ("processed", "run", run["id"])
+    assert run["status"] == "failed" and row_by_id(pool, taken.inbound_id)["status"] == "run"
+    assert listing(rt, "processed") == ["reply.json"] and listing(rt, "failed") == []
+
+
+@pytest.mark.parametrize("status", ["received", "rejected", "acknowledged", "run", "keyword", "failed"])
+def test_a_file_goes_to_processed_exactly_when_its_outcome_took_the_message(rt, pool, owner, monkeypatch, status):
+    from zerg.inbound import messages, replies
+
+    assert status in messages.STATUSES
+    drop(rt, "reply.json", sms_file("+15550000003", "ok"))
+    monkeypatch.setattr(replies, "receive", lambda rt, inbound: replies.Outcome(status, "why", 1, None, owner))
+
+    (taken,) = local_inbox.sweep(rt)
+
+    expected = "processed" if status in messages.HANDLED else "new" if status == "received" else "failed"
+    assert taken.moved_to == expected and "reply.json" in listing(rt, expected)

@@ -116,10 +116,11 @@ def inbound_channel(event: Any) -> str | None:
 
 def inbound(event: dict[str, Any], channel: str) -> dict[str, Any]:
     """Each record parsed (zerg.inbound.email / .sms), then the one pipeline (zerg.inbound.replies).
-    A record that is not what SES or SNS sends is logged and answered ``{"rejected": why}`` (a retry
-    would fail the same way); the messages themselves are never refused by raising: the pipeline
-    records why. A database or S3 outage raises, so Lambda's asynchronous retry delivers the event
-    again, and the pipeline's idempotency (by the provider's message id) makes that safe."""
+    A record whose messageId cannot be read is refused: logged and answered ``{"rejected": why}``,
+    with no row (there is nothing to key one by, and a retry would fail the same way). Every other
+    message gets a row, a refused one with the reason the pipeline recorded. A database or S3
+    outage raises, so Lambda's asynchronous retry delivers the event again, and the pipeline's
+    idempotency (by the provider's message id) makes that safe."""
     from zerg.handler_input import InvalidEvent
     from zerg.inbound import replies
     from zerg.runtime import get_runtime

@@ -28,6 +28,8 @@ Invariants:
   schedule (ingress manages schedules already: ``infra.stacks.background.SCHEDULE_MANAGERS``). A
   seventh, every 5 minutes, sends ``{"task": "inbound"}``: replies an invocation stopped half way
   (a row still ``received``, a run row whose execution never started) are completed.
+- Inbound SMS: only End User Messaging, on behalf of this account, may publish to the inbound
+  topic (over TLS); the functions' SMS grant denies it to them (``infra.stacks.background``).
 - Inbound mail: SES may write only under ``inbound/email/`` (the bucket policy, for this account
   only), and ingress may read only that part of ``inbound/`` (``infra.stacks.workflow``).
 """
@@ -110,6 +112,15 @@ class MessagingStack(Stack):
         self.inbound_sms_topic = sns.Topic(
             self, "InboundSms", topic_name=self.config.prefix(INBOUND_SMS_TOPIC), enforce_ssl=True
         )
+        # End User Messaging publishes each reply itself (the number's two-way settings name this
+        # topic and no TwoWayChannelRole): the topic policy must allow it, and only for this
+        # account's numbers (the confused-deputy guard AWS recommends for two-way SMS topics).
+        self.inbound_sms_topic.add_to_resource_policy(iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("sms-voice.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[self.inbound_sms_topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": self.account}},
+        ))
         # Created here rather than with topic.add_subscription(LambdaSubscription(...)), which
         # would put both resources in the function's stack and make it depend on this one.
         sns.Subscription(

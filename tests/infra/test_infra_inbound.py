@@ -106,6 +106,24 @@ def test_the_inbound_sms_topic_is_subscribed_by_ingress_which_sns_may_invoke_onl
     assert ingress_id in json.dumps(permission["FunctionName"])
 
 
+def test_end_user_messaging_of_this_account_alone_may_publish_replies_to_the_inbound_sms_topic(synth):
+    (topic_id,) = [k for k, r in synth.resources("Messaging", "AWS::SNS::Topic").items()
+                   if r["Properties"]["TopicName"] == "zerg-test-inbound-sms"]
+    (policy,) = [r["Properties"] for r in synth.resources("Messaging", "AWS::SNS::TopicPolicy").values()
+                 if r["Properties"]["Topics"] == [{"Ref": topic_id}]]
+    statements = policy["PolicyDocument"]["Statement"]
+    (allow,) = [s for s in statements if s["Effect"] == "Allow"]
+    # Two-way SMS publishes each reply itself (no TwoWayChannelRole): without this Allow no reply
+    # ever reaches ingress.
+    assert allow["Principal"] == {"Service": "sms-voice.amazonaws.com"} and allow["Action"] == "sns:Publish"
+    assert allow["Resource"] == {"Ref": topic_id}
+    # The confused-deputy guard: only this account's numbers, never another account's End User Messaging.
+    assert allow["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    # Publishing without TLS stays denied to everyone, the service included.
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and deny["Principal"] == "*"
+
+
 def test_a_rule_every_5_minutes_sends_ingress_the_inbound_sweep(synth):
     (rule,) = [r["Properties"] for r in synth.resources("Messaging", "AWS::Events::Rule").values()
                if r["Properties"].get("Name") == "zerg-test-inbound-sweep"]

@@ -625,6 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    import psycopg
+
     from zerg.db import DatabaseUnavailable
     from zerg.migrate import MigrationError
 
@@ -633,6 +635,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return func(args)
     except (ConfigError, MigrationError, CliError, DatabaseUnavailable) as exc:
         print(f"zerg: error: {exc}", file=sys.stderr)
+        return 2
+    except psycopg.OperationalError as exc:  # refused, dropped, or no connection in time (PoolTimeout)
+        # The same outage as DatabaseUnavailable (which one depends on timing): the same status.
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        print(f"zerg: error: the database is unreachable ({reason}); check DATABASE_URL, or try again shortly",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -376,9 +376,10 @@ class InboundMessage(BaseModel):
     source: Literal["ses", "sns", "local"] = Field(description="How it arrived: SES, two-way SMS, or the local path")
     status: Literal["received", "rejected", "acknowledged", "run", "keyword", "failed"] = Field(
         description="received: not acted on yet; rejected: refused (reason says why); acknowledged: it "
-                    "acknowledged an alert; run: it started run_id; keyword: STOP, START or HELP; failed: "
-                    "accepted, but its run could not start")
-    reason: str | None = Field(description="Why it was rejected or failed, or what the keyword did")
+                    "acknowledged an alert; run: it started run_id (a run that could not start is still run: "
+                    "the run itself failed, and its answer says why); keyword: STOP, START or HELP; failed: "
+                    "an unexpected error while deciding on it, nothing acted on (reason names the error)")
+    reason: str | None = Field(description="Why it was rejected, the error that failed it, or what the keyword did")
     received_at: datetime
     sender: str | None = Field(description="The owner's verified address or number it came from")
     subject: str | None

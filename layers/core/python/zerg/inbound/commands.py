@@ -23,8 +23,6 @@ from typing import Any
 
 from zerg.commandline import fail, run_as_owner
 
-OK = ("run", "acknowledged", "keyword")
-
 
 def cmd_email(args: argparse.Namespace) -> int:
     from zerg.inbound.local_inbox import email_from_file
@@ -52,7 +50,7 @@ def cmd_sms(args: argparse.Namespace) -> int:
 
 def _deliver(args: argparse.Namespace, parse: Callable[[Any], Any]) -> int:
     from zerg import observability
-    from zerg.inbound import replies
+    from zerg.inbound import messages, replies
     from zerg.local.run import prepare_local_run, wait_for_run
     from zerg.migrate import migrate
     from zerg.runtime import get_runtime
@@ -67,7 +65,7 @@ def _deliver(args: argparse.Namespace, parse: Callable[[Any], Any]) -> int:
         inbound = parse(rt)
         outcome = replies.receive(rt, inbound)
         print(describe(inbound.channel, outcome), flush=True)
-        if outcome.status not in OK:
+        if outcome.status not in messages.HANDLED:
             return fail(f"{outcome.status}: {outcome.reason or 'no reason recorded'}", 1)
         if outcome.status != "run" or outcome.run_id is None or outcome.duplicate:
             return 0  # a duplicate's run belongs to the first delivery
@@ -100,6 +98,7 @@ def describe(channel: str, outcome: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from zerg.alerts.severity import one_line
     from zerg.inbound import messages
 
     def work(rt: Any, owner_id: int) -> int:
@@ -112,15 +111,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             when = r["received_at"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%MZ")
             run = f"run {r['run_id']}" if r["run_id"] else "-"
             text = (r["reason"] if r["status"] in ("rejected", "failed") else r["body_preview"]) or ""
-            print(f"{r['id']}\t{r['channel']}\t{when}\t{r['status']}\t{run}\t{_one_line(text)}")
+            print(f"{r['id']}\t{r['channel']}\t{when}\t{r['status']}\t{run}\t{one_line(text, 80)}")
         return 0
 
     return run_as_owner(args, work)
-
-
-def _one_line(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _message_id(text: str) -> str:

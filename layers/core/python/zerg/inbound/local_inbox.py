@@ -9,9 +9,12 @@ Invariants:
 - A name starting with ``.`` or ending ``.tmp`` is still being written: skipped, left in place.
   Write elsewhere (or under such a name) and rename into ``new/``.
 - A file is moved only after :func:`zerg.inbound.replies.receive` returned for it: to
-  ``processed/`` (a run, an acknowledgement, a keyword), or to ``failed/`` with ``NAME.reason``
-  beside it (refused, or accepted but its run could not start). Nothing is ever deleted; a name
-  already taken there gets a ``-N`` suffix.
+  ``processed/`` when the outcome took the message (:data:`zerg.inbound.messages.HANDLED`: a run,
+  an acknowledgement, a keyword; a run that could not start included: the row stays ``run``, the
+  run itself is closed ``failed`` and its answer says why), or to ``failed/`` with ``NAME.reason``
+  beside it: refused (``rejected``), an unexpected error while deciding on it (``failed``, with the
+  error's type), or a file that is no reply (unreadable, a symlink, another suffix). Nothing is
+  ever deleted; a name already taken there gets a ``-N`` suffix.
 - Idempotent by content: an email's provider id is ``local-{sha256 of the file}``
   (:func:`zerg.inbound.email.from_local_file`), an SMS's ``local-{sha256 of the file}`` too
   (:func:`zerg.inbound.sms.from_local`). A crash between ``receive`` and the move leaves the file
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from zerg import observability
-from zerg.inbound.messages import Inbound
+from zerg.inbound.messages import HANDLED, Inbound
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -44,7 +47,6 @@ SWEEP_EVERY_S = 2.0  # how soon a dropped file is taken
 FILES_PER_SWEEP = 100  # the rest wait for the next sweep (each may start a run)
 SMS_FILE_MAX_BYTES = 64 * 1024  # an SMS file is a few hundred bytes; more is not one
 _CHUNK = 1024 * 1024
-TAKEN = ("run", "acknowledged", "keyword")  # outcomes whose file goes to processed/
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def _take(rt: Runtime, path: Path, processed: Path, failed: Path) -> Taken | Non
     except Exception as exc:  # a bug: this file must not block the ones after it, sweep after sweep
         log.exception("inbound file could not be processed", extra={"file": path.name})
         return _move(path, failed, Taken(path.name, "failed", "failed", f"could not be processed: {type(exc).__name__}"))
-    where = "processed" if outcome.status in TAKEN else "new" if outcome.status == "received" else "failed"
+    where = "processed" if outcome.status in HANDLED else "new" if outcome.status == "received" else "failed"
     taken = Taken(path.name, where, outcome.status, outcome.reason, outcome.inbound_id, outcome.run_id)
     log.info("inbound file taken", extra={"file": path.name, "status": outcome.status, "inbound_id": outcome.inbound_id,
                                           "run_id": outcome.run_id, "duplicate": outcome.duplicate})

@@ -53,7 +53,6 @@ from zerg.alerts import background, budget
 from zerg.alerts.background import is_background
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
-from zerg.inbound.reply_context import reply_layer
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
@@ -197,6 +196,8 @@ class _SupervisorHooks(LoopHooks):
     the turn stops so the supervisor answers with what exists."""
 
     def __init__(self, rt: Runtime, run: dict[str, Any], memory: str | None = None) -> None:
+        from zerg.inbound.reply_context import reply_layer  # the replies pipeline: only on a turn, not a cold start
+
         self.rt, self.run = rt, run
         settings = rt.settings
         with rt.pool.connection() as conn:  # the thread does not change during a turn: read it once
