@@ -21,6 +21,13 @@ from infra.config import StageConfig
 SCHEDULE_NAME_PREFIX = "zerg-s"
 
 
+# Where objects live in the artifacts bucket: the functions' worker artifacts
+# (zerg.artifacts.s3: ``workers/{worker_id}/...``), and the raw inbound mail the SES receipt rule
+# stores (``inbound/email/{messageId}``, read by zerg.inbound.email). Grants name these prefixes.
+ARTIFACTS_PREFIX = "workers/"
+INBOUND_EMAIL_PREFIX = "inbound/email/"
+
+
 # Name suffixes (after ``zerg-{stage}-``) of the resources both stacks must agree on.
 SCHEDULE_GROUP = "schedules"
 SCHEDULER_ROLE = "scheduler"
@@ -29,6 +36,7 @@ ALERT_TOPIC = "alerts"
 INBOUND_SMS_TOPIC = "inbound-sms"
 ESCALATION_MACHINE = "escalation"
 INGRESS = "events"
+INBOUND_RULE_SET = "inbound"  # the SES receipt rule set (its rules store mail, then invoke ingress)
 
 
 class Arns:
@@ -66,6 +74,12 @@ class Arns:
 
     def inbound_sms_topic(self) -> str:
         return self.stack.format_arn(service="sns", resource=self.config.prefix(INBOUND_SMS_TOPIC))
+
+    def inbound_receipt_rules(self) -> str:
+        """Every rule of Zerg's SES receipt rule set (the only ones that may invoke ingress)."""
+        return self.stack.format_arn(service="ses", resource="receipt-rule-set",
+                                     resource_name=f"{self.config.prefix(INBOUND_RULE_SET)}:receipt-rule/*",
+                                     arn_format=ArnFormat.SLASH_RESOURCE_NAME)
 
     def mail_identity(self) -> str:
         return self.stack.format_arn(service="ses", resource="identity", resource_name=self.config.domain)

@@ -110,7 +110,7 @@ def episodes(rt, owner_id: int) -> list:
 def test_the_supervisor_of_a_scheduled_run_is_told_it_is_unattended_and_a_warning_lands_on_the_thread(
         runtime_env, llm, engine, pool, owner):
     from tests.support.scripts import background_script, role_of
-    from zerg.supervisor.prompts import BACKGROUND_PROMPT, SUPERVISOR_PROMPT
+    from zerg.supervisor.prompts import BACKGROUND_PROMPT, COMMON_PROMPT, SUPERVISOR_PROMPT
 
     rt = runtime_env()
     llm.respond_with(background_script(["Check disk usage"], "warning", "Disk at 91% on this machine",
@@ -118,7 +118,8 @@ def test_the_supervisor_of_a_scheduled_run_is_told_it_is_unattended_and_a_warnin
     run = execute(engine, pool, scheduled_start(rt, pool, owner))
     supervisor = [r for r in llm.requests if role_of(r) == "supervisor"]
     assert supervisor and all(r["messages"][0] == {"role": "system", "content": BACKGROUND_PROMPT} for r in supervisor)
-    assert BACKGROUND_PROMPT.startswith(SUPERVISOR_PROMPT)  # the chat prompt is its cacheable prefix
+    assert BACKGROUND_PROMPT.startswith(COMMON_PROMPT) and SUPERVISOR_PROMPT.startswith(COMMON_PROMPT)  # cacheable
+    assert "set_preference" in SUPERVISOR_PROMPT and "set_preference" not in BACKGROUND_PROMPT  # no directives
     item = inbox_item(pool, owner, run["id"])
     assert (item["severity"], item["headline"], item["assessed_by"]) == ("warning", "Disk at 91% on this machine", "model")
     assert run["status"] == "success" and run["result"].startswith('{"severity": "warning"')  # the run keeps the answer

@@ -54,7 +54,9 @@ def test_adding_an_email_sends_a_code_that_verifies_it(rt, alice, pool):
     assert status == 200 and contact["verified"] is True and contact["verified_at"]
     status, listing, _ = call("GET", "/api/jarvis/contacts", token=tok)
     assert [(c["address"], c["verified"]) for c in listing["contacts"]] == [(address, True)]
-    assert set(listing["contacts"][0]) == {"id", "kind", "address", "verified", "verified_at", "created_at", "code_expires_at"}
+    assert set(listing["contacts"][0]) == {"id", "kind", "address", "verified", "verified_at", "created_at", "code_expires_at",
+                                          "opted_out_at"}
+    assert listing["contacts"][0]["opted_out_at"] is None
 
     status, again, _ = call("POST", "/api/jarvis/contacts", {"kind": "email", "address": address}, token=tok)
     assert status == 202 and again["code_sent"] is False and len(emails(rt.settings.data_dir)) == 1  # verified: no code

@@ -54,6 +54,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/policy", "get"): (200, {401, 422}),
     ("/api/jarvis/policy", "patch"): (200, {400, 401, 415, 422}),
     ("/api/jarvis/notifications", "get"): (200, {401, 422}),
+    ("/api/jarvis/inbound", "get"): (200, {401, 422}),
 }
 
 

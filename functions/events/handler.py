@@ -1,7 +1,9 @@
 """Ingress Lambda: the entry for every external event. Today: the Jarvis HTTP API (API Gateway
 HTTP API v2 events), scheduled housekeeping (``{"trigger": "housekeeping", "task": NAME}`` from
 an EventBridge rule), owners' schedules (``{"trigger": "schedule", "schedule_id", "scheduled_time"}``
-from EventBridge Scheduler) and the run state machine's execution status changes (EventBridge)."""
+from EventBridge Scheduler), the run state machine's execution status changes (EventBridge), and
+replies: inbound mail (SES receipt rule, ``Records[].eventSource == "aws:ses"``) and inbound SMS
+(the two-way SMS topic, ``Records[].EventSource == "aws:sns"``)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return schedule_fire(event)
     if isinstance(event, dict) and event.get("source") == "aws.states":
         return execution_status(event)
+    if (channel := inbound_channel(event)) is not None:
+        return inbound(event, channel)
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
     with observability.invocation("events", request_id):
         return resolve(event, context)
@@ -39,7 +43,7 @@ def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(HousekeepingEvent, event, "housekeeping")
     tasks = {"retention": run_retention, "memory-versions": prune_versions,  # one entry per HousekeepingEvent.task
              "memory-facts": prune_forgotten_facts, "embed": embed_sweep, "notifications": release_held,
-             "schedules": schedules_sweep}
+             "schedules": schedules_sweep, "inbound": inbound_sweep}
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     should_stop = (lambda: remaining() < HOUSEKEEPING_MARGIN_MS) if remaining else None
     with observability.invocation("events", f"housekeeping:{ev.task}") as log:
@@ -70,6 +74,14 @@ def schedules_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
     return {"recovered": recovered, **service.prune_fired_one_offs(rt, should_stop=should_stop)}
 
 
+def inbound_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
+    """Replies a stopped invocation left half done (a row still ``received``, or a run row whose
+    execution never started): completed here, as nothing else would."""
+    from zerg.inbound import replies
+
+    return replies.recover_pending(rt, should_stop=should_stop)
+
+
 def schedule_fire(event: dict[str, Any]) -> dict[str, Any]:
     """A schedule is due: fire it (zerg.schedules.fire), at most once per scheduled time. A bad event
     raises InvalidEvent before anything is touched; a failure raises, so Scheduler (or Lambda's
@@ -89,6 +101,58 @@ def schedule_fire(event: dict[str, Any]) -> dict[str, Any]:
     return {"trigger": "schedule", "schedule_id": ev.schedule_id, "scheduled_time": ev.scheduled_time,
             "outcome": result.outcome, "run_id": result.run_id, "detail": result.detail,
             "duplicate": result.duplicate}
+
+
+def inbound_channel(event: Any) -> str | None:
+    """``email`` for an SES receipt event, ``sms`` for an SNS delivery, None for anything else."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    first = records[0] if isinstance(records, list) and records and isinstance(records[0], dict) else {}
+    if first.get("eventSource") == "aws:ses":
+        return "email"
+    if first.get("EventSource") == "aws:sns":
+        return "sms"
+    return None
+
+
+def inbound(event: dict[str, Any], channel: str) -> dict[str, Any]:
+    """Each record parsed (zerg.inbound.email / .sms), then the one pipeline (zerg.inbound.replies).
+    A record that is not what SES or SNS sends is logged and answered ``{"rejected": why}`` (a retry
+    would fail the same way); the messages themselves are never refused by raising: the pipeline
+    records why. A database or S3 outage raises, so Lambda's asynchronous retry delivers the event
+    again, and the pipeline's idempotency (by the provider's message id) makes that safe."""
+    from zerg.handler_input import InvalidEvent
+    from zerg.inbound import replies
+    from zerg.runtime import get_runtime
+
+    rt = get_runtime()
+    results = []
+    with observability.invocation("events", f"inbound:{channel}") as log:
+        for record in event["Records"]:
+            try:
+                parsed = _parse_inbound(rt, channel, record)
+            except InvalidEvent as exc:
+                log.warning("inbound event refused", extra={"channel": channel, "reason": str(exc)})
+                results.append({"rejected": str(exc)})
+                continue
+            out = replies.receive(rt, parsed)
+            results.append({"provider_id": parsed.provider_id, "status": out.status, "reason": out.reason,
+                            "inbound_id": out.inbound_id, "run_id": out.run_id, "duplicate": out.duplicate})
+    return {"trigger": "inbound", "channel": channel, "results": results}
+
+
+def _parse_inbound(rt: Any, channel: str, record: Any) -> Any:
+    """The record as an :class:`zerg.inbound.messages.Inbound`; InvalidEvent when it is not a record."""
+    from zerg.handler_input import InvalidEvent
+
+    if not isinstance(record, dict):
+        raise InvalidEvent(f"invalid {channel} event: a record is not an object")
+    if channel == "email":
+        from zerg.inbound import email
+
+        return email.from_ses_record(rt, record)
+    from zerg.inbound import sms
+
+    return sms.from_sns_record(record)
 
 
 def execution_status(event: dict[str, Any]) -> dict[str, Any]:

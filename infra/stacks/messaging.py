@@ -25,7 +25,11 @@ Invariants:
   for quiet hours go out once the hours end (ingress sends with the notifier grants it has). A
   sixth, every 5 minutes, sends ``{"task": "schedules"}``: fires left pending are completed (on AWS
   nothing else recovers them) and one-off schedules fired long ago are pruned, row and Scheduler
-  schedule (ingress manages schedules already: ``infra.stacks.background.SCHEDULE_MANAGERS``).
+  schedule (ingress manages schedules already: ``infra.stacks.background.SCHEDULE_MANAGERS``). A
+  seventh, every 5 minutes, sends ``{"task": "inbound"}``: replies an invocation stopped half way
+  (a row still ``received``, a run row whose execution never started) are completed.
+- Inbound mail: SES may write only under ``inbound/email/`` (the bucket policy, for this account
+  only), and ingress may read only that part of ``inbound/`` (``infra.stacks.workflow``).
 """
 
 from __future__ import annotations
@@ -51,13 +55,14 @@ from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
 from infra.names import (
     ALERT_TOPIC,
+    INBOUND_EMAIL_PREFIX,
+    INBOUND_RULE_SET,
     INBOUND_SMS_TOPIC,
     SCHEDULE_DLQ,
     SCHEDULE_GROUP,
     SCHEDULER_ROLE,
 )
 
-INBOUND_EMAIL_PREFIX = "inbound/email/"
 # The ingress event of the daily retention sweep (zerg.handler_input.HousekeepingEvent).
 HOUSEKEEPING_RETENTION = {"trigger": "housekeeping", "task": "retention"}
 # The ingress event of the daily prune of memory file versions older than 30 days.
@@ -77,6 +82,10 @@ NOTIFICATIONS_EVERY = Duration.minutes(5)
 # recovered at most this long after it became stale.
 HOUSEKEEPING_SCHEDULES = {"trigger": "housekeeping", "task": "schedules"}
 SCHEDULES_EVERY = Duration.minutes(5)
+# The ingress event completing replies left half done (a stopped invocation between the inbound row
+# and its run), and how often: such a reply gets its run at most this long after it became stale.
+HOUSEKEEPING_INBOUND = {"trigger": "housekeeping", "task": "inbound"}
+INBOUND_EVERY = Duration.minutes(5)
 
 
 class MessagingStack(Stack):
@@ -122,7 +131,10 @@ class MessagingStack(Stack):
         # The identity Zerg sends from (the senders' grant: infra.stacks.background); DNS (DKIM,
         # MX for receiving) is set up outside the stack: the domain's zone may live anywhere.
         self.mail_identity = ses.EmailIdentity(self, "MailDomain", identity=ses.Identity.domain(domain))
-        self.rule_set = ses.ReceiptRuleSet(self, "InboundMail", receipt_rule_set_name=self.config.prefix("inbound"))
+        # The rule's Lambda action finds the permission the workflow stack gave SES (only for this
+        # rule set: infra.stacks.workflow) and adds none of its own.
+        self.rule_set = ses.ReceiptRuleSet(self, "InboundMail",
+                                           receipt_rule_set_name=self.config.prefix(INBOUND_RULE_SET))
         self.rule_set.add_rule(
             "ToZerg",
             recipients=[domain],
@@ -184,6 +196,10 @@ class MessagingStack(Stack):
             "SchedulesSweep", "schedules-sweep",
             "Every 5 minutes: complete schedule fires left pending; prune one-off schedules fired long ago",
             ingress, HOUSEKEEPING_SCHEDULES, every=SCHEDULES_EVERY, max_age=SCHEDULES_EVERY)
+        self.inbound_rule = self._daily(
+            "InboundSweep", "inbound-sweep",
+            "Every 5 minutes: complete replies left half done (an inbound row without its run, a run never started)",
+            ingress, HOUSEKEEPING_INBOUND, every=INBOUND_EVERY, max_age=INBOUND_EVERY)
         if not self.config.artifact_retention_days:
             return
         self.retention_rule = self._daily(

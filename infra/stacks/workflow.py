@@ -21,6 +21,10 @@ Invariants:
   out or was aborted from outside never ran MarkFailed, and its row stays ``running`` until an
   acknowledgement unless ingress ends it on this event. (Until the handler knows escalations it
   answers "another state machine's execution" and changes nothing.)
+- In the artifacts bucket, the supervisor, worker and summary functions read and write
+  ``workers/*`` only; ingress reads ``workers/*`` (it serves artifacts) and ``inbound/email/*``
+  (the raw mail SES stored), and nothing else under ``inbound/``. SES may invoke ingress only for
+  the rules of Zerg's receipt rule set.
 - An asynchronous invocation of ingress that still fails after Lambda's two retries (a schedule
   fire, a housekeeping task, inbound mail or SMS) lands in ``zerg-{stage}-ingress-failed``.
 """
@@ -49,7 +53,7 @@ from infra.components.function import FunctionSpec, ZergFunction, retention
 from infra.components.layer import CoreLayer
 from infra.components.queues import dead_letter_queue
 from infra.config import StageConfig
-from infra.names import ESCALATION_MACHINE
+from infra.names import ARTIFACTS_PREFIX, ESCALATION_MACHINE, INBOUND_EMAIL_PREFIX, Arns
 from infra.stacks.background import grant_background
 from infra.stacks.data import DataStack
 
@@ -157,7 +161,7 @@ class WorkflowStack(Stack):
         for function in fns.values():
             data.db_secret.grant_read(function)
         for name in ("supervisor", "worker", "summary"):
-            data.bucket.grant_read_write(fns[name])
+            data.bucket.grant_read_write(fns[name], f"{ARTIFACTS_PREFIX}*")
             data.openai_secret.grant_read(fns[name])
             fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
         # Ingress reads inbound mail and serves artifacts; it never writes worker evidence. It reads
@@ -165,7 +169,16 @@ class WorkflowStack(Stack):
         # search is hybrid like the supervisor's recall, not full-text only.
         data.openai_secret.grant_read(self.ingress)
         self.ingress.add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
-        data.bucket.grant_read(self.ingress)
+        data.bucket.grant_read(self.ingress, f"{ARTIFACTS_PREFIX}*")
+        # The raw inbound mail SES stored (zerg.inbound.email.from_ses_record: HeadObject, then
+        # GetObject), and nothing else under inbound/.
+        self.ingress.add_to_role_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[data.bucket.arn_for_objects(f"{INBOUND_EMAIL_PREFIX}*")]))
+        # SES invokes ingress for Zerg's receipt rules only. Named "AllowSes", the permission the
+        # rule's Lambda action would add (for any rule of the account) is not added again.
+        self.ingress.add_permission(
+            "AllowSes", principal=iam.ServicePrincipal("ses.amazonaws.com"), action="lambda:InvokeFunction",
+            source_account=self.account, source_arn=Arns(self, self.config).inbound_receipt_rules())
         data.jwt_secret.grant_read(self.ingress)
         self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
         for key, value in retention_environment(self.config).items():  # its sweep's delete grant: Messaging

@@ -144,9 +144,9 @@ def test_without_a_retention_there_is_no_rule_no_delete_grant_and_no_setting():
                            state_machine=run, escalation_machine=escalation, ingress=ingress,
                            ingress_failures=sqs.Queue(deps, "IngressFailures"))
     template = Template.from_stack(stack)
-    rules = template.find_resources("AWS::Events::Rule")  # the memory prunes, the embed, notifications, schedules sweeps
+    rules = template.find_resources("AWS::Events::Rule")  # the memory prunes; embed, notifications, schedules, inbound
     assert sorted(r["Properties"]["Name"] for r in rules.values()) == [
-        "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune",
+        "zerg-test-inbound-sweep", "zerg-test-memory-embed-sweep", "zerg-test-memory-facts-prune", "zerg-test-memory-versions-prune",
         "zerg-test-notifications-release", "zerg-test-schedules-sweep"]
     assert "s3:Delete" not in json.dumps(template.find_resources("AWS::IAM::Policy"))
 

@@ -615,6 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.alerts.commands import add_commands as add_alert_commands
 
     add_alert_commands(groups, _add_owner_option, _owner)  # zerg contacts, zerg policy
+    from zerg.inbound.commands import add_commands as add_inbound_commands
+
+    add_inbound_commands(groups, _add_owner_option, _owner)  # zerg inbound email|sms|list
     return parser
 
 

@@ -9,6 +9,9 @@ Invariants:
 - An address is unique per kind across all owners (the schema's ``UNIQUE (kind, address)``), so a
   sender identifies at most one owner.
 - The code's hash never leaves this module and the service: owner reads return :data:`_PUBLIC`.
+- An SMS contact that replied STOP (:func:`opt_out`) is no recipient until it replies START
+  (:func:`opt_in`): :func:`verified_contacts` leaves it out; :func:`sender_contact` still finds it
+  (its START must be heard). Only ``sms`` contacts opt out; the first STOP's time and message stay.
 - Codes and wrong guesses are counted per contact in a 24-hour window (``code_sends``,
   ``code_attempts`` from ``code_window_start``): a new code within the window never gives the
   guesses back, and a code beyond ``max_sends`` is never stored (:func:`insert_pending`,
@@ -23,7 +26,7 @@ from typing import Any
 
 from psycopg import Connection
 
-_PUBLIC = "id, kind, address, verified_at, created_at, code_expires_at, code_sent_at"
+_PUBLIC = "id, kind, address, verified_at, created_at, code_expires_at, code_sent_at, opted_out_at"
 _PRIVATE = f"{_PUBLIC}, owner_id, code_hash, code_attempts, code_sends, code_window_start"
 
 
@@ -118,10 +121,39 @@ def sender_contact(conn: Connection, kind: str, address: str) -> dict[str, Any] 
 
 
 def verified_contacts(conn: Connection, owner_id: int, kind: str) -> list[dict[str, Any]]:
-    """The owner's verified contacts of ``kind`` (``email`` or ``sms``): the only recipients of a notification."""
+    """The owner's verified contacts of ``kind`` (``email`` or ``sms``) that did not opt out: the
+    only recipients of a notification."""
     return conn.execute(
-        f"SELECT {_PUBLIC} FROM owner_contacts WHERE owner_id = %s AND kind = %s AND verified_at IS NOT NULL ORDER BY id",
+        f"""SELECT {_PUBLIC} FROM owner_contacts
+            WHERE owner_id = %s AND kind = %s AND verified_at IS NOT NULL AND opted_out_at IS NULL ORDER BY id""",
         (owner_id, kind)).fetchall()
+
+
+def opted_out_contacts(conn: Connection, owner_id: int, kind: str) -> list[dict[str, Any]]:
+    """The owner's verified contacts of ``kind`` that opted out (STOP): why a send found no recipient."""
+    return conn.execute(
+        f"""SELECT {_PUBLIC} FROM owner_contacts
+            WHERE owner_id = %s AND kind = %s AND verified_at IS NOT NULL AND opted_out_at IS NOT NULL ORDER BY id""",
+        (owner_id, kind)).fetchall()
+
+
+def opt_out(conn: Connection, owner_id: int, contact_id: int, inbound_id: int | None) -> dict[str, Any] | None:
+    """The owner's SMS contact replied STOP (``inbound_id``: that message): nothing is texted to it
+    until :func:`opt_in`. A STOP when already opted out keeps the first one's time and message.
+    None when the owner has no such SMS contact."""
+    return conn.execute(
+        f"""UPDATE owner_contacts SET opted_out_by = CASE WHEN opted_out_at IS NULL THEN %s ELSE opted_out_by END,
+                   opted_out_at = COALESCE(opted_out_at, now())
+            WHERE owner_id = %s AND id = %s AND kind = 'sms' RETURNING {_PUBLIC}, opted_out_by""",
+        (inbound_id, owner_id, contact_id)).fetchone()
+
+
+def opt_in(conn: Connection, owner_id: int, contact_id: int) -> dict[str, Any] | None:
+    """The owner's SMS contact replied START: a recipient again. None when the owner has no such SMS contact."""
+    return conn.execute(
+        f"""UPDATE owner_contacts SET opted_out_at = NULL, opted_out_by = NULL
+            WHERE owner_id = %s AND id = %s AND kind = 'sms' RETURNING {_PUBLIC}, opted_out_by""",
+        (owner_id, contact_id)).fetchone()
 
 
 def remove(conn: Connection, owner_id: int, contact_id: int) -> bool:
@@ -135,5 +167,5 @@ def export_owner_contacts(conn: Connection, owner_id: int) -> Iterator[dict[str,
     with conn.cursor() as cur:
         yield from cur.stream(  # never the verification code's hash
             """SELECT id, owner_id, kind, address, verified_at, created_at, code_expires_at, code_attempts, code_sent_at,
-                      code_sends, code_window_start
+                      code_sends, code_window_start, opted_out_at, opted_out_by
                FROM owner_contacts WHERE owner_id = %s ORDER BY id""", (owner_id,))

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
+SNS_MESSAGE_MAX = 256 * 1024  # SNS refuses to publish a longer message
 
 
 class InvalidEvent(ValueError):
@@ -44,7 +45,7 @@ class HousekeepingEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     trigger: Literal["housekeeping"]
-    task: Literal["retention", "memory-versions", "memory-facts", "embed", "notifications", "schedules"]
+    task: Literal["retention", "memory-versions", "memory-facts", "embed", "notifications", "schedules", "inbound"]
 
 
 class ScheduleFireEvent(BaseModel):
@@ -65,6 +66,27 @@ class ScheduleFireEvent(BaseModel):
     @property
     def when(self) -> datetime:
         return parse_scheduled_time(self.scheduled_time)
+
+
+class SnsNotification(BaseModel):
+    """The ``Sns`` object of an SNS record: who delivered it (``MessageId``, unique per publish and
+    the same on every retry of it) and the ``Message`` text, whose content is the publisher's and is
+    checked by whoever reads it (two-way SMS: :func:`zerg.inbound.sms.from_sns_record`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    Type: Literal["Notification"] = "Notification"
+    MessageId: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9-]+$")
+    TopicArn: str | None = Field(default=None, max_length=256)
+    Message: str = Field(max_length=SNS_MESSAGE_MAX)
+    Timestamp: str | None = Field(default=None, max_length=64)
+
+
+class SnsRecord(BaseModel):
+    """One record of an SNS event (``{"Records": [...]}``) as Lambda delivers it."""
+
+    model_config = ConfigDict(extra="ignore")
+    EventSource: Literal["aws:sns"]
+    Sns: SnsNotification
 
 
 class SesVerdict(BaseModel):

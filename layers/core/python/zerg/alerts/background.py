@@ -1,9 +1,10 @@
 """Background runs (trigger ``schedule``) at their end: the assessment, the inbox item, the
 escalation matrix; and acknowledging an item.
 
-Every closer of a run calls :func:`on_run_end` once the run is closed: the supervisor's
-``finalize`` and ``fail``, the orphan sweep (:mod:`zerg.runs.orphans`) and the AWS execution-status
-rule (:mod:`zerg.runs.execution_status`). ``finalize`` assesses before it closes (the thread rule
+Every closer of a run calls :func:`on_run_end` once the run is closed, through
+:func:`zerg.runs.closing.after_close`: the supervisor's ``finalize`` and ``fail``, a failed start,
+the orphan sweep (:mod:`zerg.runs.orphans`) and the AWS execution-status rule
+(:mod:`zerg.runs.execution_status`). ``finalize`` assesses before it closes (the thread rule
 needs the severity: :attr:`zerg.alerts.severity.Assessment.on_thread`) and hands its assessment on.
 
 Invariants:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 from zerg.commandline import run_as_owner
@@ -58,7 +59,8 @@ def cmd_contacts_list(args: argparse.Namespace) -> int:
         if not rows:
             print("no contacts (zerg contacts add email ADDRESS, or add sms +NUMBER)")
         for c in rows:
-            print(f"{c['id']}\t{c['kind']}\t{c['address']}\t{'verified' if c['verified'] else 'unverified'}")
+            opted = f"\topted out (STOP) {c['opted_out_at'].astimezone(UTC):%Y-%m-%d %H:%M} UTC" if c.get("opted_out_at") else ""
+            print(f"{c['id']}\t{c['kind']}\t{c['address']}\t{'verified' if c['verified'] else 'unverified'}{opted}")
         return 0
     return _run(args, work)
 

@@ -16,6 +16,8 @@ Invariants:
 - An address another owner verified is refused; one another owner added but did not verify is
   refused while its code lives, then freed. The refusal never names or hints at that owner.
 - Every read and change is the owner's own: another owner's contact is "not found".
+- An SMS contact's STOP and START (:func:`zerg.contacts.opt_out`, ``opt_in``) come from the number
+  itself (:mod:`zerg.inbound.replies`), never from this service: the owner sees ``opted_out_at``.
 """
 
 from __future__ import annotations
@@ -131,8 +133,10 @@ def _code_matches(stored: str, kind: str, address: str, code: str) -> bool:
 
 
 def public(row: dict[str, Any]) -> dict[str, Any]:
-    """What the owner sees of a contact (never the code's hash, attempts or owner id)."""
-    out = {k: row.get(k) for k in ("id", "kind", "address", "verified_at", "created_at", "code_expires_at")}
+    """What the owner sees of a contact (never the code's hash, attempts or owner id); ``opted_out_at``:
+    when the number replied STOP (nothing is texted to it until it replies START)."""
+    out = {k: row.get(k) for k in ("id", "kind", "address", "verified_at", "created_at", "code_expires_at",
+                                   "opted_out_at")}
     out["verified"] = row.get("verified_at") is not None
     if out["verified"]:
         out["code_expires_at"] = None

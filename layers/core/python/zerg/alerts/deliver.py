@@ -3,12 +3,14 @@ reminders, budget notes and the connector tools all call it; :func:`release_held
 hours held.
 
 Invariants:
-- Recipients are the owner's *verified* contacts of the channel, read here and nowhere else. The
+- Recipients are the owner's *verified* contacts of the channel, read here and nowhere else (an
+  answer to a reply names one of them, ``contact_id``: only that one, if still verified). The
   one exception is :func:`deliver_verification`: a verification code goes to the one unverified
   address being verified (that is the point of it), through the same limits and records.
 - Every recipient gets one ``notifications`` row: ``sent``, ``held`` (quiet hours, with
   ``release_at``), ``suppressed`` (and why: no verified contact, the daily limit) or ``failed``
-  (and why). No verified contact is one ``suppressed`` row with no address.
+  (and why). No verified contact is one ``suppressed`` row with no address; when every verified
+  contact of the channel opted out (SMS STOP), its reason is :data:`OPTED_OUT`.
 - A send is reserved against the owner's daily limit of its channel before it is made
   (:func:`zerg.alerts.limits.reserve`, atomic); a failed send gives the reservation back.
 - Nothing raises to the caller for a provider's failure: the row says ``failed``, a log line says
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 Channel = Literal["email", "sms"]
 Purpose = Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer"]
 MASK = "••••••"
+OPTED_OUT = "opted out (STOP)"  # every verified SMS contact replied STOP (zerg.contacts.opt_out)
 RELEASE_BATCH = 50
 RELEASE_EVERY_S = 60.0  # how often held notifications are looked at (housekeeping "notifications")
 
@@ -58,6 +61,7 @@ class _Message:
     attempt: int = 0
     in_reply_to: str | None = None
     html: str | None = None  # an email's HTML part (None: the text, escaped); not kept in the row
+    references: tuple[str, ...] = ()  # an email's References (the thread it answers), oldest first
 
     def row_fields(self) -> dict[str, Any]:
         return {"channel": self.channel, "purpose": self.purpose, "subject": self.subject or None,
@@ -68,22 +72,29 @@ class _Message:
 def deliver(rt: "Runtime", owner_id: int, *, channel: Channel, purpose: Purpose, subject: str, body: str,
             severity: str | None = None, run_id: int | None = None, schedule_id: int | None = None,
             attempt: int = 0, hold_in_quiet_hours: bool = False, in_reply_to: str | None = None,
-            now: datetime | None = None, html: str | None = None) -> list[dict[str, Any]]:
-    """Send ``subject``/``body`` on ``channel`` to each of the owner's verified contacts of it; one
-    notifications row per contact (or one ``suppressed`` row when there is none), returned in order.
-    ``subject`` is flattened to one line (SMS ignore it); ``in_reply_to`` threads an email; ``html``
-    is an email's HTML part (the caller escapes what it puts in it; None: the text, escaped)."""
+            now: datetime | None = None, html: str | None = None, contact_id: int | None = None,
+            references: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Send ``subject``/``body`` on ``channel`` to each of the owner's verified contacts of it (only
+    the one ``contact_id`` when given: an answer goes to whoever wrote); one notifications row per
+    contact (or one ``suppressed`` row when there is none), returned in order. ``subject`` is
+    flattened to one line (SMS ignore it); ``in_reply_to`` and ``references`` thread an email;
+    ``html`` is an email's HTML part (the caller escapes what it puts in it; None: the text, escaped)."""
     if channel not in CHANNELS:
         raise ValueError(f"channel must be email or sms, not {channel!r}")
     now = now or utcnow()
     msg = _Message(channel, purpose, header_text(subject), body, body, severity, run_id, schedule_id, attempt, in_reply_to,
-                   html if channel == "email" else None)
+                   html if channel == "email" else None, tuple(references) if channel == "email" else ())
     with rt.pool.connection() as conn:
         recipients = contacts.verified_contacts(conn, owner_id, channel)
+        if contact_id is not None:
+            recipients = [c for c in recipients if c["id"] == contact_id]
         policy = get_policy(conn, owner_id)
         if not recipients:
-            row = notifications.record(conn, owner_id, **msg.row_fields(), status="suppressed",
-                                       reason=f"no verified {channel} contact")
+            opted_out = [c for c in contacts.opted_out_contacts(conn, owner_id, channel)
+                         if contact_id is None or c["id"] == contact_id]
+            reason = (OPTED_OUT if opted_out else f"no verified {channel} contact" if contact_id is None
+                      else f"contact {contact_id} is not a verified {channel} contact of the owner")
+            row = notifications.record(conn, owner_id, **msg.row_fields(), status="suppressed", reason=reason)
             _log(row)
             return [row]
         release_at = in_quiet_hours(policy, now) if hold_in_quiet_hours and channel == "sms" else None
@@ -149,6 +160,8 @@ def _release_one(rt: "Runtime", held: dict[str, Any], now: datetime) -> str:
         reason = None
         if contact is None or contact["verified_at"] is None:
             reason = "held for quiet hours; the contact was removed or unverified meanwhile"
+        elif contact["opted_out_at"] is not None:
+            reason = f"held for quiet hours; {OPTED_OUT} meanwhile"
         elif held["run_id"] is not None and (inbox.get(conn, owner_id, held["run_id"]) or {}).get("acknowledged_at"):
             reason = "held for quiet hours; acknowledged meanwhile"  # the owner has seen it: no text at 7 am
         if reason is not None:
@@ -187,7 +200,7 @@ def _send(rt: "Runtime", owner_id: int, contact: dict[str, Any], msg: _Message, 
             sent = rt.notifier.send_email(Email(
                 to=contact["address"], subject=msg.subject, text=msg.body, sender=settings.sender_email,
                 reply_to=f"reply+{token}@{settings.mail_domain}", message_id=message_id, in_reply_to=msg.in_reply_to,
-                html=msg.html))
+                references=msg.references, html=msg.html))
             provider_id, message_id = sent.provider_message_id, sent.message_id
         else:  # a reply to an SMS names the last part it answers (SNS previousPublishedMessageId)
             provider_id = rt.notifier.send_sms(Sms(to=contact["address"], text=msg.body))[-1]

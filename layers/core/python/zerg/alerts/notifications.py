@@ -88,6 +88,68 @@ def for_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]
                         (owner_id, run_id)).fetchall()
 
 
+# --- what an inbound reply answers (zerg.inbound.replies): every lookup scoped by the sender's owner ---
+
+# A notification as a reply's context needs it, without its reply token; ``sent_on``: when it went out.
+_ANSWERED = f"{_EXPORTED}, COALESCE(sent_at, created_at) AS sent_on"
+
+
+def get(conn: Connection, owner_id: int, notification_id: int) -> dict[str, Any] | None:
+    """One of the owner's notifications, without its reply token."""
+    return conn.execute(f"SELECT {_ANSWERED} FROM notifications WHERE owner_id = %s AND id = %s",
+                        (owner_id, notification_id)).fetchone()
+
+
+def by_reply_token(conn: Connection, owner_id: int, tokens: list[str]) -> dict[str, Any] | None:
+    """The owner's email notification whose reply token is one of ``tokens`` (another owner's token
+    is simply not found), without the token."""
+    return conn.execute(
+        f"""SELECT {_ANSWERED} FROM notifications
+            WHERE owner_id = %s AND channel = 'email' AND reply_token = ANY(%s) ORDER BY id DESC LIMIT 1""",
+        (owner_id, tokens)).fetchone()
+
+
+def by_message_id(conn: Connection, owner_id: int, message_ids: list[str]) -> dict[str, Any] | None:
+    """The owner's email notification whose Message-ID is the first of ``message_ids`` that matches
+    one (In-Reply-To first, then References newest first), without its reply token."""
+    return conn.execute(
+        f"""SELECT {_ANSWERED} FROM notifications
+            WHERE owner_id = %s AND channel = 'email' AND message_id = ANY(%s)
+            ORDER BY array_position(%s::text[], message_id), id DESC LIMIT 1""",
+        (owner_id, message_ids, message_ids)).fetchone()
+
+
+def by_provider_message_id(conn: Connection, owner_id: int, provider_message_id: str, address: str,
+                           since: datetime) -> dict[str, Any] | None:
+    """The owner's SMS notification to ``address`` sent since ``since`` whose provider message id
+    (an SMS's last part) is ``provider_message_id``: what a two-way SMS reply names as its previous message."""
+    return conn.execute(
+        f"""SELECT {_ANSWERED} FROM notifications
+            WHERE owner_id = %s AND channel = 'sms' AND provider_message_id = %s AND address = %s
+              AND COALESCE(sent_at, created_at) >= %s
+            ORDER BY id DESC LIMIT 1""",
+        (owner_id, provider_message_id, address, since)).fetchone()
+
+
+def latest_sms_to(conn: Connection, owner_id: int, address: str, since: datetime) -> dict[str, Any] | None:
+    """The owner's latest SMS notification sent to ``address`` since ``since``."""
+    return conn.execute(
+        f"""SELECT {_ANSWERED} FROM notifications
+            WHERE owner_id = %s AND channel = 'sms' AND address = %s AND status = 'sent' AND sent_at >= %s
+            ORDER BY sent_at DESC, id DESC LIMIT 1""",
+        (owner_id, address, since)).fetchone()
+
+
+def lock_and_find_answer(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """Whether the owner's run has an ``answer`` notification already, under a transaction-scoped
+    lock on the run's answer: call it inside a transaction and send before it ends, so a concurrent
+    closer of the same run sees the row this one writes (one answer per run)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('notifications:answer:' || %s, 0))", (run_id,))
+    return conn.execute(
+        "SELECT 1 FROM notifications WHERE owner_id = %s AND run_id = %s AND purpose = 'answer' LIMIT 1",
+        (owner_id, run_id)).fetchone() is not None
+
+
 def export_notifications(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's notifications (without reply tokens), for ``zerg owners export``."""
     with conn.cursor() as cur:

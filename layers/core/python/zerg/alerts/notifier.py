@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from zerg.config import Settings
 
 SUBJECT_MAX = 200  # characters of a Subject header, after flattening
+MESSAGE_ID_MAX = 250  # characters of one Message-ID
+REFERENCES_MAX = 900  # characters of a References header (RFC 5322's 998 per line, with its name)
 NAME_MAX = 80  # characters of a display name
 SMS_MAX_BYTES = 1600  # one SNS Publish to a phone number carries at most 1,600 bytes
 SMS_MAX_PARTS = 10  # ~16,000 bytes is already more than anyone reads on a phone; it also bounds one send's cost
@@ -51,7 +53,8 @@ class Email:
     html: str | None = None
     reply_to: str | None = None  # reply+{token}@ZERG_MAIL_DOMAIN
     message_id: str | None = None  # "<...@domain>"; SES replaces it with its own
-    in_reply_to: str | None = None  # the Message-ID this answers; also becomes References
+    in_reply_to: str | None = None  # the Message-ID this answers
+    references: tuple[str, ...] = ()  # the thread's Message-IDs, oldest first (default: in_reply_to)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,30 @@ def text_to_html(text: str) -> str:
             f"{html.escape(text)}</div></body></html>")
 
 
+# A Message-ID as a reference: printable ASCII without spaces or angle brackets, within <...>.
+_MESSAGE_ID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,%d}>" % (MESSAGE_ID_MAX - 2))
+
+
+def references_header(references: tuple[str, ...] | list[str], in_reply_to: str | None = None) -> str | None:
+    """The References value threading an answer: ``references`` then ``in_reply_to`` (once each),
+    only well-formed ``<id>`` values, within :data:`REFERENCES_MAX` characters (the first id and
+    the newest ones are kept when it must be cut, as RFC 5322 suggests); None when there is none."""
+    ids: list[str] = []
+    for value in (*references, *([in_reply_to] if in_reply_to else [])):
+        for found in _MESSAGE_ID.findall(value or ""):
+            if found in ids:
+                ids.remove(found)  # it comes again later: the later place is its place in the thread
+            ids.append(found)
+    if not ids:
+        return None
+    kept = ids[-1:]
+    for found in reversed(ids[1:-1]):  # the newest first, while the first id still fits too
+        if len(" ".join([ids[0], found, *kept])) > REFERENCES_MAX:
+            break
+        kept.insert(0, found)
+    return " ".join(ids[:1] + kept if len(ids) > 1 else kept)
+
+
 def mime_message(email: Email) -> "EmailMessage":
     """The RFC 5322 message of ``email``: text plus an HTML alternative, every header through
     :func:`header_text`. Both implementations send (SES raw) or write (the outbox) exactly this."""
@@ -137,7 +164,10 @@ def mime_message(email: Email) -> "EmailMessage":
     if email.message_id:
         msg["Message-ID"] = header_text(email.message_id, 250)
     if email.in_reply_to:
-        msg["In-Reply-To"] = msg["References"] = header_text(email.in_reply_to, 250)
+        msg["In-Reply-To"] = header_text(email.in_reply_to, MESSAGE_ID_MAX)
+    references = references_header(email.references, email.in_reply_to)
+    if references:
+        msg["References"] = references
     msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: vacation responders stay quiet
     msg.set_content(email.text)
     msg.add_alternative(email.html if email.html is not None else text_to_html(email.text), subtype="html")

@@ -306,6 +306,8 @@ class Contact(BaseModel):
     verified_at: datetime | None
     created_at: datetime
     code_expires_at: datetime | None = Field(description="Unverified: when the code sent last expires")
+    opted_out_at: datetime | None = Field(
+        description="SMS: when the number replied STOP; nothing is texted to it until it replies START. null: not opted out")
 
 
 class ContactList(BaseModel):
@@ -360,6 +362,33 @@ class Notification(BaseModel):
 
 class NotificationPage(BaseModel):
     notifications: list[Notification] = Field(description="Newest first")
+    next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
+
+
+# --- replies (issue 15) ----------------------------------------------------------------------
+
+class InboundMessage(BaseModel):
+    """One email or SMS the owner sent Zerg (a reply to an alert, a directive, a keyword), and
+    what became of it."""
+
+    id: int
+    channel: Literal["email", "sms"]
+    source: Literal["ses", "sns", "local"] = Field(description="How it arrived: SES, two-way SMS, or the local path")
+    status: Literal["received", "rejected", "acknowledged", "run", "keyword", "failed"] = Field(
+        description="received: not acted on yet; rejected: refused (reason says why); acknowledged: it "
+                    "acknowledged an alert; run: it started run_id; keyword: STOP, START or HELP; failed: "
+                    "accepted, but its run could not start")
+    reason: str | None = Field(description="Why it was rejected or failed, or what the keyword did")
+    received_at: datetime
+    sender: str | None = Field(description="The owner's verified address or number it came from")
+    subject: str | None
+    body_preview: str = Field(description="The reply as read (quotes and signature stripped), at most 200 characters")
+    run_id: int | None = Field(description="The run it started")
+    answers_run_id: int | None = Field(description="The run whose notification it answers")
+
+
+class InboundPage(BaseModel):
+    messages: list[InboundMessage] = Field(description="Newest first")
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
 ERRORS: dict[int, str] = {

@@ -6,6 +6,7 @@ the API.
   what a parser hands on.
 - :mod:`~zerg.inbound.email` / :mod:`~zerg.inbound.sms`: parsing what SES and two-way SMS deliver.
 - :mod:`~zerg.inbound.replies`: the one path from an :class:`Inbound` to its outcome, and the answer
-  back on the same channel.
+  back on the same channel; :mod:`~zerg.inbound.reply_context`: what a reply's run is shown of what
+  the reply answers (the ``[REPLY CONTEXT]`` layer).
 - :mod:`~zerg.inbound.pending` and :mod:`~zerg.inbound.directives`: what the directive tools do.
 """

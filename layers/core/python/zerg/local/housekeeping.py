@@ -149,6 +149,10 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
 
         tasks.append(PeriodicTask("embed", indexer.SWEEP_EVERY_S, partial(indexer.run_sweep, rt),
                                   first_delay_s=indexer.SWEEP_EVERY_S))  # not at once: writes kick their own
+    from zerg.inbound import local_inbox
+
+    # Replies dropped into the inbox directory, and replies a crash left half done.
+    tasks.append(PeriodicTask("inbound", local_inbox.SWEEP_EVERY_S, partial(local_inbox.run_sweep, rt)))
     if not rt.settings.schedule_group:  # owners' schedules: Scheduler fires them on AWS, the ticker here
         from zerg.schedules import service, ticker
 

@@ -7,6 +7,7 @@ the answer, the run id and where the artifacts are.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,3 +129,52 @@ def print_report(rt: Runtime, report: RunReport, owner_id: int, out: Printer = p
         out("artifacts:")
         for d in report.artifact_dirs:
             out(f"  {d}")
+
+
+def prepare_local_run(rt: Runtime) -> None:
+    """What ``zerg run`` does before a run executes in this process: say how isolated workers are,
+    and warm the engine's imports (nothing when runs execute on Step Functions)."""
+    from zerg.local.engine import LocalStarter, prewarm
+    from zerg.sandbox import announce
+
+    if isinstance(rt.starter, LocalStarter):
+        announce(rt.settings)
+        prewarm(cache_dir=rt.settings.data_dir / "cache")
+
+
+def wait_for_run(rt: Runtime, owner_id: int, run_id: int, out: Printer = print) -> int:
+    """A run started by another path (a schedule's fire, a reply): follow its progress until it
+    ends, print its answer as ``zerg run`` does, then its inbox item's severity and headline when it
+    has one. Returns the exit status: 0 success, 1 otherwise, 130 Ctrl-C (the run is cancelled on
+    the way out when it executes in this process)."""
+    from zerg.alerts import inbox
+    from zerg.local.engine import LocalStarter
+    from zerg.statuses import RUN_FINAL
+
+    local = isinstance(rt.starter, LocalStarter)
+
+    def ended() -> bool:  # the run closed, and this process's execution of it (if any) stopped
+        with rt.pool.connection() as conn:
+            if runs.run_status(conn, owner_id, run_id) not in RUN_FINAL:
+                return False
+        return not local or rt.starter.execution_of(run_id) is None or rt.starter.ended_execution(run_id) is not None
+
+    interrupted = False
+    try:
+        follow_events(rt, owner_id, run_id, ended, out)
+    except KeyboardInterrupt:
+        if not local:
+            raise
+        interrupted = True
+        cancel(rt, rt.starter, owner_id, run_id)
+    report = report_of(rt, owner_id, run_id, interrupted)
+    print_report(rt, report, owner_id, out)
+    if local and not interrupted:  # the steps after the answer (memory, the inbox item) run on here
+        rt.starter.finish_background(lambda line: print(line, file=sys.stderr, flush=True))
+    with rt.pool.connection() as conn:
+        item = inbox.get(conn, owner_id, run_id)
+    if item is not None:
+        out(f"inbox: {item['severity']}: {item['headline']}")
+    if interrupted:
+        return 130
+    return 0 if report.status == "success" else 1

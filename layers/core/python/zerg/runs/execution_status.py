@@ -15,8 +15,8 @@ Invariants:
 - FAILED -> ``failed``, TIMED_OUT -> ``timeout``, ABORTED -> ``interrupted``, each with one ``error``
   event carrying the partial results; unfinished jobs (running ones too: the execution is over) are
   ``cancelled`` with the reason. Closing is the store's conditional update: a run already closed
-  stays as it was, so a redelivered event is harmless. A background run closed here gets its
-  inbox item and alerts (:func:`zerg.alerts.background.on_run_end`).
+  stays as it was, so a redelivered event is harmless. A run closed here gets what follows any
+  close (:func:`zerg.runs.closing.after_close`).
 """
 
 from __future__ import annotations
@@ -109,9 +109,8 @@ def on_execution_status(rt: "Runtime", event: Any) -> dict[str, Any]:
             return {**ignored, "reason": "no run of this execution"}
         status, message = verdict
         closed = runs.fail_run(conn, run, status, message, cancel_running=True) is not None
-    if closed:
-        from zerg.alerts import background
+    if closed:  # a background run's inbox item and alerts, a reply's answer: as any closer's
+        from zerg.runs.closing import after_close
 
-        if background.is_background(run):  # its inbox item and alerts, as any closer's
-            background.on_run_end(rt, run["owner_id"], run_id)
+        after_close(rt, run)
     return {"run_id": run_id, "closed": closed, "status": status if closed else run["status"]}

@@ -1,5 +1,5 @@
 """Starting the execution of a run whose row is already written: the one path for every run start
-(the API's ``POST /api/jarvis/supervisor`` and a schedule's fire).
+(the API's ``POST /api/jarvis/supervisor``, a schedule's fire and an email or SMS reply).
 
 Invariants:
 - The run row (``running``, ``supervisor_started`` emitted) is committed before the execution
@@ -7,8 +7,8 @@ Invariants:
 - Starting is idempotent per run: the execution is named after the run (Step Functions answers a
   repeat with the same execution; the local starter remembers what it started).
 - A start that fails closes the run ``failed`` with the reason and frees its Idempotency-Key (a
-  retry must start a new run), then raises :class:`LaunchError`; it never leaves a run ``running``
-  that nothing executes.
+  retry must start a new run), hands it to :func:`zerg.runs.closing.after_close`, then raises
+  :class:`LaunchError`; it never leaves a run ``running`` that nothing executes.
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ def start_execution(rt: "Runtime", run: dict[str, Any]) -> str:
         with rt.pool.connection() as conn:
             closed = runs.fail_run(conn, run, "failed", reason) is not None
             runs.release_idempotency_key(conn, run["id"])
-        if closed:
-            from zerg.alerts import background
+        if closed:  # a check that could not start is a warning in the inbox; a reply is told
+            from zerg.runs.closing import after_close
 
-            if background.is_background(run):  # a check that could not start is a warning in the inbox
-                background.on_run_end(rt, run["owner_id"], run["id"])
+            after_close(rt, run)
         raise LaunchError(f"run {run['id']} {reason}") from None
     with rt.pool.connection() as conn:
         runs.set_execution_arn(conn, run["id"], arn)

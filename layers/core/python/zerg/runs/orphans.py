@@ -22,8 +22,8 @@ Invariants:
   (:func:`zerg.runs.store.finish_cancel`); when the process running them is gone, the sweep records
   them ``cancelled`` and writes that event, so no stream of the run waits forever.
 - Closing is the conditional update of the store, so a sweep racing the run's own end (or another
-  sweep) changes nothing twice. A background run closed by the sweep gets its inbox item and
-  alerts (:func:`zerg.alerts.background.on_run_end`), as any closer's. Every artifact written so far stays; a worker cut off gets a
+  sweep) changes nothing twice. A run closed by the sweep gets what follows any close
+  (:func:`zerg.runs.closing.after_close`: a background run's inbox item and alerts, a reply's answer). Every artifact written so far stays; a worker cut off gets a
   ``result.txt`` saying so and its final status in ``metadata.json``.
 """
 
@@ -182,7 +182,7 @@ def reap_orphans(rt: "Runtime") -> ReapReport:
                 (report.interrupted if verdict[0] == "interrupted" else report.timed_out_runs).append(run["id"])
                 if verdict[0] == "timeout" and run["executor"] == me:
                     _stop_local_execution(rt, run)
-                _background_run_ended(rt, run)
+                _closed(rt, run)
         except Exception as exc:
             log.exception("orphan sweep: run %s", run["id"])
             report.errors.append(f"run {run['id']}: {type(exc).__name__}: {exc}")
@@ -201,12 +201,12 @@ def reap_orphans(rt: "Runtime") -> ReapReport:
     return report
 
 
-def _background_run_ended(rt: "Runtime", run: dict[str, Any]) -> None:
-    """A scheduled run closed here still gets its inbox item and alerts (never raises)."""
-    from zerg.alerts import background
+def _closed(rt: "Runtime", run: dict[str, Any]) -> None:
+    """A run closed here gets what follows any close: a scheduled run its inbox item and alerts, a
+    reply's run its answer (never raises)."""
+    from zerg.runs.closing import after_close
 
-    if background.is_background(run):
-        background.on_run_end(rt, run["owner_id"], run["id"])
+    after_close(rt, run)
 
 
 def _stop_local_execution(rt: "Runtime", run: dict[str, Any]) -> None:

@@ -9,18 +9,16 @@ also exits 1 when the fire did not succeed (its run failed, it was skipped, the 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
-
-from zerg.statuses import RUN_FINAL
 
 HISTORY_MAX = 1000
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
     from zerg import observability
+    from zerg.local.run import prepare_local_run, wait_for_run
     from zerg.schedules import service
     from zerg.schedules.commands import _run
     from zerg.schedules.fire import fire
@@ -31,14 +29,14 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     def work(rt: Any, owner_id: int) -> int:
         schedule = service.find(rt, owner_id, args.schedule)
         if schedule["kind"] == "check":
-            _prepare_local_run(rt)
+            prepare_local_run(rt)
         result = fire(rt, schedule["id"], datetime.now(UTC), source="run-now")
         print(f"fired schedule {schedule['id']} {schedule['name']!r} ({schedule['kind']}): {result.outcome}"
               + (f" ({result.detail})" if result.detail else "")
               + (f", run {result.run_id}" if result.run_id else ""), flush=True)
         if result.outcome != "started" or result.run_id is None:
             return 0 if result.outcome in ("sent", "nothing") else 1
-        return _wait_for_run(rt, owner_id, result.run_id)
+        return wait_for_run(rt, owner_id, result.run_id)
 
     from zerg.runtime import get_runtime
 
@@ -46,60 +44,6 @@ def cmd_run_now(args: argparse.Namespace) -> int:
         return _run(args, work)
     finally:
         get_runtime().close()
-
-
-def _prepare_local_run(rt: Any) -> None:
-    """What ``zerg run`` does before a run executes in this process: say how isolated workers are,
-    and warm the engine's imports."""
-    from zerg.local.engine import LocalStarter, prewarm
-    from zerg.sandbox import announce
-
-    if isinstance(rt.starter, LocalStarter):
-        announce(rt.settings)
-        prewarm(cache_dir=rt.settings.data_dir / "cache")
-
-
-def _wait_for_run(rt: Any, owner_id: int, run_id: int) -> int:
-    """Follow the run's progress until it ends, then print its answer as ``zerg run`` does, then its
-    inbox item's severity and headline when it has one."""
-    from zerg.local.engine import LocalStarter
-    from zerg.local.run import cancel, follow_events, print_report, report_of
-    from zerg.runs import store as runs
-
-    local = isinstance(rt.starter, LocalStarter)
-
-    def ended() -> bool:  # the run closed, and this process's execution of it (if any) stopped
-        with rt.pool.connection() as conn:
-            if runs.run_status(conn, owner_id, run_id) not in RUN_FINAL:
-                return False
-        return not local or rt.starter.execution_of(run_id) is None or rt.starter.ended_execution(run_id) is not None
-
-    interrupted = False
-    try:
-        follow_events(rt, owner_id, run_id, ended)
-    except KeyboardInterrupt:
-        if not local:
-            raise
-        interrupted = True
-        cancel(rt, rt.starter, owner_id, run_id)
-    report = report_of(rt, owner_id, run_id, interrupted)
-    print_report(rt, report, owner_id)
-    if local and not interrupted:  # the steps after the answer (memory, the inbox item) run on here
-        rt.starter.finish_background(lambda line: print(line, file=sys.stderr, flush=True))
-    item = _inbox_item(rt, owner_id, run_id)
-    if item is not None:
-        print(f"inbox: {item['severity']}: {item['headline']}")
-    if interrupted:
-        return 130
-    return 0 if report.status == "success" else 1
-
-
-def _inbox_item(rt: Any, owner_id: int, run_id: int) -> dict[str, Any] | None:
-    """The run's inbox item (severity, headline), when the inbox has one for it."""
-    from zerg.alerts import inbox
-
-    with rt.pool.connection() as conn:
-        return inbox.get(conn, owner_id, run_id)
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -3,11 +3,14 @@
 Plan, resume and the last answer at the run's deadline all build every request here, in this order:
 
 1. the static system prompt: first, and byte-identical for every run and owner so that a
-   provider's prompt cache can serve it (one per mode: an unattended run started by a schedule
-   gets the background rules after the same text, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
+   provider's prompt cache can serve it (one per mode, both beginning with the same text: a run a
+   person started gets the directive rules after it, an unattended run started by a schedule the
+   background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;
-3. the task;
+3. the task, preceded for a reply's run (trigger ``email``/``sms``) by the ``[REPLY CONTEXT]``
+   layer (what the reply answers, :mod:`zerg.inbound.reply_context`), so the owner's words follow
+   what they answer;
 4. the run's working messages (the supervisor's tool calls and their results);
 5. the ephemeral layers: the memory layer (``[MEMORY CONTEXT]``, text given by the caller) and the
    evidence mount of the run's workers.
@@ -15,7 +18,7 @@ Plan, resume and the last answer at the run's deadline all build every request h
 One budget, ``ZERG_CONTEXT_BUDGET_BYTES``, counted as the request sends it: the JSON bytes of the
 messages, fences included (:func:`request_bytes`). The prompt and the task are fixed costs; what
 they leave is shared: the thread gets up to :data:`THREAD_SHARE` of it, the memory layer
-:data:`MEMORY_SHARE`, the evidence mount :data:`EVIDENCE_SHARE` (reached at
+:data:`MEMORY_SHARE`, the reply context :data:`REPLY_SHARE`, the evidence mount :data:`EVIDENCE_SHARE` (reached at
 :data:`EVIDENCE_FULL_AT` workers, so each worker is allotted a part of it; never more than
 ``ZERG_EVIDENCE_BUDGET_BYTES``), the working messages the rest: at least a quarter, plus whatever
 the other parts do not use.
@@ -26,7 +29,7 @@ Invariants:
   by themselves. The tools array is not in the budget (see :data:`TOOLS_BYTES_AT_MOST`).
 - Nothing assembled here is stored: the ephemeral layers exist only in the returned list; the
   caller's working messages are never modified (elided results are copies, in this view only).
-- Untrusted layers (the memory text, the mount, compaction summaries, which a model wrote) are
+- Untrusted layers (the memory text, the reply context, the mount, compaction summaries, which a model wrote) are
   user-role messages marked :data:`~zerg.llm.untrusted.UNTRUSTED`: the loop fences them as data.
   Never system messages.
 - Every cut says so where it happened, and how to read what was cut.
@@ -48,6 +51,7 @@ from zerg.supervisor.prompts import system_prompt
 DEFAULT_BUDGET_BYTES = 40_000
 THREAD_SHARE = 0.20  # of the budget left after the prompt and the task
 MEMORY_SHARE = 0.10
+REPLY_SHARE = 0.10
 EVIDENCE_SHARE = 0.45
 EVIDENCE_FULL_AT = 4  # workers: each is allotted 1/4 of the evidence share, so 2 workers use half
 SUMMARY_SHARE = 0.40  # of the thread share, at most, for compaction summaries (messages get the rest)
@@ -58,12 +62,13 @@ SUMMARY_ROWS = 20  # newest compaction summaries read
 # values over ARGUMENT_VALUE_BYTES give way first, so a path or a job id stays readable.
 ARGUMENTS_KEPT_BYTES = 1_024
 ARGUMENT_VALUE_BYTES = 200
-# The supervisor's tools array (19 tools in a person's run, 18 in a scheduled one) is sent beside
+# The supervisor's tools array (24 tools in a person's run, 18 in a scheduled one) is sent beside
 # the messages and not counted in the budget: the same bytes in every request, after the prompt in
-# the provider's cache. Its size, kept true by a test: about 10.3 KB.
-TOOLS_BYTES_AT_MOST = 10_500
+# the provider's cache. Its size, kept true by a test: about 14.1 KB.
+TOOLS_BYTES_AT_MOST = 14_300
 
 MEMORY_LABEL = "memory recall: the owner's long-term memory (ephemeral)"
+REPLY_LABEL = "reply context: what the owner's email or SMS reply answers (ephemeral)"
 MOUNT_LABEL = "evidence mount: excerpts of this run's worker artifacts (ephemeral)"
 SUMMARY_LABEL = "summary of earlier messages of this conversation (compaction)"
 SUMMARY_HEADER = "[CONVERSATION SUMMARY] Earlier messages of this conversation, summarised, oldest first."
@@ -283,6 +288,7 @@ class Layout:
     thread: int = 0
     working: int = 0
     memory: int = 0
+    reply: int = 0
     evidence: int = 0
     total: int = 0
 
@@ -298,6 +304,7 @@ class SupervisorContext:
     mount: Mount | None = None
     evidence_cap: int | None = None  # ZERG_EVIDENCE_BUDGET_BYTES
     background: bool = False  # an unattended run (trigger schedule): the background prompt
+    reply: str | None = None  # a reply's run: the [REPLY CONTEXT] text (untrusted)
     layout: Layout = field(default_factory=Layout)
 
     def messages(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -306,19 +313,24 @@ class SupervisorContext:
         fixed = message_bytes(system) + message_bytes(task) + 1
         available = max(0, self.budget - fixed)
         thread = thread_view(self.thread, int(available * THREAD_SHARE))
-        memory = None
+        memory = reply = None
         if self.memory:
             memory = _fit({"role": "user", "content": self.memory, UNTRUSTED: MEMORY_LABEL},
                           int(available * MEMORY_SHARE), "the memory layer", head_ratio=1.0)  # ranked: keep the top
+        if self.reply:
+            reply = _fit({"role": "user", "content": self.reply, UNTRUSTED: REPLY_LABEL},
+                         int(available * REPLY_SHARE), "the reply context", head_ratio=0.6)
         share = int(available * EVIDENCE_SHARE)
         mount = self._evidence(min(share, self.evidence_cap or share), share // EVIDENCE_FULL_AT)
         sizes = Layout(fixed=fixed, thread=sum(map(message_bytes, thread)),
-                       memory=message_bytes(memory) if memory else 0, evidence=message_bytes(mount) if mount else 0)
-        view = working_view(working, self.budget - fixed - sizes.thread - sizes.memory - sizes.evidence)
+                       memory=message_bytes(memory) if memory else 0, reply=message_bytes(reply) if reply else 0,
+                       evidence=message_bytes(mount) if mount else 0)
+        view = working_view(working, self.budget - fixed - sizes.thread - sizes.memory - sizes.reply - sizes.evidence)
         sizes.working = sum(map(message_bytes, view))
-        sizes.total = fixed + sizes.thread + sizes.working + sizes.memory + sizes.evidence
+        sizes.total = fixed + sizes.thread + sizes.working + sizes.memory + sizes.reply + sizes.evidence
         self.layout = sizes
-        return [system, *thread, task, *view, *([memory] if memory else []), *([mount] if mount else [])]
+        return [system, *thread, *([reply] if reply else []), task, *view, *([memory] if memory else []),
+                *([mount] if mount else [])]
 
     def _evidence(self, limit: int, per_worker: int) -> dict[str, Any] | None:
         """The mount within ``limit`` bytes as sent: rebuilt smaller while JSON escapes overshoot."""

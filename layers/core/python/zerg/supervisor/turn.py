@@ -10,8 +10,11 @@ Each action is one stateless Lambda invocation; everything is rehydrated from th
 - ``finalize``: commit the task and the answer to the thread; ``fail``: record the failure.
 - A run started by a schedule is unattended (background mode): its prompt says so and asks for a
   final ``{severity, headline, details}`` object; ``finalize`` assesses it before closing (an
-  ``info`` result stays off the thread), and both ``finalize`` and ``fail`` then hand the closed
-  run to :func:`zerg.alerts.background.on_run_end` (inbox item, notifications, escalation).
+  ``info`` result stays off the thread). Every closer here (``finalize``, ``fail``, the stop at the
+  spending cap) then hands the closed run to :func:`zerg.runs.closing.after_close` (a background
+  run's inbox item, notifications and escalation; a reply's run's answer back on its channel).
+- A run started by an email or SMS reply shows its supervisor what the reply answers, the fenced
+  ``[REPLY CONTEXT]`` layer (:mod:`zerg.inbound.reply_context`), computed once per turn, never stored.
 
 Invariants:
 - Spawning ends the turn: the state machine fans the new jobs out and calls ``resume``.
@@ -50,11 +53,13 @@ from zerg.alerts import background, budget
 from zerg.alerts.background import is_background
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
+from zerg.inbound.reply_context import reply_layer
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events
 from zerg.runs import store as runs
+from zerg.runs.closing import after_close
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
@@ -83,15 +88,17 @@ SPAWN_TOOL = Tool(
 
 
 def supervisor_tools(*, background: bool = False) -> dict[str, Tool]:
-    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder."""
-    from zerg.tools import clock, connectors, http, memory, reminders
+    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder and no
+    directive tools (schedules, preferences)."""
+    from zerg.tools import clock, connectors, directives, http, memory, reminders
     from zerg.tools.facts import TOOLS as FACT_TOOLS
     from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
 
     tools = {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS,
                                  *connectors.SUPERVISOR_TOOLS)}
     if not background:  # a person's run only: text a scheduled run reads must not plant reminders
-        tools[reminders.TOOL.name] = reminders.TOOL
+        tools[reminders.TOOL.name] = reminders.TOOL  # nor change its own schedule or alerts
+        tools.update({t.name: t for t in directives.TOOLS})
     return tools
 
 
@@ -197,6 +204,7 @@ class _SupervisorHooks(LoopHooks):
         self.context = SupervisorContext(
             budget=settings.context_budget_bytes, thread=thread, task=run["task"], memory=memory,
             mount=self._mount, evidence_cap=settings.evidence_budget_bytes, background=is_background(run),
+            reply=reply_layer(rt, run),
         )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
@@ -293,8 +301,8 @@ def _stop_at_cap(rt: Runtime, run: dict[str, Any], capped: SpendingCapReached) -
     ``error`` event says it), and the owner is told (once a day)."""
     with rt.pool.connection() as conn:
         closed = runs.fail_run(conn, run, "failed", str(capped)) is not None
-    if closed and is_background(run):  # its inbox item says so, like any failed background run
-        background.on_run_end(rt, run["owner_id"], run["id"])
+    if closed:  # a background run's inbox item says so; a reply gets told
+        after_close(rt, run)
     budget.tell_owner(rt, run["owner_id"], capped.state, run_id=run["id"])
 
 
@@ -358,8 +366,8 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
             closed = runs.complete_run(conn, run, answer, **shown)
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]
-    if closed and is_background(run):  # the inbox item and the notifications (best effort)
-        background.on_run_end(rt, owner_id, run_id, assessment)
+    if closed:  # the inbox item and the notifications, or a reply's answer (best effort)
+        after_close(rt, run, assessment)
     return {"run_id": run_id, "status": status}
 
 
@@ -382,6 +390,6 @@ def fail(rt: Runtime, run_id: int, owner_id: int, error: Any) -> dict[str, Any]:
         closed = runs.fail_run(conn, run, status, message) is not None
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]
-    if closed and is_background(run):
-        background.on_run_end(rt, owner_id, run_id)
+    if closed:
+        after_close(rt, run)
     return {"run_id": run_id, "status": status}

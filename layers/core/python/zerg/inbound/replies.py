@@ -1,0 +1,409 @@
+"""Replies: the one path from an inbound email or SMS to its outcome (:func:`receive`, for SES, SNS,
+``zerg inbound`` and the watched inbox alike), and the answer of a reply's run back on the same
+channel (:func:`answer_reply_run`).
+
+What a message becomes, in this order (each decision is the row's ``status`` and ``reason``):
+
+1. ``rejected``: the parser refused it (its reason), the sender is no verified contact ("unknown
+   sender"), the body is empty, or it answers nothing of its owner's: an email's reply token or
+   Message-ID names no notification of the owner ("unknown reply token", "not a reply to a message
+   from Zerg"), or one older than ``ZERG_REPLY_TOKEN_DAYS`` ("reply token expired ..."); an SMS with
+   no SMS of Zerg to that number in that time ("no message from Zerg to answer").
+2. ``keyword`` (SMS): STOP opts the number out (no confirmation: the carrier sends its own), START
+   opts it in again and confirms, HELP answers :data:`zerg.inbound.sms.HELP_TEXT`. No linked
+   notification needed.
+3. ``acknowledged``: the whole message is an acknowledgement ("ok", "ack", "got it", 👍 ...): the
+   inbox item of the run it answers is acknowledged (a critical alert's repeats stop) and a one-line
+   confirmation goes back; nothing to acknowledge: reason "nothing to acknowledge", nothing sent.
+4. ``run``: a run on the owner's thread (trigger ``email``/``sms``) whose task is the reply text,
+   the owner's own words; what it answers reaches the model as the fenced ``[REPLY CONTEXT]``
+   layer (:mod:`zerg.inbound.reply_context`). Its answer comes back by :func:`answer_reply_run`.
+
+Invariants:
+- Row first: the row is committed (``received``) before anything acts on it, idempotent by
+  ``(channel, provider_id)``. The delivery that inserted it processes it; a duplicate delivery does
+  nothing new and reports the first one's outcome (``duplicate``), except completing what a crash
+  left (below).
+- Processing happens under the row's lock and only while it is ``received``, so two deliveries or
+  a delivery and the sweep never both act. A run is phase 1 (the run row and the inbound row's
+  ``run``, one transaction) then phase 2 (the execution, under the row's lock again, only while the
+  run has neither executor nor execution; starting is idempotent per run anyway).
+- A crash leaves a row ``received``, or ``run`` with a run never started: after
+  :data:`RECEIVED_GRACE_S` a duplicate delivery or :func:`recover_pending` completes it, with the
+  same run. An acknowledgement made before such a crash is simply found made.
+- The owner is decided once, by :func:`zerg.contacts.sender_contact` (a verified contact); every
+  read after that is scoped by that owner: another owner's token, Message-ID or SMS is not found.
+- Never raises for bad input (a precise reason is recorded); an unexpected error while deciding is
+  recorded ``failed`` with its type; a database outage raises (the caller's retry is safe).
+- Confirmations and answers go through :func:`zerg.alerts.deliver.deliver` (purpose ``answer``) to
+  the one contact that wrote, on the channel it wrote on; an email threaded to it. One answer per
+  run: a second closer or a retry finds it sent (:func:`zerg.alerts.notifications.lock_and_find_answer`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from zerg import contacts, observability
+from zerg.alerts import notifications
+from zerg.inbound import messages
+from zerg.inbound.messages import Inbound
+from zerg.runs import store as runs
+from zerg.statuses import RUN_FINAL
+from zerg.timestamps import utcnow
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from zerg.runtime import Runtime
+
+REPLY_TRIGGERS = ("email", "sms")
+RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
+SMS_ANSWER_CHARS = 600  # an answer by SMS: about four segments; longer ones end with the run's link
+EMAIL_ANSWER_CHARS = 20_000
+_ACK = re.compile(r"(?:(?:ok|okay|k|kk|ack|acked|acknowledged?|got it|roger|roger that|noted|seen|thanks|thank you|"
+                  r"thx|ty|cheers|👍|👌|✅)\s*)+")
+_SKIN_TONES = re.compile("[\U0001F3FB-\U0001F3FF\uFE0F]")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # received | rejected | acknowledged | run | keyword | failed
+    reason: str | None
+    inbound_id: int | None
+    run_id: int | None = None
+    owner_id: int | None = None
+    duplicate: bool = False  # an earlier delivery of the same message made this row
+
+
+@dataclass(frozen=True)
+class _Decision:
+    status: str
+    reason: str | None = None
+    owner_id: int | None = None
+    contact_id: int | None = None
+    notification_id: int | None = None
+    answers_run_id: int | None = None
+    run_id: int | None = None
+    send: str | None = None  # a confirmation to send back once the decision is committed
+
+
+def is_acknowledgement(text: str) -> bool:
+    """The whole message is an acknowledgement: "ok", "Ack.", "got it, thanks!", 👍 (any case,
+    punctuation and spacing)."""
+    words = _SKIN_TONES.sub("", text.casefold())
+    words = "".join(" " if unicodedata.category(ch)[0] in "PZC" else ch for ch in words)
+    return bool(words.strip()) and _ACK.fullmatch(" ".join(words.split())) is not None
+
+
+def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
+    """The one path for every inbound message (see the module): its outcome. Never raises for bad
+    input; a database outage raises."""
+    if inbound.channel not in REPLY_TRIGGERS or inbound.source not in ("ses", "sns", "local"):
+        raise ValueError(f"not an inbound channel and source: {inbound.channel!r}, {inbound.source!r}")
+    provider_id = _provider_key(inbound)
+    with rt.pool.connection() as conn:
+        if inbound.rejection:  # final at its insert: nothing of it is trusted, nor processed later
+            row = messages.insert(conn, inbound, provider_id, status="rejected", reason=inbound.rejection)
+        else:
+            row = messages.insert(conn, inbound, provider_id)
+    if row is None:
+        return _logged(_duplicate(rt, inbound.channel, provider_id), inbound)
+    if row["status"] != "received":
+        return _logged(_outcome(row), inbound)
+    return _logged(_process(rt, row["id"], wait=True), inbound)
+
+
+def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = None,
+                    older_than_s: float | None = None) -> dict[str, int]:
+    """Complete what crashes left (see the module): rows still ``received``, and ``run`` rows whose
+    run never started, unchanged for ``older_than_s`` (default :data:`RECEIVED_GRACE_S`). Counts of
+    what it did. ``zerg serve`` and the AWS housekeeping task ``inbound`` run it."""
+    with rt.pool.connection() as conn:
+        stale = messages.stale(conn, RECEIVED_GRACE_S if older_than_s is None else older_than_s)
+    counts = {"processed": 0, "started": 0, "errors": 0}
+    for row in stale:
+        if should_stop is not None and should_stop():
+            break
+        try:
+            if row["status"] == "received":
+                outcome = _process(rt, row["id"], wait=False)
+                done = outcome.status != "received"
+                counts["processed"] += done
+            else:
+                done = _start(rt, row["id"], wait=False)
+                counts["started"] += done
+        except Exception as exc:  # one row's trouble never stops the sweep; the next one tries again
+            counts["errors"] += 1
+            observability.logger().warning("inbound recovery failed", exc_info=True, extra={
+                "inbound_id": row["id"], "reason": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        if done:
+            observability.logger().warning("recovered an inbound message its process left unfinished", extra={
+                "inbound_id": row["id"], "was": row["status"],
+                "now": outcome.status if row["status"] == "received" else "run started"})
+    return counts
+
+
+# --- processing ---------------------------------------------------------------------------------
+
+def _provider_key(inbound: Inbound) -> str:
+    """The provider id as the row's key: as given when it fits, else a digest of it (or, for none at
+    all, of the message), so the insert never fails and a duplicate still matches."""
+    pid = messages.clean(inbound.provider_id) or ""
+    if 1 <= len(pid) <= 300 and pid.strip():
+        return pid
+    basis = pid or f"{inbound.sender}\n{inbound.message_id}\n{inbound.body}"
+    return "sha256-" + hashlib.sha256(basis.encode("utf-8", "replace")).hexdigest()
+
+
+def _duplicate(rt: "Runtime", channel: str, provider_id: str) -> Outcome:
+    """An earlier delivery made the row: its outcome, after completing what a crash left, if it did."""
+    with rt.pool.connection() as conn:
+        row = messages.get_by_provider(conn, channel, provider_id)
+    if row is None:  # made, then deleted with its owner in between
+        return Outcome("rejected", "delivered before; its row has since been deleted", None, duplicate=True)
+    if row["idle_s"] > RECEIVED_GRACE_S:
+        if row["status"] == "received":
+            return replace_duplicate(_process(rt, row["id"], wait=False))
+        if row["status"] == "run":
+            _start(rt, row["id"], wait=False)
+    return replace_duplicate(_outcome(row))
+
+
+def replace_duplicate(outcome: Outcome) -> Outcome:
+    return Outcome(outcome.status, outcome.reason, outcome.inbound_id, outcome.run_id, outcome.owner_id, True)
+
+
+def _process(rt: "Runtime", inbound_id: int, *, wait: bool) -> Outcome:
+    """Decide on a ``received`` row under its lock (phase 1), then act on the decision."""
+    try:
+        with rt.pool.connection() as conn, conn.transaction():
+            row = messages.lock(conn, inbound_id, wait=wait)
+            if row is None or row["status"] != "received":  # another delivery holds it or decided already
+                return _outcome(row) if row else Outcome("received", "being processed by another delivery", inbound_id)
+            decision = _decide(rt, conn, row)
+            row = messages.finish(conn, inbound_id, decision.status, decision.reason, owner_id=decision.owner_id,
+                                  notification_id=decision.notification_id, answers_run_id=decision.answers_run_id,
+                                  run_id=decision.run_id)
+    except psycopg.Error:
+        raise  # the database: the caller's retry delivers again
+    except Exception as exc:  # a bug or an unexpected answer: recorded, never a stack trace for the sender
+        observability.logger().exception("inbound message could not be processed", extra={"inbound_id": inbound_id})
+        with rt.pool.connection() as conn:
+            row = messages.finish(conn, inbound_id, "failed", f"could not be processed: {type(exc).__name__}")
+        return _outcome(row)
+    if decision.run_id is not None:
+        _start(rt, inbound_id, wait=True)
+    elif decision.send:
+        try:  # best effort: the decision stands whatever happens to its confirmation
+            _send_back(rt, row, decision.contact_id, decision.send, run_id=decision.answers_run_id)
+        except Exception:
+            observability.logger().warning("inbound message: the confirmation could not be sent", exc_info=True,
+                                           extra={"inbound_id": inbound_id})
+    return _outcome(row)
+
+
+def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision:
+    inbound = messages.inbound_of(row)
+    contact = contacts.sender_contact(conn, inbound.channel, inbound.sender)
+    if contact is None:
+        return _Decision("rejected", "unknown sender")
+    owner_id, contact_id = contact["owner_id"], contact["id"]
+    body = inbound.body.strip()
+    if not body:
+        return _Decision("rejected", "empty message", owner_id)
+    if inbound.channel == "sms":
+        word = _keyword(body)
+        if word is not None:
+            return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
+    answered, reason = _answered(rt, conn, owner_id, inbound)
+    if answered is None:
+        return _Decision("rejected", reason, owner_id)
+    linked = {"owner_id": owner_id, "contact_id": contact_id, "notification_id": answered["id"],
+              "answers_run_id": answered["run_id"]}
+    if is_acknowledgement(body):
+        return _acknowledge(rt, conn, owner_id, answered, linked)
+    run_id = runs.start_run(conn, owner_id, body, trigger=inbound.channel).run_id
+    return _Decision("run", None, run_id=run_id, **linked)
+
+
+def _answered(rt: "Runtime", conn: "Connection", owner_id: int,
+              inbound: Inbound) -> tuple[dict[str, Any] | None, str]:
+    """The owner's notification the message answers, or None and why (owner-scoped lookups only)."""
+    days = rt.settings.reply_token_days
+    since = utcnow() - timedelta(days=days)
+    if inbound.channel == "sms":
+        found = None
+        if inbound.previous_provider_id:
+            found = notifications.by_provider_message_id(conn, owner_id, inbound.previous_provider_id, inbound.sender,
+                                                         since)
+        found = found or notifications.latest_sms_to(conn, owner_id, inbound.sender, since)
+        return found, f"no message from Zerg to answer (none to this number in the last {days} days)"
+    if inbound.tokens:
+        found = notifications.by_reply_token(conn, owner_id, list(inbound.tokens))
+        reason = "unknown reply token"
+    else:
+        ids = [i for i in (inbound.in_reply_to, *reversed(inbound.references)) if i]
+        found = notifications.by_message_id(conn, owner_id, ids) if ids else None
+        reason = "not a reply to a message from Zerg"
+    if found is not None and found["sent_on"] < since:
+        return None, (f"reply token expired (sent {found['sent_on']:%Y-%m-%d}; replies are accepted for "
+                      f"{days} days)")
+    return found, reason
+
+
+def _acknowledge(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any],
+                 linked: dict[str, Any]) -> _Decision:
+    from zerg.alerts import inbox
+    from zerg.alerts.background import acknowledge
+    from zerg.alerts.severity import one_line
+
+    item = inbox.get(conn, owner_id, answered["run_id"]) if answered["run_id"] else None
+    if item is None or item["acknowledged_at"] is not None:
+        return _Decision("acknowledged", "nothing to acknowledge", **linked)
+    acknowledge(rt, owner_id, answered["run_id"])  # the one path: the item and its escalation together
+    repeats = " No more repeats." if item["severity"] == "critical" else ""
+    return _Decision("acknowledged", f"acknowledged the {item['severity']} alert of run {answered['run_id']}",
+                     send=f"Acknowledged: {one_line(item['headline'], 200)}.{repeats}", **linked)
+
+
+def _keyword(body: str) -> str | None:
+    from zerg.inbound import sms
+
+    return sms.keyword(body)
+
+
+def _keyword_decision(conn: "Connection", owner_id: int, contact_id: int, inbound_id: int, word: str) -> _Decision:
+    from zerg.inbound import sms
+
+    linked = {"owner_id": owner_id, "contact_id": contact_id}
+    if word == "stop":  # no confirmation: the carrier sends its own, and Zerg may no longer text the number
+        contacts.opt_out(conn, owner_id, contact_id, inbound_id)
+        return _Decision("keyword", "STOP: no more SMS to this number until START", **linked)
+    if word == "start":
+        contacts.opt_in(conn, owner_id, contact_id)
+        return _Decision("keyword", "START: SMS to this number resumed", send=START_TEXT, **linked)
+    return _Decision("keyword", "HELP: answered", send=sms.HELP_TEXT, **linked)
+
+
+START_TEXT = "Zerg: alerts by SMS to this number are on again. Reply STOP to stop them, HELP for help."
+
+
+def _start(rt: "Runtime", inbound_id: int, *, wait: bool) -> bool:
+    """Phase 2: start the execution of the row's run unless it was started or closed meanwhile;
+    whether this call started it. A failed start is recorded by launch (the run ``failed``, its
+    answer says so); the row stays ``run``."""
+    from zerg.runs.launch import LaunchError, start_execution
+
+    with rt.pool.connection() as conn, conn.transaction():
+        row = messages.lock(conn, inbound_id, wait=wait)
+        if row is None or row["status"] != "run" or row["run_id"] is None:
+            return False
+        run = runs.get_run(conn, row["owner_id"], row["run_id"])
+        if run is None or run["status"] != "running" or run["execution_arn"] or run["executor"]:
+            return False
+        try:
+            start_execution(rt, run)
+        except LaunchError:
+            return False
+    return True
+
+
+def _outcome(row: dict[str, Any]) -> Outcome:
+    return Outcome(row["status"], row["reason"], row["id"], row["run_id"], row["owner_id"])
+
+
+def _logged(outcome: Outcome, inbound: Inbound) -> Outcome:
+    log = observability.logger()
+    (log.warning if outcome.status == "failed" else log.info)(f"inbound {inbound.channel}: {outcome.status}", extra={
+        "inbound_id": outcome.inbound_id, "channel": inbound.channel, "source": inbound.source,
+        "status": outcome.status, "reason": outcome.reason, "owner_id": outcome.owner_id, "run_id": outcome.run_id,
+        "duplicate": outcome.duplicate})
+    return outcome
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+def answer_reply_run(rt: "Runtime", owner_id: int, run_id: int) -> dict[str, Any]:
+    """Send the closed reply run's answer (or why it could not finish) to the contact that wrote,
+    on the channel it wrote on, once (see the module). Never raises: called after a run closed."""
+    try:
+        return _answer(rt, owner_id, run_id)
+    except Exception as exc:
+        observability.logger().warning("reply run: the answer could not be sent", exc_info=True,
+                                       extra={"run_id": run_id, "owner_id": owner_id})
+        return {"run_id": run_id, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _answer(rt: "Runtime", owner_id: int, run_id: int) -> dict[str, Any]:
+    with rt.pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, run_id)
+        if run is None or run["trigger"] not in REPLY_TRIGGERS:
+            return {"run_id": run_id, "skipped": "not a reply's run"}
+        if run["status"] not in RUN_FINAL or run["status"] == "cancelled":
+            return {"run_id": run_id, "skipped": f"the run is {run['status']}"}  # a cancel: the owner stopped it
+        row = messages.for_run(conn, owner_id, run_id)
+        contact = contacts.sender_contact(conn, row["channel"], row["sender"] or "") if row else None
+    if row is None:
+        return {"run_id": run_id, "skipped": "no inbound message started it"}
+    if contact is None or contact["owner_id"] != owner_id:
+        return {"run_id": run_id, "skipped": "the sender is no longer a verified contact"}
+    text = answer_text(rt.settings, run, row["channel"])
+    with rt.pool.connection() as conn, conn.transaction():
+        if notifications.lock_and_find_answer(conn, owner_id, run_id):
+            return {"run_id": run_id, "skipped": "answered already"}
+        sent = _send_back(rt, row, contact["id"], text, run_id=run_id)
+    return {"run_id": run_id, "answer": [r["status"] for r in sent]}
+
+
+def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
+    """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
+    run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link."""
+    from zerg.alerts.escalation import base_url, run_link
+    from zerg.alerts.severity import one_line
+
+    link = run_link(base_url(settings), run["id"])
+    answered = run["status"] in ("success", "timeout") and bool((run["result"] or "").strip())
+    if answered:
+        text = run["result"].strip()
+    else:
+        text = f"I could not finish: {one_line(run['error'] or run['status'], 300)}"
+    if channel == "email":
+        return f"{text[:EMAIL_ANSWER_CHARS]}\n\n--\nRun: {link}"
+    if len(text) + len(link) + 1 <= SMS_ANSWER_CHARS:
+        return text if answered else f"{text} {link}"
+    tail = f"… Full answer: {link}"
+    return text[: SMS_ANSWER_CHARS - len(tail)].rstrip() + tail
+
+
+def reply_subject(subject: str | None) -> str:
+    """"Re: <subject>", never "Re: Re:" (nor "Re: AW:")."""
+    from zerg.alerts.notifier import header_text
+
+    flat = header_text(subject or "")
+    if re.match(r"(?i)^(re|aw|sv|antw|vs|rif)\s*:", flat):
+        return flat
+    return f"Re: {flat}" if flat else "Re: your message to Zerg"
+
+
+def _send_back(rt: "Runtime", row: dict[str, Any], contact_id: int | None, text: str, *,
+               run_id: int | None = None) -> list[dict[str, Any]]:
+    """``text`` to the contact that wrote ``row``, on its channel; an email threaded to it. Best
+    effort for a confirmation (a failure is the notifications row's and a log line)."""
+    from zerg.alerts.deliver import deliver
+
+    if contact_id is None:
+        return []
+    references = tuple((row["references_ids"] or "").split()) + ((row["message_id"],) if row["message_id"] else ())
+    return deliver(rt, row["owner_id"], channel=row["channel"], purpose="answer", subject=reply_subject(row["subject"]),
+                   body=text, run_id=run_id, contact_id=contact_id, in_reply_to=row["message_id"],
+                   references=references)

@@ -1,0 +1,641 @@
+"""Replies (:mod:`zerg.inbound.replies`): every inbound email or SMS is a row first, then a rejection
+with its reason, a keyword, an acknowledgement or a run on the owner's thread whose answer comes
+back on the same channel, threaded, to the one contact that wrote. ``Inbound`` objects are built
+here directly (the parsers have their own tests)."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from datetime import timedelta
+
+import pytest
+
+from tests.support.factories import make_run, unique_name
+from tests.support.notify import emails, texts, unique_email, unique_number, verified_contact
+from tests.support.schedules import answer_directly, finished_run, runs_of
+from tests.support.waiting import wait_for
+from zerg.alerts import notifications
+from zerg.alerts.deliver import deliver
+from zerg.inbound import messages, replies
+from zerg.inbound.messages import Inbound
+
+ALERT_SUBJECT = "[Zerg WARNING] Disk at 91% on cube"
+
+
+@pytest.fixture
+def rt(runtime_env):
+    return runtime_env()
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+def alert(rt, pool, owner_id: int, channel: str, *, run_id: int | None = None, severity: str = "warning") -> list[dict]:
+    """An alert as the escalation matrix sends it (through deliver), with each row's reply token."""
+    rows = deliver(rt, owner_id, channel=channel, purpose="alert", severity=severity, subject=ALERT_SUBJECT,
+                   body="Disk / is 91% full on cube.", run_id=run_id)
+    with pool.connection() as conn:
+        return [{**r, "reply_token": conn.execute("SELECT reply_token FROM notifications WHERE id = %s",
+                                                  (r["id"],)).fetchone()["reply_token"]} for r in rows]
+
+
+def email_reply(sender: str, text: str, *, token: str | None = None, in_reply_to: str | None = None,
+                references: tuple[str, ...] = (), subject: str = f"Re: {ALERT_SUBJECT}", provider_id: str | None = None,
+                rejection: str | None = None) -> Inbound:
+    return Inbound(channel="email", provider_id=provider_id or f"ses-{secrets.token_hex(8)}", source="ses",
+                   sender=sender, body=text, recipient=f"reply+{token}@zerg.localhost" if token else "zerg@zerg.localhost",
+                   subject=subject, message_id=f"<{secrets.token_hex(6)}@mail.example.com>", in_reply_to=in_reply_to,
+                   references=references, tokens=(token,) if token else (), rejection=rejection)
+
+
+def sms_reply(sender: str, text: str, *, previous: str | None = None, provider_id: str | None = None) -> Inbound:
+    return Inbound(channel="sms", provider_id=provider_id or f"sms-{secrets.token_hex(8)}", source="sns", sender=sender,
+                   body=text, recipient="+15550009999", previous_provider_id=previous)
+
+
+def row_of(pool, inbound_id: int) -> dict:
+    with pool.connection() as conn:
+        return conn.execute("SELECT * FROM inbound_messages WHERE id = %s", (inbound_id,)).fetchone()
+
+
+def reply_runs(pool, owner_id: int) -> list[dict]:
+    return [r for r in runs_of(pool, owner_id) if r["trigger"] in ("email", "sms")]
+
+
+def answers(pool, owner_id: int, run_id: int | None = None) -> list[dict]:
+    with pool.connection() as conn:
+        rows = notifications.list_for_owner(conn, owner_id, limit=100)
+    return [r for r in reversed(rows) if r["purpose"] == "answer" and (run_id is None or r["run_id"] == run_id)]
+
+
+def assert_rejected(pool, outcome: replies.Outcome, reason: str, owner_id: int | None) -> dict:
+    row = row_of(pool, outcome.inbound_id)
+    assert (outcome.status, outcome.reason, outcome.run_id) == ("rejected", reason, None)
+    assert (row["status"], row["reason"], row["owner_id"], row["run_id"]) == ("rejected", reason, owner_id, None)
+    if owner_id is not None:
+        assert reply_runs(pool, owner_id) == []
+    return row
+
+
+# --- rejections: nothing runs, the reason is recorded ------------------------------------------------
+
+def test_a_message_from_an_unknown_sender_is_rejected_and_kept_without_an_owner(rt, pool, owner):
+    verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+
+    outcome = replies.receive(rt, email_reply(unique_email("stranger"), "delete everything", token=sent["reply_token"]))
+
+    row = assert_rejected(pool, outcome, "unknown sender", None)
+    assert row["body"] == "delete everything" and row["notification_id"] is None  # kept for the operators
+    assert outcome.owner_id is None and reply_runs(pool, owner) == []
+
+
+def test_a_verified_sender_with_another_owners_token_is_rejected_and_learns_nothing(rt, pool, owner, other_owner):
+    verified_contact(pool, owner, "email")
+    (theirs,) = alert(rt, pool, owner, "email")
+    mine = verified_contact(pool, other_owner, "email")
+
+    outcome = replies.receive(rt, email_reply(mine["address"], "make this weekly", token=theirs["reply_token"],
+                                              in_reply_to=theirs["message_id"]))
+
+    row = assert_rejected(pool, outcome, "unknown reply token", other_owner)
+    assert row["notification_id"] is None and row["answers_run_id"] is None
+    assert reply_runs(pool, owner) == []
+
+
+@pytest.mark.parametrize("shape", ["forged token", "unknown message id", "another owner's message id", "no reference"])
+def test_a_reply_that_names_nothing_of_its_owner_is_rejected(rt, pool, owner, other_owner, shape):
+    me = verified_contact(pool, owner, "email")
+    alert(rt, pool, owner, "email")
+    verified_contact(pool, other_owner, "email")
+    (theirs,) = alert(rt, pool, other_owner, "email")
+    inbound, reason = {
+        "forged token": (email_reply(me["address"], "ok", token=secrets.token_hex(16)), "unknown reply token"),
+        "unknown message id": (email_reply(me["address"], "ok", in_reply_to="<nope@x>", references=("<nope@x>",)),
+                               "not a reply to a message from Zerg"),
+        "another owner's message id": (email_reply(me["address"], "ok", in_reply_to=theirs["message_id"]),
+                                       "not a reply to a message from Zerg"),
+        "no reference": (email_reply(me["address"], "what is the weather?"), "not a reply to a message from Zerg"),
+    }[shape]
+
+    assert_rejected(pool, replies.receive(rt, inbound), reason, owner)
+
+
+def test_an_expired_reply_token_is_rejected_with_the_day_it_was_sent(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    with pool.connection() as conn:
+        day = conn.execute("""UPDATE notifications SET created_at = created_at - interval '31 days',
+                                     sent_at = sent_at - interval '31 days' WHERE id = %s RETURNING sent_at""",
+                           (sent["id"],)).fetchone()["sent_at"]
+
+    outcome = replies.receive(rt, email_reply(me["address"], "make this weekly", token=sent["reply_token"]))
+
+    assert_rejected(pool, outcome, f"reply token expired (sent {day:%Y-%m-%d}; replies are accepted for 30 days)", owner)
+
+
+def test_a_parsers_rejection_is_recorded_as_given_before_the_sender_is_even_looked_up(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+
+    outcome = replies.receive(rt, email_reply(me["address"], "ok", token=sent["reply_token"],
+                                              rejection="SPF verdict FAIL"))
+
+    assert_rejected(pool, outcome, "SPF verdict FAIL", None)  # a forged From never gets an owner's row
+
+
+def test_an_empty_reply_is_rejected(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+
+    assert_rejected(pool, replies.receive(rt, email_reply(me["address"], " \n ", token=sent["reply_token"])),
+                    "empty message", owner)
+
+
+def test_hostile_fields_are_stored_bounded_and_never_fail_the_insert(rt, pool, owner):
+    huge = "A\x00" * 30_000
+    inbound = Inbound(channel="email", provider_id="p" * 5_000, source="local", sender="x\x00@evil.example" * 50,
+                      body=huge, subject=huge, message_id=huge, in_reply_to=huge, references=(huge, "<ok@x>") * 3,
+                      tokens=("t" * 500, "\x00", *[secrets.token_hex(16) for _ in range(40)]))
+
+    first = replies.receive(rt, inbound)
+    again = replies.receive(rt, inbound)
+
+    row = row_of(pool, first.inbound_id)
+    assert (first.status, first.reason) == ("rejected", "unknown sender")
+    assert again.duplicate and again.inbound_id == first.inbound_id  # the long provider id still matches
+    assert row["provider_id"].startswith("sha256-") and "\x00" not in row["body"] and len(row["body"]) <= 20_000
+    assert len(row["reply_tokens"]) == 20 and row["references_ids"] == "<ok@x> <ok@x> <ok@x>"
+
+
+def test_sms_from_a_number_of_another_owner_answers_for_that_owner_only(rt, pool, owner, other_owner):
+    verified_contact(pool, owner, "sms")
+    their_run, _ = make_run(pool, owner)
+    (theirs,) = alert(rt, pool, owner, "sms", run_id=their_run)
+    mine = verified_contact(pool, other_owner, "sms")
+
+    nothing = replies.receive(rt, sms_reply(mine["address"], "ok", previous=theirs["provider_message_id"]))
+    assert_rejected(pool, nothing, "no message from Zerg to answer (none to this number in the last 30 days)",
+                    other_owner)
+
+    my_run, _ = make_run(pool, other_owner)
+    (my_alert,) = alert(rt, pool, other_owner, "sms", run_id=my_run)
+    outcome = replies.receive(rt, sms_reply(mine["address"], "ok", previous=theirs["provider_message_id"]))
+
+    row = row_of(pool, outcome.inbound_id)
+    assert (row["owner_id"], row["notification_id"], row["answers_run_id"]) == (other_owner, my_alert["id"], my_run)
+    assert (outcome.status, outcome.reason) == ("acknowledged", "nothing to acknowledge")
+
+
+def test_a_verified_owners_reads_find_nothing_of_another_owner(rt, pool, owner, other_owner):
+    contact = verified_contact(pool, owner, "email")
+    sms = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (mail,) = alert(rt, pool, owner, "email", run_id=run_id)
+    (text,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    with pool.connection() as conn:
+        conn.execute("""INSERT INTO inbound_messages (channel, provider_id, source, owner_id, sender, body, run_id, status)
+                        VALUES ('email', %s, 'ses', %s, %s, 'hi', %s, 'run')""",
+                     (secrets.token_hex(8), owner, contact["address"], run_id))
+        since = mail["created_at"] - timedelta(days=1)
+        for who, found in ((owner, True), (other_owner, False)):
+            assert (messages.for_run(conn, who, run_id) is not None) is found
+            assert (notifications.get(conn, who, mail["id"]) is not None) is found
+            assert (notifications.by_reply_token(conn, who, [mail["reply_token"]]) is not None) is found
+            assert (notifications.by_message_id(conn, who, [mail["message_id"]]) is not None) is found
+            assert (notifications.by_provider_message_id(conn, who, text["provider_message_id"], sms["address"],
+                                                         since) is not None) is found
+            assert (notifications.latest_sms_to(conn, who, sms["address"], since) is not None) is found
+        assert "reply_token" not in notifications.get(conn, owner, mail["id"])
+        assert "reply_tokens" not in messages.for_run(conn, owner, run_id)
+
+
+# --- acknowledgements ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["ok", "OK!", "Ack.", "got it", "Got it, thanks!", "👍", "👍🏽", "roger that", "okay  ok"])
+def test_acknowledgement_words_are_recognised_as_a_whole_message(text):
+    assert replies.is_acknowledgement(text)
+
+
+@pytest.mark.parametrize("text", ["", "!!", "ok but make it weekly", "not ok", "ack the disk alert and pause it",
+                                  "okay?? why is it failing", "thanks for nothing, what happened"])
+def test_a_message_that_says_more_than_an_acknowledgement_is_not_one(text):
+    assert not replies.is_acknowledgement(text)
+
+
+def test_an_sms_ack_to_a_critical_alert_stops_its_escalation_and_is_confirmed_to_that_number(rt, pool, owner):
+    from tests.test_escalation import _critical_alert, _escalation, _repeats
+    from zerg.alerts import inbox
+    from zerg.alerts.repeats import start_escalation
+
+    run_id, _ = _critical_alert(pool, owner, repeats=5, every_s=3600, sms=True)
+    escalation_id = start_escalation(rt, owner, run_id)
+    (sms_alert,) = alert(rt, pool, owner, "sms", run_id=run_id, severity="critical")
+    number = sms_alert["address"]
+    other = verified_contact(pool, owner, "sms")  # the owner's second phone hears nothing of it
+
+    outcome = replies.receive(rt, sms_reply(number, "ACK", previous=sms_alert["provider_message_id"]))
+
+    assert (outcome.status, outcome.reason, outcome.run_id) == (
+        "acknowledged", f"acknowledged the critical alert of run {run_id}", None)
+    row = row_of(pool, outcome.inbound_id)
+    assert (row["notification_id"], row["answers_run_id"], row["owner_id"]) == (sms_alert["id"], run_id, owner)
+    with pool.connection() as conn:
+        assert inbox.get(conn, owner, run_id)["acknowledged_at"] is not None
+    esc = _escalation(pool, owner, run_id)
+    assert esc["id"] == escalation_id and esc["status"] == "acknowledged"
+    engine = rt.starter.engine()
+    assert wait_for(lambda: engine.describe(esc["execution_arn"])["status"] != "RUNNING", "the repeats to stop")
+    assert engine.describe(esc["execution_arn"])["status"] == "ABORTED" and _repeats(pool, owner, run_id) == []
+    confirmations = [t for t in texts(rt.settings.data_dir) if "Acknowledged" in t["parts"][0]]
+    assert [(t["to"], t["parts"]) for t in confirmations] == [(number, ["Acknowledged: Disk /var is 99% full. No more repeats."])]
+    assert other["address"] not in {t["to"] for t in texts(rt.settings.data_dir)}
+    assert reply_runs(pool, owner) == []
+
+
+def test_an_ack_with_nothing_to_acknowledge_starts_nothing_and_sends_nothing(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    run_id, _ = make_run(pool, owner)  # a run with no inbox item (a chat, say)
+    (sent,) = alert(rt, pool, owner, "email", run_id=run_id)
+    before = len(emails(rt.settings.data_dir))
+
+    outcome = replies.receive(rt, email_reply(me["address"], "Thanks!", token=sent["reply_token"]))
+
+    assert (outcome.status, outcome.reason, outcome.run_id) == ("acknowledged", "nothing to acknowledge", None)
+    assert row_of(pool, outcome.inbound_id)["notification_id"] == sent["id"]
+    assert len(emails(rt.settings.data_dir)) == before and answers(pool, owner) == []
+    assert reply_runs(pool, owner) == []
+
+
+# --- SMS keywords -------------------------------------------------------------------------------------
+
+def contact_row(pool, contact_id: int) -> dict:
+    with pool.connection() as conn:
+        return conn.execute("SELECT opted_out_at, opted_out_by FROM owner_contacts WHERE id = %s", (contact_id,)).fetchone()
+
+
+def test_stop_opts_the_number_out_without_a_confirmation_and_start_opts_it_in_with_one(rt, pool, owner):
+    from zerg.alerts.deliver import OPTED_OUT
+
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    before = len(texts(rt.settings.data_dir))
+
+    stop = replies.receive(rt, sms_reply(me["address"], "Stop", previous=sent["provider_message_id"]))
+
+    assert (stop.status, stop.reason, stop.run_id) == ("keyword", "STOP: no more SMS to this number until START", None)
+    assert contact_row(pool, me["id"])["opted_out_by"] == stop.inbound_id
+    assert len(texts(rt.settings.data_dir)) == before  # the carrier confirms a STOP, Zerg says nothing more
+    (later,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    assert (later["status"], later["reason"]) == ("suppressed", OPTED_OUT)
+
+    start = replies.receive(rt, sms_reply(me["address"], "START"))  # no message to answer needed
+
+    assert (start.status, start.reason) == ("keyword", "START: SMS to this number resumed")
+    assert contact_row(pool, me["id"])["opted_out_at"] is None
+    assert [t["parts"] for t in texts(rt.settings.data_dir)[before:] if t["to"] == me["address"]] == [[replies.START_TEXT]]
+    assert reply_runs(pool, owner) == []
+
+
+def test_help_is_answered_to_that_number_unless_it_opted_out(rt, pool, owner):
+    from zerg.inbound.sms import HELP_TEXT
+
+    me, other = verified_contact(pool, owner, "sms"), verified_contact(pool, owner, "sms")
+
+    first = replies.receive(rt, sms_reply(me["address"], "help"))
+    replies.receive(rt, sms_reply(me["address"], "STOP"))
+    second = replies.receive(rt, sms_reply(me["address"], "HELP"))
+
+    assert (first.status, second.status) == ("keyword", "keyword")
+    assert [(t["to"], t["parts"]) for t in texts(rt.settings.data_dir)] == [(me["address"], [HELP_TEXT])]
+    (help_row, suppressed) = answers(pool, owner)
+    assert (help_row["status"], suppressed["status"], suppressed["reason"]) == ("sent", "suppressed", "opted out (STOP)")
+    assert other["address"] not in {t["to"] for t in texts(rt.settings.data_dir)}
+
+
+def test_a_keyword_from_an_unknown_number_is_rejected_and_opts_nobody_out(rt, pool, owner):
+    me = verified_contact(pool, owner, "sms")
+
+    outcome = replies.receive(rt, sms_reply(unique_number(), "STOP"))
+
+    assert_rejected(pool, outcome, "unknown sender", None)
+    assert contact_row(pool, me["id"])["opted_out_at"] is None
+
+
+# --- a reply's run ------------------------------------------------------------------------------------
+
+def scheduled_alert(rt, pool, owner_id: int) -> tuple[dict, dict]:
+    """A daily check's background run with a warning inbox item: (schedule, run)."""
+    from tests.test_background_runs import scheduled_start
+    from zerg.runs import store as runs
+    from zerg.schedules import fires
+
+    run = scheduled_start(rt, pool, owner_id, name=unique_name("disk check"))
+    with pool.connection() as conn:
+        runs.complete_run(conn, run, '{"severity": "warning"}', to_thread=False)
+        conn.execute("""INSERT INTO inbox_items (owner_id, run_id, severity, headline, details, assessed_by)
+                        VALUES (%s, %s, 'warning', 'Disk at 91%% on cube', 'df: / 91%% used', 'model')""",
+                     (owner_id, run["id"]))
+        schedule = fires.schedule_of_run(conn, owner_id, run["id"])
+    return schedule, run
+
+
+def test_a_reply_starts_a_run_that_sees_what_it_answers_and_its_answer_comes_back_threaded_to_that_contact(
+        rt, llm, pool, owner):
+    from tests.support.scripts import role_of
+    from zerg.llm.untrusted import fenced_parts
+
+    llm.respond_with(answer_directly("Schedule 'disk check' runs daily at 06:00; say the word and I make it weekly."))
+    me, second = verified_contact(pool, owner, "email"), verified_contact(pool, owner, "email")
+    schedule, checked = scheduled_alert(rt, pool, owner)
+    sent = alert(rt, pool, owner, "email", run_id=checked["id"])
+    mine = next(s for s in sent if s["address"] == me["address"])
+    inbound = email_reply(me["address"], "can you make this weekly instead?", token=mine["reply_token"],
+                          in_reply_to=mine["message_id"], references=("<older@mail.example.com>", mine["message_id"]))
+
+    outcome = replies.receive(rt, inbound)
+
+    assert (outcome.status, outcome.reason, outcome.owner_id, outcome.duplicate) == ("run", None, owner, False)
+    row = row_of(pool, outcome.inbound_id)
+    assert (row["run_id"], row["notification_id"], row["answers_run_id"]) == (outcome.run_id, mine["id"], checked["id"])
+    run = finished_run(pool, owner, outcome.run_id)
+    assert (run["trigger"], run["task"], run["status"]) == ("email", "can you make this weekly instead?", "success")
+
+    request = next(r for r in llm.requests if role_of(r) == "supervisor")
+    texts_sent = [m["content"] for m in request["messages"]]
+    (layer,) = [m["content"] for m in request["messages"] if m["role"] == "user" and "[REPLY CONTEXT]" in m["content"]]
+    assert layer.startswith("<<<UNTRUSTED-DATA ") and "BEGIN: reply context" in layer  # fenced, labelled data
+    (data,) = fenced_parts(layer)
+    assert f"Subject: {ALERT_SUBJECT}" in data and "Inbox item: warning: Disk at 91% on cube (not acknowledged)" in data
+    assert (f"Schedule: #{schedule['id']} '{schedule['name']}' (kind check, cron 0 6 * * *, time zone UTC, enabled)"
+            in data)
+    assert texts_sent[texts_sent.index(layer) + 1] == "can you make this weekly instead?"  # the owner's words, unfenced
+    assert "[REPLY CONTEXT]" in request["messages"][0]["content"]  # the system prompt explains a reply run
+
+    (answer,) = wait_for(lambda: [a for a in answers(pool, owner, run["id"]) if a["status"] == "sent"], "the answer")
+    assert (answer["contact_id"], answer["address"], answer["channel"]) == (me["id"], me["address"], "email")
+    (mail,) = [m for m in emails(rt.settings.data_dir) if m["Subject"].startswith("Re:")]
+    assert mail["To"] == me["address"] and mail["Subject"] == f"Re: {ALERT_SUBJECT}"  # not "Re: Re:"
+    assert mail["In-Reply-To"] == inbound.message_id
+    assert mail["References"].split() == ["<older@mail.example.com>", mine["message_id"], inbound.message_id]
+    assert "Schedule 'disk check' runs daily" in mail.get_body(("plain",)).get_content()
+    assert second["address"] not in {m["To"] for m in emails(rt.settings.data_dir) if m["Subject"].startswith("Re:")}
+    with pool.connection() as conn:
+        thread = conn.execute("SELECT role, content FROM thread_messages WHERE run_id = %s ORDER BY id",
+                              (run["id"],)).fetchall()
+    assert [m["role"] for m in thread] == ["user", "assistant"]  # on the owner's thread like any chat
+
+
+def test_an_sms_reply_is_answered_by_sms_to_that_number_cut_with_the_runs_link(rt, llm, pool, owner):
+    long_answer = "Disk usage by directory: " + ", ".join(f"/srv/data{i} {i}%" for i in range(200))
+    llm.respond_with(answer_directly(long_answer))
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+
+    outcome = replies.receive(rt, sms_reply(me["address"], "which dirs are biggest?",
+                                            previous=sent["provider_message_id"]))
+
+    assert outcome.status == "run"
+    assert finished_run(pool, owner, outcome.run_id)["trigger"] == "sms"
+    (answer,) = wait_for(lambda: [a for a in answers(pool, owner, outcome.run_id) if a["status"] == "sent"], "answer")
+    assert answer["address"] == me["address"] and len(answer["body"]) <= replies.SMS_ANSWER_CHARS
+    assert answer["body"].startswith("Disk usage by directory:")
+    assert answer["body"].endswith(f"… Full answer: http://127.0.0.1:8000/api/jarvis/runs/{outcome.run_id}")
+
+
+def test_a_reply_whose_run_cannot_start_is_told_why(rt, pool, owner):
+    class Unreachable:
+        def start(self, run_id, owner_id, thread_id):
+            raise ConnectionError("Step Functions is unreachable")
+
+        def close(self) -> None:
+            pass
+
+    rt.__dict__["starter"] = Unreachable()
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+
+    outcome = replies.receive(rt, email_reply(me["address"], "restart nginx", token=sent["reply_token"]))
+
+    assert outcome.status == "run" and row_of(pool, outcome.inbound_id)["status"] == "run"
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert answer["status"] == "sent" and answer["contact_id"] == me["id"]
+    assert answer["body"].startswith("I could not finish: could not start the run: ConnectionError")
+    assert f"/api/jarvis/runs/{outcome.run_id}" in answer["body"]
+
+
+def test_a_run_is_answered_once_whoever_closes_it_and_however_often(rt, pool, owner):
+    from zerg.runs import store as runs
+
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda *a: "arn:idle", "close": lambda self: None})()
+    outcome = replies.receive(rt, email_reply(me["address"], "how is the disk?", token=sent["reply_token"]))
+    with pool.connection() as conn:
+        runs.complete_run(conn, runs.get_run(conn, owner, outcome.run_id), "Disk at 40%.")
+
+    results: list[dict] = []
+    closers = [threading.Thread(target=lambda: results.append(replies.answer_reply_run(rt, owner, outcome.run_id)))
+               for _ in range(4)]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(30)
+
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert answer["status"] == "sent" and answer["body"].startswith("Disk at 40%.")
+    assert sorted(r.get("skipped", "sent") for r in results) == ["answered already"] * 3 + ["sent"]
+
+
+def test_a_cancelled_or_unfinished_reply_run_gets_no_answer(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda *a: "arn:idle", "close": lambda self: None})()
+    outcome = replies.receive(rt, email_reply(me["address"], "how is the disk?", token=sent["reply_token"]))
+
+    assert replies.answer_reply_run(rt, owner, outcome.run_id) == {"run_id": outcome.run_id, "skipped": "the run is running"}
+    with pool.connection() as conn:
+        conn.execute("UPDATE runs SET status = 'cancelled', finished_at = now() WHERE id = %s", (outcome.run_id,))
+    assert replies.answer_reply_run(rt, owner, outcome.run_id)["skipped"] == "the run is cancelled"
+    assert answers(pool, owner) == []
+
+
+def test_a_reply_run_closed_by_the_aws_execution_status_rule_is_told_it_could_not_finish(runtime_env, pool, owner):
+    from tests.test_execution_status import MACHINE, execution_arn, handle, status_change
+    from zerg.runs import store as runs
+
+    rt = runtime_env(ZERG_STATE_MACHINE_ARN=MACHINE)
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda self, run_id, *a: execution_arn(run_id),
+                                               "close": lambda self: None})()
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    outcome = replies.receive(rt, sms_reply(me["address"], "restart it", previous=sent["provider_message_id"]))
+
+    assert handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))["closed"] is True
+    handle(status_change(outcome.run_id, owner, "TIMED_OUT", error="States.Timeout"))  # redelivered: nothing twice
+
+    with pool.connection() as conn:
+        assert runs.get_run(conn, owner, outcome.run_id)["status"] == "timeout"
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert answer["address"] == me["address"] and answer["body"].startswith("I could not finish: run timed out")
+    assert answer["body"].endswith(f"/api/jarvis/runs/{outcome.run_id}")
+
+
+def test_a_confirmation_the_provider_refuses_is_recorded_and_the_acknowledgement_stands(rt, pool, owner):
+    from tests.test_escalation import _critical_alert
+    from zerg.alerts import inbox
+    from zerg.alerts.notifier import NotifierError
+
+    run_id, address = _critical_alert(pool, owner, repeats=0, every_s=60)
+    (sent,) = alert(rt, pool, owner, "email", run_id=run_id, severity="critical")
+
+    class Down:
+        def send_email(self, email):
+            raise NotifierError("SES unreachable: timeout")
+
+        def send_sms(self, sms):
+            raise NotifierError("SNS unreachable: timeout")
+
+    rt.__dict__["notifier"] = Down()
+    outcome = replies.receive(rt, email_reply(address, "got it", token=sent["reply_token"]))
+
+    assert outcome.status == "acknowledged" and outcome.reason.startswith("acknowledged the critical alert")
+    with pool.connection() as conn:
+        assert inbox.get(conn, owner, run_id)["acknowledged_at"] is not None
+    (confirmation,) = answers(pool, owner, run_id)
+    assert (confirmation["status"], confirmation["reason"]) == ("failed", "SES unreachable: timeout")
+
+
+# --- duplicates and crashes -------------------------------------------------------------------------------
+
+def test_the_same_message_delivered_twice_starts_one_run(rt, llm, pool, owner):
+    llm.respond_with(answer_directly("Disk at 40%."))
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    inbound = email_reply(me["address"], "how is the disk now?", token=sent["reply_token"])
+
+    first = replies.receive(rt, inbound)
+    second = replies.receive(rt, inbound)
+
+    assert (first.status, first.duplicate) == ("run", False)
+    assert (second.status, second.run_id, second.inbound_id, second.duplicate) == ("run", first.run_id, first.inbound_id, True)
+    assert [r["id"] for r in reply_runs(pool, owner)] == [first.run_id]
+    finished_run(pool, owner, first.run_id)
+    wait_for(lambda: answers(pool, owner, first.run_id), "the answer")
+    assert replies.receive(rt, inbound).duplicate and len(answers(pool, owner, first.run_id)) == 1
+
+
+def test_concurrent_deliveries_of_one_message_start_one_run(rt, pool, owner):
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda *a: "arn:idle", "close": lambda self: None})()
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    inbound = sms_reply(me["address"], "pause the backup check", previous=sent["provider_message_id"])
+    gate = threading.Barrier(4)
+    outcomes: list[replies.Outcome] = []
+
+    def deliver_once() -> None:
+        gate.wait()
+        outcomes.append(replies.receive(rt, inbound))
+
+    workers = [threading.Thread(target=deliver_once) for _ in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(30)
+
+    assert len(outcomes) == 4 and sum(not o.duplicate for o in outcomes) == 1
+    (run,) = reply_runs(pool, owner)
+    assert next(o for o in outcomes if not o.duplicate).run_id == run["id"]
+    assert {o.inbound_id for o in outcomes} == {outcomes[0].inbound_id}
+    assert all(o.run_id in (None, run["id"]) for o in outcomes)
+
+
+def _age(pool, inbound_id: int, seconds: float = 600) -> None:
+    with pool.connection() as conn:
+        conn.execute("UPDATE inbound_messages SET updated_at = updated_at - make_interval(secs => %s) WHERE id = %s",
+                     (seconds, inbound_id))
+
+
+def test_a_crash_between_the_phases_is_completed_by_recover_pending_with_the_same_run(rt, pool, owner, monkeypatch):
+    started: list[int] = []
+    rt.__dict__["starter"] = type("Recorder", (), {"start": lambda self, run_id, *a: started.append(run_id) or f"arn:{run_id}",
+                                                   "close": lambda self: None})()
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    monkeypatch.setattr(replies, "_start", lambda *a, **k: False)  # the process dies after phase 1
+    outcome = replies.receive(rt, email_reply(me["address"], "how is the disk?", token=sent["reply_token"]))
+    monkeypatch.undo()
+    assert outcome.status == "run" and started == []
+
+    replies.recover_pending(rt)
+    assert started == []  # not within the grace period: its process may still be starting it
+    _age(pool, outcome.inbound_id)
+    report = replies.recover_pending(rt)
+
+    assert report["started"] >= 1 and started == [outcome.run_id]
+    assert [r["id"] for r in reply_runs(pool, owner)] == [outcome.run_id]
+    assert reply_runs(pool, owner)[0]["execution_arn"] == f"arn:{outcome.run_id}"
+    _age(pool, outcome.inbound_id)
+    replies.recover_pending(rt)
+    assert started == [outcome.run_id]  # started once
+
+
+def test_a_row_left_received_is_processed_once_by_a_late_duplicate_or_the_sweep(rt, pool, owner):
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda *a: "arn:idle", "close": lambda self: None})()
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    crashed, swept = (email_reply(me["address"], text, token=sent["reply_token"]) for text in ("one", "two"))
+    with pool.connection() as conn:  # what a delivery that died right after the row was written left
+        rows = [messages.insert(conn, m, m.provider_id) for m in (crashed, swept)]
+
+    fresh = replies.receive(rt, crashed)
+    assert (fresh.status, fresh.duplicate) == ("received", True)  # within the grace: its process may be at it
+    for row in rows:
+        _age(pool, row["id"])
+    late = replies.receive(rt, crashed)
+    report = replies.recover_pending(rt)
+
+    assert (late.status, late.duplicate) == ("run", True)
+    assert row_of(pool, rows[1]["id"])["status"] == "run" and report["processed"] >= 1
+    assert len(reply_runs(pool, owner)) == 2
+    assert replies.receive(rt, swept).run_id == row_of(pool, rows[1]["id"])["run_id"]  # done, not again
+
+
+def test_an_unexpected_error_while_deciding_is_recorded_failed_not_raised(rt, pool, owner, monkeypatch):
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(replies, "_answered", broken)
+    outcome = replies.receive(rt, email_reply(me["address"], "hello", token=sent["reply_token"]))
+
+    assert (outcome.status, outcome.reason) == ("failed", "could not be processed: RuntimeError")
+    assert row_of(pool, outcome.inbound_id)["status"] == "failed" and reply_runs(pool, owner) == []
+
+
+# --- threading the answer -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("subject, expected", [
+    ("[Zerg WARNING] Disk", "Re: [Zerg WARNING] Disk"), ("Re: [Zerg WARNING] Disk", "Re: [Zerg WARNING] Disk"),
+    ("RE:Disk", "RE:Disk"), ("AW: Festplatte", "AW: Festplatte"), (None, "Re: your message to Zerg"),
+    ("Disk\r\nBcc: victim@example.com", "Re: Disk Bcc: victim@example.com"),
+])
+def test_an_answers_subject_is_re_the_reply_once(subject, expected):
+    assert replies.reply_subject(subject) == expected
+
+
+def test_references_keep_the_first_and_the_newest_ids_and_drop_what_is_not_an_id():
+    from zerg.alerts.notifier import REFERENCES_MAX, references_header
+
+    assert references_header((), "<a@x>") == "<a@x>"
+    assert references_header(("<a@x>", "junk", "<b@x>\r\nBcc: v@x", "<a@x>"), "<c@x>") == "<b@x> <a@x> <c@x>"
+    many = tuple(f"<{i:04d}-{'x' * 40}@mail.example.com>" for i in range(100))
+    kept = references_header(many, "<new@x>").split()
+    assert kept[0] == many[0] and kept[-2:] == [many[-1], "<new@x>"] and len(" ".join(kept)) <= REFERENCES_MAX
+    assert references_header((), None) is None
