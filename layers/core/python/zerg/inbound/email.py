@@ -112,7 +112,7 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
             fields, _ = mail_headers.header_fields(head, domain, envelope_recipients)
         except Exception:
             fields = {"sender": "", **mail_headers.received_fields(envelope_recipients, domain)}
-        return Inbound(**base, **fields, body="", extra=extra, rejection=unread)  # refused_for set above
+        return Inbound(**base, **fields, body="", extra=extra, rejection=unread)
     try:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         fields, sender_problem = mail_headers.header_fields(msg, domain, envelope_recipients)
