@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 SNS_MESSAGE_MAX = 256 * 1024  # SNS refuses to publish a longer message
@@ -98,7 +98,7 @@ class SesReceipt(BaseModel):
     """What SES decided on receipt: the envelope recipients and its verdicts."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
-    recipients: list[Annotated[str, Field(max_length=400)]] = Field(min_length=1, max_length=100)
+    recipients: Annotated[list[Annotated[str, _cut(400)]], _cut(100)] = Field(min_length=1)
     spf: SesVerdict = Field(alias="spfVerdict")
     dkim: SesVerdict = Field(alias="dkimVerdict")
     spam: SesVerdict = Field(alias="spamVerdict")
@@ -110,17 +110,25 @@ class SesReceipt(BaseModel):
         return found | ({"dmarc": self.dmarc.status} if self.dmarc else {})
 
 
+def _cut(limit: int) -> Any:
+    """A validator cutting a string (or a list) to ``limit``: what a sender wrote is recorded, not refused."""
+    return BeforeValidator(lambda value: value[:limit] if isinstance(value, (str, list)) else value)
+
+
 class SesCommonHeaders(BaseModel):
+    """The headers SES read from the message: the sender's text, cut to size, never a reason to refuse
+    the record (a refused record would leave no row)."""
+
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
-    from_: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, alias="from", max_length=50)
-    subject: str | None = Field(default=None, max_length=2000)
+    from_: Annotated[list[Annotated[str, _cut(1000)]], _cut(50)] = Field(default_factory=list, alias="from")
+    subject: Annotated[str | None, _cut(2000)] = None
 
 
 class SesMail(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
     # The S3 key's last part: letters, digits, dot, dash, underscore (no "/", never "..").
     message_id: str = Field(alias="messageId", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-    source: str = Field(default="", max_length=400)  # the envelope sender (MAIL FROM), SPF-checked
+    source: Annotated[str, _cut(400)] = ""  # the envelope sender (MAIL FROM), SPF-checked
     common_headers: SesCommonHeaders = Field(default_factory=SesCommonHeaders, alias="commonHeaders")
 
     @field_validator("message_id")

@@ -123,8 +123,9 @@ def text_to_html(text: str) -> str:
             f"{html.escape(text)}</div></body></html>")
 
 
-# A Message-ID as a reference: printable ASCII without spaces or angle brackets, within <...>.
-_MESSAGE_ID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,%d}>" % (MESSAGE_ID_MAX - 2))
+# A Message-ID as a reference: printable ASCII without spaces or angle brackets, within <...>
+# (also what inbound email reads: zerg.inbound.mail_headers).
+MESSAGE_ID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,%d}>" % (MESSAGE_ID_MAX - 2))
 
 
 def references_header(references: tuple[str, ...] | list[str], in_reply_to: str | None = None) -> str | None:
@@ -133,7 +134,7 @@ def references_header(references: tuple[str, ...] | list[str], in_reply_to: str 
     the newest ones are kept when it must be cut, as RFC 5322 suggests); None when there is none."""
     ids: list[str] = []
     for value in (*references, *([in_reply_to] if in_reply_to else [])):
-        for found in _MESSAGE_ID.findall(value or ""):
+        for found in MESSAGE_ID.findall(value or ""):
             if found in ids:
                 ids.remove(found)  # it comes again later: the later place is its place in the thread
             ids.append(found)

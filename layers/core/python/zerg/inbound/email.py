@@ -51,6 +51,9 @@ from zerg.inbound.reply_text import html_to_text, strip_quotes, unflow
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
+# What extra["refused_for"] names: size and MIME shape, SES's (or the headers') verdicts, the From,
+# a From no check vouched for, an automatic message, no text, nothing of the person's own.
+REFUSALS = ("size", "mime", "verdict", "sender", "forged", "automatic", "empty")
 S3_PREFIX = "inbound/email/"  # the receipt rule's S3 action: object key prefix (the key ends with SES's messageId)
 BODY_MAX_CHARS = 8000
 SCAN_MAX_CHARS = 400_000  # of a text part looked at for the reply (it comes first; the rest is history)
@@ -82,24 +85,28 @@ class InboundUnavailable(RuntimeError):
 
 def parse_email(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: Iterable[str] = (),
                 verdicts: dict[str, str] | None = None, provider_id: str, source: str, object_key: str | None,
-                envelope_sender: str | None = None) -> Inbound:
+                envelope_sender: str | None = None, zerg_addresses: Iterable[str] = ()) -> Inbound:
     """``raw`` as an :class:`Inbound` (``channel="email"``), refused (``rejection``) for its size,
     broken MIME, a verdict (``verdicts``: SES's ``{"spf", "dkim", "spam", "virus"[, "dmarc"]}``;
-    None = not checked), its From, or an empty reply. ``envelope_sender`` (SES: ``mail.source``)
-    is checked against the From domain unless DMARC passed; None = not checked."""
+    None = not checked), its From, being automatic, or an empty reply. ``envelope_sender`` (SES:
+    ``mail.source``) is checked against the From domain unless DMARC passed; None = not checked.
+    ``zerg_addresses`` (ZERG_SENDER_EMAIL) and any address at ``mail_domain`` mark quoted history.
+    ``extra["refused_for"]`` says which kind of refusal it is (:data:`REFUSALS`)."""
     return _read(raw, max_bytes=max_bytes, mail_domain=mail_domain, envelope_recipients=list(envelope_recipients),
                  verdicts=verdicts, envelope_sender=envelope_sender, header_verdicts=False,
+                 zerg_addresses=tuple(zerg_addresses),
                  base={"channel": "email", "provider_id": provider_id, "source": source, "object_key": object_key})
 
 
 def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: list[str],
           verdicts: dict[str, str] | None, envelope_sender: str | None, header_verdicts: bool,
-          base: dict[str, Any]) -> Inbound:
+          zerg_addresses: tuple[str, ...], base: dict[str, Any]) -> Inbound:
     domain = mail_domain.strip().lower().rstrip(".")
     extra: dict[str, Any] = {"bytes": len(raw)}
     unread = f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit" if len(raw) > max_bytes \
         else _shape_refusal(raw)
     if unread is not None:
+        extra["refused_for"] = "size" if len(raw) > max_bytes else "mime"
         try:  # who sent it and what it was, for the record: from its first headers only
             head = BytesHeaderParser(policy=policy.default).parsebytes(_head_of(raw))
             fields, _ = mail_headers.header_fields(head, domain, envelope_recipients)
@@ -110,24 +117,32 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         fields, sender_problem = mail_headers.header_fields(msg, domain, envelope_recipients)
         text, found = _text_of(msg)
-        body = _bounded(strip_quotes(text)) if text is not None else ""
+        marks = (f"@{domain}", *(a.strip().lower() for a in zerg_addresses))
+        body = _bounded(strip_quotes(text, quoted_subject=mail_headers.quoted_subject(fields["subject"]),
+                                     marks=marks)) if text is not None else ""
+        automatic = mail_headers.automatic(msg)
     except Exception as exc:  # the parser or a header class choking (deep nesting, a header it cannot take)
-        return Inbound(**base, sender="", body="", extra=extra,
+        return Inbound(**base, sender="", body="", extra=extra | {"refused_for": "mime"},
                        rejection=mail_headers.line(f"malformed MIME: {type(exc).__name__}: {exc}", 300))
     extra.update(found)
     defects = found.get("defects") or []
-    refusal = (mail_headers.verdict_refusal(verdicts) if verdicts is not None else None) \
-        or (mail_headers.header_verdict_refusal(msg) if header_verdicts else None)
-    if refusal is None and sender_problem is not None:
-        refusal = f"malformed MIME: {sender_problem} ({', '.join(defects)})" if defects else sender_problem
-    if refusal is None and verdicts is not None and envelope_sender is not None:
-        refusal = mail_headers.alignment_refusal(fields["sender"], envelope_sender, verdicts)
-    if refusal is None and text is None:
-        refusal = f"malformed MIME: no text part ({', '.join(defects)})" if defects else \
-            "no text or HTML part to read (only attachments?)"
-    if refusal is None and not body:
-        refusal = "empty reply after removing quoted text"
-    return Inbound(**base, **fields, body=body, rejection=refusal, extra=extra)
+    checks = (
+        ("verdict", lambda: (mail_headers.verdict_refusal(verdicts) if verdicts is not None else None)
+            or (mail_headers.header_verdict_refusal(msg) if header_verdicts else None)),
+        ("sender", lambda: sender_problem and (
+            f"malformed MIME: {sender_problem} ({', '.join(defects)})" if defects else sender_problem)),
+        ("forged", lambda: mail_headers.alignment_refusal(fields["sender"], envelope_sender, verdicts)
+            if verdicts is not None and envelope_sender is not None else None),
+        ("automatic", lambda: automatic),
+        ("mime", lambda: None if text is not None else f"malformed MIME: no text part ({', '.join(defects)})"
+            if defects else "no text or HTML part to read (only attachments?)"),
+        ("empty", lambda: None if body else "empty reply after removing quoted text"),
+    )
+    for kind, check in checks:
+        refusal = check()
+        if refusal:
+            return Inbound(**base, **fields, body=body, rejection=refusal, extra=extra | {"refused_for": kind})
+    return Inbound(**base, **fields, body=body, extra=extra)
 
 
 def _shape_refusal(raw: bytes) -> str | None:
@@ -272,7 +287,8 @@ def from_ses_record(rt: "Runtime", record: dict[str, Any], *, s3: Any = None) ->
         raise InboundUnavailable(f"S3 unreachable reading s3://{bucket}/{key}: {exc}") from exc
     return parse_email(raw, max_bytes=settings.inbound_max_bytes, mail_domain=settings.mail_domain,
                        envelope_recipients=ses.receipt.recipients, verdicts=ses.receipt.verdicts(),
-                       envelope_sender=ses.mail.source, provider_id=ses.mail.message_id, source="ses", object_key=key)
+                       envelope_sender=ses.mail.source, provider_id=ses.mail.message_id, source="ses", object_key=key,
+                       zerg_addresses=(settings.sender_email,))
 
 
 def from_local_file(rt: "Runtime", raw: bytes) -> Inbound:
@@ -285,6 +301,7 @@ def from_local_file(rt: "Runtime", raw: bytes) -> Inbound:
     path = keep_copy(settings.inbound_root / "email", f"{digest}.eml", raw)
     return _read(raw, max_bytes=settings.inbound_max_bytes, mail_domain=settings.mail_domain, envelope_recipients=[],
                  verdicts=None, envelope_sender=None, header_verdicts=settings.local_inbound_verdicts == "headers",
+                 zerg_addresses=(settings.sender_email,),
                  base={"channel": "email", "provider_id": f"local-{digest}", "source": "local", "object_key": str(path)})
 
 

@@ -12,7 +12,11 @@ Invariants:
 - A reply token is ``reply+{32 hex}@{mail_domain}`` among the addresses the message was received
   at (envelope, To, Cc, Delivered-To), nothing else.
 - Verdicts: SES's four must be PASS, DMARC must not FAIL; unless DMARC passed, the SPF-checked
-  envelope sender's domain must be the From domain's (or one a subdomain of the other).
+  envelope sender's domain must be the From domain or a parent of it (never a subdomain of it:
+  a provider handing out subdomains would let one customer pass SPF as another's address).
+- An automatic message (Auto-Submitted other than ``no``, Precedence bulk/junk/list/auto_reply,
+  X-Autoreply/X-Autorespond, a delivery report) is named as such: an out-of-office must not
+  start a run, nor answer Zerg's answer in a loop.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from email.utils import getaddresses
 from typing import Any
 
 from zerg.alerts.contacts_service import ContactError, normalise
-from zerg.alerts.notifier import header_text
+from zerg.alerts.notifier import MESSAGE_ID, header_text
 
 HEADER_MAX_CHARS = 4096  # of one value a header class reads
 FROM_MAX_CHARS = 2048
@@ -38,7 +42,7 @@ VERDICTS = ("spf", "dkim", "spam", "virus")
 LABELS = {"spf": "SPF", "dkim": "DKIM", "spam": "spam", "virus": "virus", "dmarc": "DMARC"}
 
 _TOKEN = re.compile(r"^(?i:reply)\+([0-9a-f]{32})@([^@\s]+)$")
-_MSGID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]{1,250}>")  # printable ASCII but < and >
+_MSGID = MESSAGE_ID  # one bound for the ids read here and the ones an answer's headers carry
 _RESULT = re.compile(r"\b(spf|dkim|dmarc)\s*=\s*([A-Za-z_]+)", re.IGNORECASE)
 
 
@@ -69,14 +73,37 @@ def header_fields(msg: Message, domain: str, envelope_recipients: list[str]) -> 
     """sender, recipient, subject, ids and tokens of ``msg``; and what is wrong with its From, if anything."""
     sender, problem = sender_of(msg)
     received_at = [*envelope_recipients[:MAX_ADDRESSES], *addresses_in(msg, ("To", "Cc", "Delivered-To"))]
-    ids = _MSGID.findall(" ".join(raw_values(msg, "Message-ID")[:1])[:HEADER_MAX_CHARS])
-    in_reply_to = _MSGID.findall(" ".join(raw_values(msg, "In-Reply-To")[:1])[:HEADER_MAX_CHARS])
-    references = _MSGID.findall(" ".join(raw_values(msg, "References"))[-REFERENCES_MAX_CHARS:])[-MAX_REFERENCES:]
+    ids = _ids(msg, "Message-ID", first=True)
+    in_reply_to = _ids(msg, "In-Reply-To", first=True)
+    references = _ids(msg, "References")[-MAX_REFERENCES:]
     subject = header(msg, "Subject")
     fields = {"sender": sender, "subject": line(subject, 998) if subject else None,
               "message_id": ids[0] if ids else None, "in_reply_to": in_reply_to[0] if in_reply_to else None,
               "references": tuple(references), **received_fields(received_at, domain)}
     return fields, problem
+
+
+_REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|aw|sv|vs|antw|antwort|odp|ynt|yanıt|r|rif|réf|ref|tr|wg|fw|fwd|rv|enc|res|"
+                           r"vá|atb|отв|ответ|відп|回复|答复|回覆|答覆|返信|转发|転送)(?:\[\d+\])?\s?[:：]\s*)+",
+                           re.IGNORECASE)
+
+
+def quoted_subject(subject: str | None) -> str | None:
+    """The subject a reply answers: its own with "Re: " (in any of the usual languages) removed;
+    None when it has no such prefix (then it is no quote of anything)."""
+    found = _REPLY_PREFIX.match(subject or "")
+    rest = (subject or "")[found.end():].strip() if found else ""
+    return rest or None
+
+
+def _ids(msg: Message, name: str, *, first: bool = False) -> list[str]:
+    """The ``<id>``s of header ``name`` (of its first occurrence only with ``first``); a value a
+    sender wrote as RFC 2047 encoded words (Python does, for a long id) is decoded first."""
+    values = raw_values(msg, name)[:1] if first else raw_values(msg, name)
+    text = " ".join(values)[-REFERENCES_MAX_CHARS:]
+    if "=?" in text:
+        text = decoded(name, text[-HEADER_MAX_CHARS:])
+    return _MSGID.findall(text)
 
 
 def received_fields(addresses: Iterable[str], domain: str) -> dict[str, Any]:
@@ -153,7 +180,7 @@ def alignment_refusal(sender: str, envelope_sender: str, verdicts: dict[str, str
     if not sender or (verdicts.get("dmarc") or "").strip().upper() == "PASS":
         return None
     ours, theirs = domain_of(sender), domain_of(envelope_sender)
-    if theirs and (theirs == ours or theirs.endswith("." + ours) or ours.endswith("." + theirs)):
+    if theirs and (theirs == ours or ours.endswith("." + theirs)):  # the From domain or a parent of it
         return None
     return line(f"From domain {ours} is not the envelope sender's ({theirs or 'none'}) and DMARC did not pass", 300)
 
@@ -195,3 +222,20 @@ def line(text: str, limit: int) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
     return header_text(text, limit)
+
+
+_AUTOMATIC = (("Auto-Submitted", None), ("Precedence", ("bulk", "junk", "list", "auto_reply")),
+              ("X-Autoreply", None), ("X-Autorespond", None), ("X-Auto-Response", None))
+
+
+def automatic(msg: Message) -> str | None:
+    """Why ``msg`` is an automatic message (RFC 3834 and its older conventions), or None."""
+    for name, values in _AUTOMATIC:
+        value = (header(msg, name) or "").strip()
+        word = value.split(";")[0].strip().lower()
+        if value and word != "no" and (values is None or word in values):
+            return line(f"automatic reply ({name}: {value})", 200)
+    if msg.get_content_type() == "multipart/report":
+        return "automatic reply (a delivery report)"
+    return None
+

@@ -9,6 +9,11 @@ Invariants:
   a block that quotes without ``>`` (Outlook's "From: / Sent:" header block, "-----Original
   Message-----", the ``____`` separator, "Begin forwarded message:", an attribution line followed by
   unmarked text) ends the reply there.
+- Whatever the language, quoted history names Zerg: a line holding one of Zerg's addresses
+  (``marks``) is an attribution when ``>`` lines follow it and the start of the history otherwise;
+  a "Label: <the quoted subject>" line ends the reply with the header block above it, and so does
+  a line that is part of that subject (the alert's headline, quoted without marks). The quoted
+  alert is model-written text: it must never pass for the person's words.
 - In HTML the quote is dropped by structure before it becomes text (Gmail's ``gmail_quote``,
   ``<blockquote>``, Thunderbird's and Yahoo's quote and signature blocks); Outlook's reply block
   ends the text.
@@ -17,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from html.parser import HTMLParser
 
 # --- HTML to text -------------------------------------------------------------------------------
@@ -141,13 +147,16 @@ _ATTRIBUTION = re.compile(
     re.IGNORECASE)
 # Clients whose attribution has none of those words (Japanese, Chinese, ...): a date, an address in
 # angle brackets, a final colon.
-_ATTRIBUTION_ANY = re.compile(r"^(?=.*\d).{0,300}<[^<>\s@]+@[^<>\s@]+>.{0,100}:\s*$")
+_ATTRIBUTION_ANY = re.compile(r"^(?=.*\d).{0,300}<[^<>\s@]+@[^<>\s@]+>.{0,100}[:：]\s*$")
 _ORIGINAL = re.compile(r"^-{2,}\s*(?:original message|ursprüngliche nachricht|message d'origine|mensaje original|"
                        r"messaggio originale|oorspronkelijk bericht|originalmeddelande|forwarded message|"
                        r"weitergeleitete nachricht|message transféré|mensaje reenviado)\s*-{2,}\s*$", re.IGNORECASE)
 _FORWARDED = re.compile(r"^(?:begin forwarded message|anfang der weitergeleiteten nachricht|début du message réexpédié)\s*:\s*$",
                         re.IGNORECASE)
 _SEPARATOR = re.compile(r"^_{10,}\s*$")
+_FRAMED = re.compile(r"^-{3,}\s*[^-\s].{0,60}?\s*-{3,}$")  # "-------- Original message --------" in any language
+_FIELD = re.compile(r"^\*?[^\s:：*]{1,30}(?:\s[^\s:：*]{1,30})?\*?\s*[:：]")  # "Label:" of one or two words
+_RULE = re.compile(r"^[-_=—–*~·]{3,}$")
 _FROM_FIELD = re.compile(r"^\*?(?:from|von|de|da|van|od|från|fra|lähettäjä)\s*\*?\s*:", re.IGNORECASE)
 _SENT_FIELD = re.compile(r"^\*?(?:sent|date|gesendet|datum|envoyé|enviado|fecha|inviato|data|verzonden|skickat|sendt|"
                          r"lähetetty|wysłane)\s*\*?\s*:", re.IGNORECASE)
@@ -157,10 +166,14 @@ _FOOTER = re.compile(r"^(?:sent from (?:my |mail for |outlook for |yahoo mail|ao
                      r"gesendet von meinem |skickat från min ).{0,80}$", re.IGNORECASE)
 
 
-def strip_quotes(text: str) -> str:
+def strip_quotes(text: str, *, quoted_subject: str | None = None, marks: Iterable[str] = ()) -> str:
     """The person's own text of a reply's plain text: quoted (``>``) lines, attribution lines,
     signatures and mobile footers removed; at Outlook's reply header, an "Original Message" or
-    forwarded-message line, or an attribution followed by unmarked quoted text, the rest is cut."""
+    forwarded-message line, or an attribution followed by unmarked quoted text, the rest is cut.
+    ``quoted_subject``: the subject the reply answers (its "Re: " removed); ``marks``: Zerg's
+    addresses (lower case) as they appear in an attribution or a quoted header block."""
+    marks = tuple(m for m in marks if m)
+    subject = (quoted_subject or "").strip().lower()
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     kept: list[str] = []
     i = 0
@@ -170,7 +183,8 @@ def strip_quotes(text: str) -> str:
         if bare.startswith(">"):
             i += 1
             continue
-        if _SIGNATURE.match(line) or _ORIGINAL.match(bare) or _FORWARDED.match(bare) or _SEPARATOR.match(bare):
+        if (_SIGNATURE.match(line) or _ORIGINAL.match(bare) or _FORWARDED.match(bare) or _SEPARATOR.match(bare)
+                or _FRAMED.match(bare)):
             break
         if _FROM_FIELD.match(bare) and _header_block_follows(lines, i):
             break
@@ -181,6 +195,18 @@ def strip_quotes(text: str) -> str:
                 break  # an attribution, then history without quote marks
             i += span
             continue
+        lower = bare.lower()
+        if marks and any(mark in lower for mark in marks):
+            following = _next_nonblank(lines, i + 1)
+            if following is not None and following.startswith(">"):
+                i += 1  # an attribution in a language not listed above
+                continue
+            break
+        if len(subject) >= 8 and subject in lower and _FIELD.match(bare):
+            _drop_header_block(kept)  # "Subject: <it>" in a quoted header block: the block goes too
+            break
+        if len(subject) >= 8 and len(bare) >= 16 and lower in subject:
+            break  # the alert's headline: its text quoted without marks
         if _FOOTER.match(bare):
             i += 1
             continue
@@ -201,6 +227,17 @@ def _attribution_span(lines: list[str], i: int) -> int:
         if lines[i + 1].strip() and (_ATTRIBUTION.match(two) or _ATTRIBUTION_ANY.match(two)):
             return 2
     return 0
+
+
+def _drop_header_block(kept: list[str]) -> None:
+    """Remove the "Label: value" lines (and a rule above them) that end ``kept``: a quoted header block."""
+    for pattern in (_FIELD, _RULE):
+        dropped = 0
+        while kept and dropped < 8 and kept[-1].strip() and pattern.match(kept[-1].strip()):
+            kept.pop()
+            dropped += 1
+        while kept and not kept[-1].strip():
+            kept.pop()
 
 
 def _header_block_follows(lines: list[str], i: int) -> bool:
