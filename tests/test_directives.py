@@ -200,7 +200,7 @@ def test_deleting_asks_first_and_a_yes_in_a_later_run_deletes_it(scheduler, llm,
     asking = run_task(pool, engine, alice.owner_id, "delete the disk check")
     (asked,) = last_results(llm)
     summary = f"delete schedule #{doomed['id']} \"disk check\" (cron 0 6 * * *)"
-    assert f"Not done yet: ask the user to confirm '{summary}' (they reply yes)." in asked
+    assert f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)." in asked
     assert service.get(rt, alice.owner_id, doomed["id"]) and scheduled(scheduler, doomed["id"]) is not None
     (question,) = questions(pool, alice.owner_id)
     assert (question["status"], question["action"], question["args"], question["summary"], question["run_id"]) == (
@@ -275,12 +275,83 @@ def test_a_question_asked_after_the_confirming_run_started_cannot_be_confirmed_b
     assert refused.text.startswith(NO_PENDING) and service.get(rt, alice.owner_id, kept["id"])
 
 
+NOT_A_YES = "ERROR: Not confirmed: the user has to say yes to that question first"
+
+
+@pytest.mark.parametrize("tool", ["set_preference", "delete_schedule"])
+def test_an_unrelated_later_run_cannot_confirm_a_question_with_confirm_true(runtime_env, pool, alice, tool):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    args = ({"key": "channels.critical", "value": "none"} if tool == "set_preference"
+            else {"schedule_id": kept["id"]})
+    # A fetched page plants the question; the owner never answers; a later run's model "confirms".
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "summarise https://example.org/page"), tool, **args)
+    later = a_run(pool, alice.owner_id, "what is the weather in Berlin?")
+    refused = use(rt, alice.owner_id, later, tool, confirm=True, **args)
+    assert not refused.ok and refused.text.startswith(NOT_A_YES) and "not their yes" in refused.text
+    assert policy_of(pool, alice.owner_id).channels["critical"] == ["email", "sms"]
+    assert service.get(rt, alice.owner_id, kept["id"])
+    assert [q["status"] for q in questions(pool, alice.owner_id)] == ["pending"]
+
+
+def test_a_yes_after_another_request_in_between_is_refused(runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "delete the disk check"), "delete_schedule",
+        schedule_id=kept["id"])
+    a_run(pool, alice.owner_id, "no wait, what's the disk at?", trigger="sms")
+    yes = a_run(pool, alice.owner_id, "yes")  # a yes, but to the answer about the disk
+    refused = use(rt, alice.owner_id, yes, "delete_schedule", schedule_id=kept["id"], confirm=True)
+    assert refused.text.startswith(NOT_A_YES) and "another request came in between" in refused.text
+    assert service.get(rt, alice.owner_id, kept["id"])
+
+    # Asked again, the next yes counts.
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "delete it after all"), "delete_schedule",
+        schedule_id=kept["id"])
+    assert "deleted" in use(rt, alice.owner_id, a_run(pool, alice.owner_id, "Yes please."), "delete_schedule",
+                            schedule_id=kept["id"], confirm=True).text
+
+
+@pytest.mark.parametrize(("answer", "trigger"), [("yes", "api"), ("Yes!", "email"), ("y", "sms"), ("do it", "cli"),
+                                                 ("confirm", "api")])
+def test_yes_as_the_next_message_confirms_on_any_channel_a_person_uses(runtime_env, pool, alice, answer, trigger):
+    rt = runtime_env()
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, answer, trigger=trigger), "set_preference",
+               key="channels.critical", value="none", confirm=True)
+    assert done.text == "Preference channels.critical is now none (was email,sms)."
+
+
+@pytest.mark.parametrize("answer", ["ok", "OK 👍", "thanks", "yes, but first tell me the disk usage", "no", "yes" * 30])
+def test_ok_or_anything_but_a_plain_yes_does_not_confirm(runtime_env, pool, alice, answer):
+    rt = runtime_env()
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
+    refused = use(rt, alice.owner_id, a_run(pool, alice.owner_id, answer), "set_preference",
+                  key="channels.critical", value="none", confirm=True)
+    assert refused.text.startswith(NOT_A_YES)
+    assert policy_of(pool, alice.owner_id).channels["critical"] == ["email", "sms"]
+
+
+def test_a_scheduled_run_or_another_owners_run_in_between_does_not_take_the_yes_away(runtime_env, pool, alice, bob):
+    rt = runtime_env()
+    asking = a_run(pool, alice.owner_id, "stop paging me")
+    use(rt, alice.owner_id, asking, "set_preference", key="channels.critical", value="none")
+    a_run(pool, alice.owner_id, "check the disks", trigger="schedule")  # unattended: nobody's message
+    a_run(pool, bob.owner_id, "what is the weather?")
+    yes = a_run(pool, alice.owner_id, "yes")
+    with pool.connection() as conn:
+        assert runs.next_run_on_thread(conn, alice.owner_id, asking, excluding=("schedule",)) == yes
+        assert runs.next_run_on_thread(conn, bob.owner_id, asking) is None  # alice's run is not bob's
+    assert use(rt, alice.owner_id, yes, "set_preference", key="channels.critical", value="none",
+               confirm=True).text.endswith("is now none (was email,sms).")
+
+
 def test_none_for_critical_asks_first_and_a_later_yes_applies_it(runtime_env, pool, alice):
     rt = runtime_env()
     before = policy_of(pool, alice.owner_id).channels
     asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
     summary = "set channels.critical to none (critical alerts would reach the user by no channel)"
-    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (they reply yes)."
+    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
     assert policy_of(pool, alice.owner_id).channels == before  # nothing changed yet
     (question,) = questions(pool, alice.owner_id)
     assert (question["action"], question["args"]) == ("set_preference", {"key": "channels.critical", "value": "none"})

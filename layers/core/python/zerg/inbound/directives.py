@@ -12,9 +12,13 @@ Invariants:
 - A destructive directive (deleting a schedule; a preference that leaves critical alerts with no
   channel, or every severity with none) is never done in the run that asks for it. It is recorded as
   a question (``pending_directives``, :mod:`zerg.inbound.pending`) and done only when a later call
-  with ``confirm`` finds that question, pending and unexpired, asked by an EARLIER run of the owner
-  (one created before the confirming run: the user's "yes" came after the question). A model cannot
-  confirm its own question.
+  with ``confirm`` finds that question, pending and unexpired, and the user's own yes to it, checked
+  here and not left to the model: the confirming run was started by a person, its task (the user's
+  own words, ``runs.task``) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
+  and it is the NEXT person-started run on the thread after the run that asked (no other request in
+  between). Neither a model nor text it read can confirm: a run answering anything else, or a yes
+  to something later, is refused with "the user has to say yes to that question first". What the
+  code cannot see is what the asking run's answer showed the user: the yes is to that answer.
 - Order of a confirmed change: a preference is changed and its question marked ``done`` in one
   transaction. A schedule deletion has its own transaction in the service (the row and Scheduler
   together): the question is checked first, the schedule deleted, then the question marked ``done``.
@@ -44,6 +48,7 @@ class DirectiveError(ValueError):
 
 
 NO_PENDING = "There is no pending request to confirm; ask the user first."
+NOT_A_YES = "Not confirmed: the user has to say yes to that question first"
 
 # --- preferences ---------------------------------------------------------------------------------
 
@@ -187,27 +192,40 @@ def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args
     pending.expire_overdue(conn, owner_id)
     pending.ask(conn, owner_id, run["id"], action, args, summary)
     conn.commit()
-    return f"Not done yet: ask the user to confirm '{summary}' (they reply yes)."
+    return f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
 
 
 def _confirmable(conn: Connection, owner_id: int, run: dict[str, Any], action: str,
                  args: dict[str, Any]) -> dict[str, Any]:
-    """The question this confirmation answers, locked; DirectiveError (with the overdue questions
-    marked expired and committed) when there is none an earlier run asked."""
+    """The question this confirmation answers, locked, when the user said yes to it (module rules);
+    DirectiveError otherwise (with the overdue questions marked expired and committed)."""
+    from zerg.alerts.background import BACKGROUND_TRIGGERS
     from zerg.inbound import pending
+    from zerg.inbound.words import is_affirmative
+    from zerg.runs import store as runs
 
     expired = pending.expire_overdue(conn, owner_id)
     row = pending.latest_pending(conn, owner_id, action, args)
-    if row is not None and row["run_id"] != run["id"] and row["created_at"] < run["created_at"]:
+    refusal = None
+    if row is None:
+        if any(e["action"] == action and e["args"] == args for e in expired):
+            refusal = (f"{NO_PENDING} (The earlier request expired after "
+                       f"{int(pending.TTL.total_seconds() // 3600)} hours.)")
+        else:
+            refusal = NO_PENDING
+    elif row["run_id"] == run["id"] or row["created_at"] >= run["created_at"]:
+        refusal = (f"{NO_PENDING} (The request was made in this run: the user must say yes "
+                   "in a later message.)")
+    elif run["trigger"] in BACKGROUND_TRIGGERS or not is_affirmative(run["task"] or ""):
+        refusal = (f"{NOT_A_YES} ('{row['summary']}'): this request is not their yes to it. Ask them "
+                   "(call again without confirm) and wait for a yes.")
+    elif runs.next_run_on_thread(conn, owner_id, row["run_id"], excluding=BACKGROUND_TRIGGERS) != run["id"]:
+        refusal = (f"{NOT_A_YES} ('{row['summary']}'): their yes must be their next message after the "
+                   "question, and another request came in between. Ask again (call without confirm).")
+    if refusal is None:
         return row
     conn.commit()  # the expiries stay recorded
-    if row is not None:
-        raise DirectiveError(f"{NO_PENDING} (The request was made in this run: the user must say yes "
-                             "in a later message.)")
-    if any(e["action"] == action and e["args"] == args for e in expired):
-        raise DirectiveError(f"{NO_PENDING} (The earlier request expired after "
-                             f"{int(pending.TTL.total_seconds() // 3600)} hours.)")
-    raise DirectiveError(NO_PENDING)
+    raise DirectiveError(refusal)
 
 
 # --- schedules -------------------------------------------------------------------------------------
@@ -287,7 +305,7 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
 
 
 def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, confirm: bool) -> str:
-    """Ask first; with ``confirm``, delete the schedule an earlier run asked about (module rules)."""
+    """Ask first; with ``confirm``, delete the schedule the user said yes to deleting (module rules)."""
     from zerg.inbound import pending
     from zerg.schedules import service
 

@@ -8,7 +8,9 @@ Invariants:
   each tool refuses one anyway, so text a scheduled run reads cannot change its own alerts.
 - Schedules are named by id (``list_schedules`` shows them); everything is scoped to the run's owner.
 - Destructive directives (``delete_schedule``; a ``set_preference`` that silences critical alerts or
-  all alerts) take a ``confirm`` that only a later run can give: the first call asks.
+  all alerts) take a ``confirm`` that works only in the run of the user's yes (their next message
+  after the question, a yes as the whole message: checked in code, :mod:`zerg.inbound.directives`);
+  the first call asks.
 - Errors are text for the model, never exceptions.
 """
 
@@ -76,7 +78,7 @@ class CreateScheduleArgs(BaseModel):
 class DeleteScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    confirm: bool = Field(default=False, description="true only after the user said yes in a later message")
+    confirm: bool = Field(default=False, description="true only in the run of the user's yes (their next message)")
 
 
 class SetPreferenceArgs(BaseModel):
@@ -85,7 +87,7 @@ class SetPreferenceArgs(BaseModel):
         "channels.info|channels.warning|channels.critical (email, sms, email,sms, none); "
         "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off)"))
     value: str = Field(max_length=100)
-    confirm: bool = Field(default=False, description="true only after the user said yes in a later message")
+    confirm: bool = Field(default=False, description="true only in the run of the user's yes (their next message)")
 
 
 def _person_run(ctx: ToolContext, name: str) -> dict[str, Any] | ToolOutcome:
