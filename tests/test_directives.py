@@ -470,7 +470,9 @@ def test_create_schedule_makes_a_check_in_the_owners_zone(runtime_env, pool, ali
     (created,) = service.list_schedules(rt, alice.owner_id)
     nxt = created["next_fire_at"].astimezone(ZoneInfo("America/New_York"))
     assert outcome.text == (f"Schedule #{created['id']} 'cert check' created: a check that runs monthly "
-                            f"(cron 30 8 1 * *, America/New_York); next: {nxt:%A %Y-%m-%d %H:%M}.")
+                            f"(cron 30 8 1 * *, America/New_York); next: {nxt:%A %Y-%m-%d %H:%M}. It runs "
+                            "unattended, with the worker tools (commands on the user's servers), doing its task "
+                            "as written; tell the user so.")
     assert service.list_schedules(rt, bob.owner_id) == []
     taken = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "create_schedule", name="cert check", task="x",
                 rate="1 day")
@@ -590,3 +592,86 @@ def test_channels_per_schedule_and_resuming_are_confirmed_in_words(runtime_env, 
     back = use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"], channels={})
     assert back.text.endswith(" Its alerts go to: the notification policy's.")
     assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+
+
+# --- silencing a check and a cap of 0 ask first; a new check says it runs unattended --------------
+
+def test_channels_that_silence_a_checks_warnings_and_critical_alerts_ask_first_and_a_yes_applies_them(
+        runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "stop alerting me about the disk check"),
+                "update_schedule", schedule_id=kept["id"], channels={"warning": [], "critical": []}, cron="0 6 * * 1")
+    summary = (f"set schedule #{kept['id']} \"disk check\" alert channels to warning → none, critical → none; "
+               "cron 0 6 * * 1 (stop all its alerts: no severity keeps a channel)")
+    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
+    assert service.get(rt, alice.owner_id, kept["id"]) == kept  # nothing changed yet, not even the cron
+    (question,) = questions(pool, alice.owner_id)
+    assert (question["action"], question["args"]) == (
+        "update_schedule", {"schedule_id": kept["id"], "cron": "0 6 * * 1", "channels": {"warning": [], "critical": []}})
+
+    unrelated = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "how full is the disk?"), "update_schedule",
+                    schedule_id=kept["id"], channels={"critical": [], "warning": []}, cron="0 6 * * 1", confirm=True)
+    assert unrelated.text.startswith(NOT_A_YES) and service.get(rt, alice.owner_id, kept["id"]) == kept
+
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+        channels={"warning": [], "critical": []}, cron="0 6 * * 1")
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "yes"), "update_schedule", schedule_id=kept["id"],
+               channels={"critical": [], "warning": []}, cron="0 6 * * 1", confirm=True)  # however ordered
+    assert done.ok and done.text.endswith("Its alerts go to: warning → none, critical → none.")
+    row = service.get(rt, alice.owner_id, kept["id"])
+    assert (row["channels"], row["cron"]) == ({"warning": [], "critical": []}, "0 6 * * 1")
+    assert [q["status"] for q in questions(pool, alice.owner_id)] == ["superseded", "done"]
+
+
+def test_a_checks_warnings_silenced_while_critical_alerts_are_already_silent_asks_first(runtime_env, pool, alice):
+    rt = runtime_env()
+    with pool.connection() as conn:
+        set_policy(conn, alice.owner_id, PolicyChange(channels={"info": ["email"], "critical": []}))
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+                channels={"warning": []})
+    assert asked.text.startswith("Not done yet") and "its warnings and critical alerts would reach the user by " \
+                                                     "no channel" in asked.text
+    assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+    # Routing, or silencing the warnings while critical alerts still page, is done at once.
+    run_id = a_run(pool, alice.owner_id)
+    assert use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"],
+               channels={"warning": ["sms"]}).text.endswith("Its alerts go to: warning → sms.")
+    assert use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"],
+               channels={"warning": [], "critical": ["email"]}).text.endswith(
+        "Its alerts go to: warning → none, critical → email.")
+
+
+def test_a_checks_critical_alerts_silenced_ask_first(runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+                channels={"critical": []})
+    assert asked.text.startswith("Not done yet") and "(its critical alerts would reach the user by no channel)" in asked.text
+    assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+
+
+@pytest.mark.parametrize("cap", ["0", "$0.00", "0.0099"])
+def test_a_spending_cap_of_0_asks_first_because_it_stops_every_check(runtime_env, pool, alice, cap):
+    rt = runtime_env()
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="daily_usd_cap", value=cap)
+    assert asked.text.startswith("Not done yet: ask the user to confirm 'set daily_usd_cap to ")
+    assert "a cap below 0.01 USD stops every model call: no check and no request runs until it is raised" in asked.text
+    assert policy_of(pool, alice.owner_id).daily_usd_cap is None
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "yes"), "set_preference", key="daily_usd_cap",
+               value=cap, confirm=True)
+    assert done.text.startswith("Preference daily_usd_cap is now ") and policy_of(pool, alice.owner_id).daily_usd_cap < 0.01
+    raised = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="daily_usd_cap", value="0.01")
+    assert raised.text.startswith("Preference daily_usd_cap is now 0.01 (was ")  # a cent or more: at once
+
+
+def test_a_new_check_says_it_runs_unattended_with_the_worker_tools_and_a_reminder_does_not(runtime_env, pool, alice):
+    rt = runtime_env()
+    run_id = a_run(pool, alice.owner_id)
+    check = use(rt, alice.owner_id, run_id, "create_schedule", name="disk", task="check the disks", rate="1 day")
+    assert check.text.endswith(" It runs unattended, with the worker tools (commands on the user's servers), "
+                               "doing its task as written; tell the user so.")
+    reminder = use(rt, alice.owner_id, run_id, "create_schedule", name="call mum", task="call mum", kind="reminder",
+                   rate="7 days")
+    assert "unattended" not in reminder.text

@@ -10,7 +10,9 @@ Invariants:
 - Preferences are the documented keys only (:data:`PREFERENCE_KEYS`); anything else is refused with
   the keys and the expected form, never guessed.
 - A destructive directive (deleting a schedule; a preference that leaves critical alerts with no
-  channel, or every severity with none) is never done in the run that asks for it. It is recorded as
+  channel, or every severity with none, or a spending cap below a cent, which stops every run; a
+  schedule's channels that leave its critical alerts, or its warnings and critical alerts, with no
+  channel) is never done in the run that asks for it. It is recorded as
   a question (``pending_directives``, :mod:`zerg.inbound.pending`) and done only when a later call
   with ``confirm`` finds that question, pending and unexpired, and the user's own yes to it, checked
   here and not left to the model: the confirming run was started by a person, its task (the user's
@@ -20,8 +22,9 @@ Invariants:
   to something later, is refused with "the user has to say yes to that question first". What the
   code cannot see is what the asking run's answer showed the user: the yes is to that answer.
 - Order of a confirmed change: a preference is changed and its question marked ``done`` in one
-  transaction. A schedule deletion has its own transaction in the service (the row and Scheduler
-  together): the question is checked first, the schedule deleted, then the question marked ``done``.
+  transaction. A schedule deletion or change has its own transaction in the service (the row and
+  Scheduler together): the question is checked first, the schedule changed, then the question
+  marked ``done``.
   A crash between the last two leaves the question pending for a schedule that is gone: a repeated
   "yes" answers "no schedule #N", and the question expires within a day.
 - Every refusal is :class:`DirectiveError` with text for the model; nothing half-done.
@@ -135,16 +138,45 @@ def money(amount: Decimal) -> str:
     return f"{exact:.2f}" if exact.as_tuple().exponent >= -2 else f"{exact:f}"
 
 
-def silenced(before: Policy, pref: Preference) -> str | None:
-    """Why ``pref`` is destructive (it silences critical alerts, or every alert), or None."""
+CAP_FLOOR = Decimal("0.01")  # a daily cap below a cent stops every model call: every check, every request
+_ALERTING = ("warning", "critical")  # the severities that reach the user at once
+
+
+def _silencing(before: dict[str, list[str]], after: dict[str, list[str]], its: str = "") -> str | None:
+    """Why going from the channels ``before`` to ``after`` (per severity) silences alerts, or None."""
+    if not any(after.get(s) for s in SEVERITIES) and any(before.get(s) for s in SEVERITIES):
+        return f"stop all {its}alerts: no severity keeps a channel"
+    if before.get("critical") and not after.get("critical"):
+        return f"{its}critical alerts would reach the user by no channel"
+    return None
+
+
+def destructive(before: Policy, pref: Preference) -> str | None:
+    """Why ``pref`` needs the user's yes (it silences critical alerts or every alert, or sets a
+    spending cap below a cent, which stops every run), or None."""
+    if "daily_usd_cap" in pref.change.model_fields_set:
+        cap, was = pref.change.daily_usd_cap, before.daily_usd_cap
+        if cap is not None and cap < CAP_FLOOR and (was is None or was >= CAP_FLOOR):
+            return (f"a cap below {money(CAP_FLOOR)} USD stops every model call: no check and no request "
+                    "runs until it is raised")
+        return None
     if not pref.change.channels:
         return None
-    after = {**before.channels, **pref.change.channels}
-    if not any(after.get(s) for s in SEVERITIES) and any(before.channels.get(s) for s in SEVERITIES):
-        return "stop all alerts: no severity keeps a channel"
-    if before.channels.get("critical") and not after.get("critical"):
-        return "critical alerts would reach the user by no channel"
-    return None
+    return _silencing(before.channels, {**before.channels, **pref.change.channels})
+
+
+def silenced_schedule(policy: Policy, schedule: dict[str, Any], channels: dict[str, list[str]]) -> str | None:
+    """Why giving ``schedule`` these channel overrides ({}: the policy's) needs the user's yes: its
+    critical alerts, or its warnings and critical alerts together, would reach the user by no
+    channel (silencing the check); None otherwise."""
+    from zerg.alerts.escalation import channels_for
+
+    before = {s: channels_for(policy, schedule, s) for s in SEVERITIES}
+    after = {s: channels_for(policy, {"channels": channels}, s) for s in SEVERITIES}
+    why = _silencing(before, after, its="its ")
+    if why is None and any(before[s] for s in _ALERTING) and not any(after[s] for s in _ALERTING):
+        why = "its warnings and critical alerts would reach the user by no channel"
+    return why
 
 
 def _effect(policy: Policy, key: str) -> str:
@@ -168,7 +200,7 @@ def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, va
     args = {"key": pref.key, "value": pref.value}
     with rt.pool.connection() as conn:
         before = get_policy(conn, owner_id)
-        why = silenced(before, pref)
+        why = destructive(before, pref)
         question = None
         if why and not confirm:
             return _ask(conn, owner_id, run, "set_preference", args, f"set {pref.key} to {pref.value} ({why})")
@@ -302,6 +334,50 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
     if before["channels"] != after["channels"]:
         text += f" Its alerts go to: {channels_text(after)}."
     return text
+
+
+def _channel_args(channels: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Channel overrides in one spelling (channels in :data:`CHANNELS` order, once each), so the
+    question and its confirmation compare equal however the model wrote them."""
+    return {sev: [c for c in CHANNELS if c in channels[sev]] for sev in SEVERITIES if sev in channels}
+
+
+def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, fields: dict[str, Any],
+                    confirm: bool) -> str:
+    """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
+    ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
+    from zerg.alerts.policy import get_policy
+    from zerg.inbound import pending
+    from zerg.schedules import service
+    from zerg.schedules.spec import SchedulePatch
+
+    if "channels" in fields:
+        fields = {**fields, "channels": _channel_args(fields["channels"])}
+    try:
+        before = service.get(rt, owner_id, schedule_id)
+        question = None
+        if "channels" in fields:
+            with rt.pool.connection() as conn:
+                why = silenced_schedule(get_policy(conn, owner_id), before, fields["channels"])
+                if why:
+                    args = {"schedule_id": schedule_id, **fields}
+                    if not confirm:
+                        shown_fields = "; ".join(f"{k} {v}" for k, v in fields.items() if k != "channels")
+                        summary = (f"set schedule #{schedule_id} \"{before['name']}\" alert channels to "
+                                   f"{channels_text({'channels': fields['channels']})}"
+                                   f"{'; ' + shown_fields if shown_fields else ''} ({why})")
+                        return _ask(conn, owner_id, run, "update_schedule", args, summary)
+                    question = _confirmable(conn, owner_id, run, "update_schedule", args)
+                    conn.commit()  # the lock ends here: the service takes its own connection
+        after = service.update(rt, owner_id, schedule_id, SchedulePatch(**fields))
+        if question is not None:
+            with rt.pool.connection() as conn:
+                pending.mark_done(conn, owner_id, question["id"])
+    except service.ScheduleNotFound:
+        raise DirectiveError(f"no schedule #{schedule_id}") from None
+    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        raise DirectiveError(str(exc)) from None
+    return changed(before, after)
 
 
 def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, confirm: bool) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-ACTIONS = ("delete_schedule", "set_preference")
+ACTIONS = ("delete_schedule", "set_preference", "update_schedule")
 STATUSES = ("pending", "done", "expired", "superseded")
 TTL = timedelta(hours=24)  # a question the owner did not answer within a day is no longer asked
 

@@ -8,7 +8,8 @@ Invariants:
   each tool refuses one anyway, so text a scheduled run reads cannot change its own alerts.
 - Schedules are named by id (``list_schedules`` shows them); everything is scoped to the run's owner.
 - Destructive directives (``delete_schedule``; a ``set_preference`` that silences critical alerts or
-  all alerts) take a ``confirm`` that works only in the run of the user's yes (their next message
+  all alerts, or sets a spending cap below a cent; an ``update_schedule`` whose channels silence a
+  check's warnings and critical alerts, or its critical alerts) take a ``confirm`` that works only in the run of the user's yes (their next message
   after the question, a yes as the whole message: checked in code, :mod:`zerg.inbound.directives`);
   the first call asks.
 - Errors are text for the model, never exceptions.
@@ -26,6 +27,7 @@ from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"
 _RATE = "e.g. '1 day', '2 hours', '15 minutes'"
 _AT = "once, local time '2026-11-23T09:00'"
+_CONFIRM = "true only in the run of the user's yes (their next message after the question)"
 
 
 def _schedule_id() -> Any:
@@ -46,6 +48,7 @@ class UpdateScheduleArgs(BaseModel):
     enabled: bool | None = Field(default=None, description="false pauses, true resumes")
     channels: dict[Severity, list[Channel]] | None = Field(
         default=None, description='Alert channels for this schedule, e.g. {"warning": ["email"]}; {}: the policy\'s')
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
     @model_validator(mode="after")
     def _something(self) -> "UpdateScheduleArgs":
@@ -78,7 +81,7 @@ class CreateScheduleArgs(BaseModel):
 class DeleteScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    confirm: bool = Field(default=False, description="true only in the run of the user's yes (their next message)")
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class SetPreferenceArgs(BaseModel):
@@ -87,7 +90,7 @@ class SetPreferenceArgs(BaseModel):
         "channels.info|channels.warning|channels.critical (email, sms, email,sms, none); "
         "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off)"))
     value: str = Field(max_length=100)
-    confirm: bool = Field(default=False, description="true only in the run of the user's yes (their next message)")
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 def _person_run(ctx: ToolContext, name: str) -> dict[str, Any] | ToolOutcome:
@@ -119,9 +122,7 @@ def list_schedules(args: ListSchedulesArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
-    from zerg.inbound.directives import changed
-    from zerg.schedules import service
-    from zerg.schedules.spec import SchedulePatch
+    from zerg.inbound import directives
 
     run = _person_run(ctx, "update_schedule")
     if isinstance(run, ToolOutcome):
@@ -129,13 +130,10 @@ def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     fields = {f: getattr(args, f) for f in ("cron", "rate", "at", "timezone", "enabled", "channels")
               if getattr(args, f) is not None}
     try:
-        before = service.get(ctx.runtime, ctx.owner_id, args.schedule_id)
-        after = service.update(ctx.runtime, ctx.owner_id, args.schedule_id, SchedulePatch(**fields))
-    except service.ScheduleNotFound:
-        return error(f"no schedule #{args.schedule_id}")
-    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        return ToolOutcome(text=directives.update_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id, fields,
+                                                           args.confirm))
+    except directives.DirectiveError as exc:
         return error(str(exc))
-    return ToolOutcome(text=changed(before, after))
 
 
 def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
@@ -152,7 +150,11 @@ def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
             timezone=args.timezone))
     except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
         return error(str(exc))
-    return ToolOutcome(text=f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}.")
+    text = f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}."
+    if row["kind"] == "check":  # a known choice: no confirmation, but the model and the user are told
+        text += (" It runs unattended, with the worker tools (commands on the user's servers), doing its task "
+                 "as written; tell the user so.")
+    return ToolOutcome(text=text)
 
 
 def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
@@ -184,11 +186,12 @@ TOOLS = (
     Tool("list_schedules", "The user's schedules: id, name, kind, when (as written), zone, paused or not, next "
                            "run, alert channels.", ListSchedulesArgs, list_schedules),
     Tool("update_schedule", "Change a schedule by id: a new cron, rate or at; timezone; enabled (false pauses); "
-                            "channels.", UpdateScheduleArgs, update_schedule),
+                            "channels. Channels that silence its warnings and critical alerts ask the user first.",
+         UpdateScheduleArgs, update_schedule),
     Tool("create_schedule", "Create a schedule: a check (a background run of task), a reminder or a digest; "
                             "exactly one of cron, rate, at.", CreateScheduleArgs, create_schedule),
     Tool("delete_schedule", "Delete a schedule by id. Asks the user first: confirm=true only after their yes.",
          DeleteScheduleArgs, delete_schedule),
     Tool("set_preference", "Set a notification preference (documented keys only). Silencing critical or all "
-                           "alerts asks the user first.", SetPreferenceArgs, set_preference),
+                           "alerts, or a spending cap of 0, asks the user first.", SetPreferenceArgs, set_preference),
 )
