@@ -675,3 +675,30 @@ def test_a_new_check_says_it_runs_unattended_with_the_worker_tools_and_a_reminde
     reminder = use(rt, alice.owner_id, run_id, "create_schedule", name="call mum", task="call mum", kind="reminder",
                    rate="7 days")
     assert "unattended" not in reminder.text
+
+
+@pytest.mark.parametrize(("tool", "field", "base"), [
+    ("update_schedule", "cron", {"schedule_id": 1}), ("update_schedule", "rate", {"schedule_id": 1}),
+    ("update_schedule", "at", {"schedule_id": 1}), ("update_schedule", "timezone", {"schedule_id": 1}),
+    ("create_schedule", "cron", {"name": "n", "task": "t"}), ("create_schedule", "rate", {"name": "n", "task": "t"}),
+    ("create_schedule", "at", {"name": "n", "task": "t"}),
+    ("create_schedule", "timezone", {"name": "n", "task": "t", "rate": "1 day"}),
+    ("create_schedule", "name", {"task": "t", "rate": "1 day"}), ("create_schedule", "task", {"name": "n", "rate": "1 day"}),
+])
+def test_a_huge_string_argument_is_refused_by_its_bound_and_never_echoed(runtime_env, pool, alice, tool, field, base):
+    rt = runtime_env()
+    huge = "0 6 * * 1 " + "x" * 20_000
+    outcome = use(rt, alice.owner_id, a_run(pool, alice.owner_id), tool, **{**base, field: huge})
+    assert not outcome.ok and f"{field}: String should have at most" in outcome.text
+    assert "xxxxxxxxxx" not in outcome.text and len(outcome.text) < 300
+
+
+def test_a_long_task_is_listed_on_one_line_and_cut_as_every_headline_is():
+    from zerg.alerts.severity import one_line
+    from zerg.inbound.directives import listing
+
+    task = "check\n\nthe   disks " + "a" * 300
+    row = {"id": 7, "name": "disk", "kind": "check", "enabled": True, "rate": "1 day", "cron": None, "at": None,
+           "timezone": "UTC", "next_fire_at": None, "channels": None, "task": task}
+    line = listing(row, task_chars=17)
+    assert "\n" not in line and line.endswith("task: 'check the disks…'") and one_line(task, 17) == "check the disks…"

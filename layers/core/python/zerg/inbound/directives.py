@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from zerg.alerts.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
+from zerg.alerts.severity import one_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -315,8 +316,7 @@ def channels_text(schedule: dict[str, Any]) -> str:
 
 def listing(schedule: dict[str, Any], task_chars: int = 160) -> str:
     """One line of ``list_schedules``."""
-    task = " ".join((schedule["task"] or "").split())
-    task = task if len(task) <= task_chars else task[: task_chars - 1] + "…"
+    task = one_line(schedule["task"] or "", task_chars)
     state = "enabled" if schedule["enabled"] else "paused"
     return (f"#{schedule['id']} {schedule['name']!r} ({schedule['kind']}, {state}): {timing(schedule)}; "
             f"alert channels: {channels_text(schedule)}; task: {task!r}")

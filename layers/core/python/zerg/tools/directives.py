@@ -22,11 +22,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zerg.alerts.policy import Channel, Severity
+from zerg.schedules.spec import NAME_MAX, TASK_MAX
 from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
 
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"
 _RATE = "e.g. '1 day', '2 hours', '15 minutes'"
 _AT = "once, local time '2026-11-23T09:00'"
+# Bounds on what the model writes, so a huge string is refused here and never echoed back in an error.
+_EXPRESSION_MAX = 100  # the longest sensible cron, rate or at is far shorter
+_ZONE_MAX = 64  # the longest IANA zone name is ~32 characters; the policy's bound
 _CONFIRM = "true only in the run of the user's yes (their next message after the question)"
 
 
@@ -41,10 +45,10 @@ class ListSchedulesArgs(BaseModel):
 class UpdateScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    cron: str | None = Field(default=None, description=_CRON)
-    rate: str | None = Field(default=None, description=_RATE)
-    at: str | None = Field(default=None, description=_AT)
-    timezone: str | None = Field(default=None, description="IANA zone")
+    cron: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_CRON)
+    rate: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_RATE)
+    at: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_AT)
+    timezone: str | None = Field(default=None, max_length=_ZONE_MAX, description="IANA zone")
     enabled: bool | None = Field(default=None, description="false pauses, true resumes")
     channels: dict[Severity, list[Channel]] | None = Field(
         default=None, description='Alert channels for this schedule, e.g. {"warning": ["email"]}; {}: the policy\'s')
@@ -62,13 +66,13 @@ class UpdateScheduleArgs(BaseModel):
 
 class CreateScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100, description="Short unique name, e.g. 'disk check'")
-    task: str = Field(min_length=1, max_length=8_000, description="check: what the run does; reminder: the text sent")
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="Short unique name, e.g. 'disk check'")
+    task: str = Field(min_length=1, max_length=TASK_MAX, description="check: what the run does; reminder: the text sent")
     kind: Literal["check", "digest", "reminder"] = "check"
-    cron: str | None = Field(default=None, description=_CRON)
-    rate: str | None = Field(default=None, description=_RATE)
-    at: str | None = Field(default=None, description=_AT)
-    timezone: str | None = Field(default=None, description="IANA zone; default: the user's")
+    cron: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_CRON)
+    rate: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_RATE)
+    at: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_AT)
+    timezone: str | None = Field(default=None, max_length=_ZONE_MAX, description="IANA zone; default: the user's")
 
     @model_validator(mode="after")
     def _one_time(self) -> "CreateScheduleArgs":
