@@ -200,7 +200,7 @@ def test_deleting_asks_first_and_a_yes_in_a_later_run_deletes_it(scheduler, llm,
     asking = run_task(pool, engine, alice.owner_id, "delete the disk check")
     (asked,) = last_results(llm)
     summary = f"delete schedule #{doomed['id']} \"disk check\" (cron 0 6 * * *)"
-    assert f"Not done yet: ask the user to confirm '{summary}' (they reply yes)." in asked
+    assert f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)." in asked
     assert service.get(rt, alice.owner_id, doomed["id"]) and scheduled(scheduler, doomed["id"]) is not None
     (question,) = questions(pool, alice.owner_id)
     assert (question["status"], question["action"], question["args"], question["summary"], question["run_id"]) == (
@@ -275,12 +275,83 @@ def test_a_question_asked_after_the_confirming_run_started_cannot_be_confirmed_b
     assert refused.text.startswith(NO_PENDING) and service.get(rt, alice.owner_id, kept["id"])
 
 
+NOT_A_YES = "ERROR: Not confirmed: the user has to say yes to that question first"
+
+
+@pytest.mark.parametrize("tool", ["set_preference", "delete_schedule"])
+def test_an_unrelated_later_run_cannot_confirm_a_question_with_confirm_true(runtime_env, pool, alice, tool):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    args = ({"key": "channels.critical", "value": "none"} if tool == "set_preference"
+            else {"schedule_id": kept["id"]})
+    # A fetched page plants the question; the owner never answers; a later run's model "confirms".
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "summarise https://example.org/page"), tool, **args)
+    later = a_run(pool, alice.owner_id, "what is the weather in Berlin?")
+    refused = use(rt, alice.owner_id, later, tool, confirm=True, **args)
+    assert not refused.ok and refused.text.startswith(NOT_A_YES) and "not their yes" in refused.text
+    assert policy_of(pool, alice.owner_id).channels["critical"] == ["email", "sms"]
+    assert service.get(rt, alice.owner_id, kept["id"])
+    assert [q["status"] for q in questions(pool, alice.owner_id)] == ["pending"]
+
+
+def test_a_yes_after_another_request_in_between_is_refused(runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "delete the disk check"), "delete_schedule",
+        schedule_id=kept["id"])
+    a_run(pool, alice.owner_id, "no wait, what's the disk at?", trigger="sms")
+    yes = a_run(pool, alice.owner_id, "yes")  # a yes, but to the answer about the disk
+    refused = use(rt, alice.owner_id, yes, "delete_schedule", schedule_id=kept["id"], confirm=True)
+    assert refused.text.startswith(NOT_A_YES) and "another request came in between" in refused.text
+    assert service.get(rt, alice.owner_id, kept["id"])
+
+    # Asked again, the next yes counts.
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id, "delete it after all"), "delete_schedule",
+        schedule_id=kept["id"])
+    assert "deleted" in use(rt, alice.owner_id, a_run(pool, alice.owner_id, "Yes please."), "delete_schedule",
+                            schedule_id=kept["id"], confirm=True).text
+
+
+@pytest.mark.parametrize(("answer", "trigger"), [("yes", "api"), ("Yes!", "email"), ("y", "sms"), ("do it", "cli"),
+                                                 ("confirm", "api")])
+def test_yes_as_the_next_message_confirms_on_any_channel_a_person_uses(runtime_env, pool, alice, answer, trigger):
+    rt = runtime_env()
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, answer, trigger=trigger), "set_preference",
+               key="channels.critical", value="none", confirm=True)
+    assert done.text == "Preference channels.critical is now none (was email,sms)."
+
+
+@pytest.mark.parametrize("answer", ["ok", "OK 👍", "thanks", "yes, but first tell me the disk usage", "no", "yes" * 30])
+def test_ok_or_anything_but_a_plain_yes_does_not_confirm(runtime_env, pool, alice, answer):
+    rt = runtime_env()
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
+    refused = use(rt, alice.owner_id, a_run(pool, alice.owner_id, answer), "set_preference",
+                  key="channels.critical", value="none", confirm=True)
+    assert refused.text.startswith(NOT_A_YES)
+    assert policy_of(pool, alice.owner_id).channels["critical"] == ["email", "sms"]
+
+
+def test_a_scheduled_run_or_another_owners_run_in_between_does_not_take_the_yes_away(runtime_env, pool, alice, bob):
+    rt = runtime_env()
+    asking = a_run(pool, alice.owner_id, "stop paging me")
+    use(rt, alice.owner_id, asking, "set_preference", key="channels.critical", value="none")
+    a_run(pool, alice.owner_id, "check the disks", trigger="schedule")  # unattended: nobody's message
+    a_run(pool, bob.owner_id, "what is the weather?")
+    yes = a_run(pool, alice.owner_id, "yes")
+    with pool.connection() as conn:
+        assert runs.next_run_on_thread(conn, alice.owner_id, asking, excluding=("schedule",)) == yes
+        assert runs.next_run_on_thread(conn, bob.owner_id, asking) is None  # alice's run is not bob's
+    assert use(rt, alice.owner_id, yes, "set_preference", key="channels.critical", value="none",
+               confirm=True).text.endswith("is now none (was email,sms).")
+
+
 def test_none_for_critical_asks_first_and_a_later_yes_applies_it(runtime_env, pool, alice):
     rt = runtime_env()
     before = policy_of(pool, alice.owner_id).channels
     asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="channels.critical", value="none")
     summary = "set channels.critical to none (critical alerts would reach the user by no channel)"
-    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (they reply yes)."
+    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
     assert policy_of(pool, alice.owner_id).channels == before  # nothing changed yet
     (question,) = questions(pool, alice.owner_id)
     assert (question["action"], question["args"]) == ("set_preference", {"key": "channels.critical", "value": "none"})
@@ -399,7 +470,9 @@ def test_create_schedule_makes_a_check_in_the_owners_zone(runtime_env, pool, ali
     (created,) = service.list_schedules(rt, alice.owner_id)
     nxt = created["next_fire_at"].astimezone(ZoneInfo("America/New_York"))
     assert outcome.text == (f"Schedule #{created['id']} 'cert check' created: a check that runs monthly "
-                            f"(cron 30 8 1 * *, America/New_York); next: {nxt:%A %Y-%m-%d %H:%M}.")
+                            f"(cron 30 8 1 * *, America/New_York); next: {nxt:%A %Y-%m-%d %H:%M}. It runs "
+                            "unattended, with the worker tools (commands on the user's servers), doing its task "
+                            "as written; tell the user so.")
     assert service.list_schedules(rt, bob.owner_id) == []
     taken = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "create_schedule", name="cert check", task="x",
                 rate="1 day")
@@ -519,3 +592,113 @@ def test_channels_per_schedule_and_resuming_are_confirmed_in_words(runtime_env, 
     back = use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"], channels={})
     assert back.text.endswith(" Its alerts go to: the notification policy's.")
     assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+
+
+# --- silencing a check and a cap of 0 ask first; a new check says it runs unattended --------------
+
+def test_channels_that_silence_a_checks_warnings_and_critical_alerts_ask_first_and_a_yes_applies_them(
+        runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "stop alerting me about the disk check"),
+                "update_schedule", schedule_id=kept["id"], channels={"warning": [], "critical": []}, cron="0 6 * * 1")
+    summary = (f"set schedule #{kept['id']} \"disk check\" alert channels to warning → none, critical → none; "
+               "cron 0 6 * * 1 (stop all its alerts: no severity keeps a channel)")
+    assert asked.ok and asked.text == f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
+    assert service.get(rt, alice.owner_id, kept["id"]) == kept  # nothing changed yet, not even the cron
+    (question,) = questions(pool, alice.owner_id)
+    assert (question["action"], question["args"]) == (
+        "update_schedule", {"schedule_id": kept["id"], "cron": "0 6 * * 1", "channels": {"warning": [], "critical": []}})
+
+    unrelated = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "how full is the disk?"), "update_schedule",
+                    schedule_id=kept["id"], channels={"critical": [], "warning": []}, cron="0 6 * * 1", confirm=True)
+    assert unrelated.text.startswith(NOT_A_YES) and service.get(rt, alice.owner_id, kept["id"]) == kept
+
+    use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+        channels={"warning": [], "critical": []}, cron="0 6 * * 1")
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "yes"), "update_schedule", schedule_id=kept["id"],
+               channels={"critical": [], "warning": []}, cron="0 6 * * 1", confirm=True)  # however ordered
+    assert done.ok and done.text.endswith("Its alerts go to: warning → none, critical → none.")
+    row = service.get(rt, alice.owner_id, kept["id"])
+    assert (row["channels"], row["cron"]) == ({"warning": [], "critical": []}, "0 6 * * 1")
+    assert [q["status"] for q in questions(pool, alice.owner_id)] == ["superseded", "done"]
+
+
+def test_a_checks_warnings_silenced_while_critical_alerts_are_already_silent_asks_first(runtime_env, pool, alice):
+    rt = runtime_env()
+    with pool.connection() as conn:
+        set_policy(conn, alice.owner_id, PolicyChange(channels={"info": ["email"], "critical": []}))
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+                channels={"warning": []})
+    assert asked.text.startswith("Not done yet") and "its warnings and critical alerts would reach the user by " \
+                                                     "no channel" in asked.text
+    assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+    # Routing, or silencing the warnings while critical alerts still page, is done at once.
+    run_id = a_run(pool, alice.owner_id)
+    assert use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"],
+               channels={"warning": ["sms"]}).text.endswith("Its alerts go to: warning → sms.")
+    assert use(rt, alice.owner_id, run_id, "update_schedule", schedule_id=kept["id"],
+               channels={"warning": [], "critical": ["email"]}).text.endswith(
+        "Its alerts go to: warning → none, critical → email.")
+
+
+def test_a_checks_critical_alerts_silenced_ask_first(runtime_env, pool, alice):
+    rt = runtime_env()
+    kept = schedule(rt, alice.owner_id)
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "update_schedule", schedule_id=kept["id"],
+                channels={"critical": []})
+    assert asked.text.startswith("Not done yet") and "(its critical alerts would reach the user by no channel)" in asked.text
+    assert service.get(rt, alice.owner_id, kept["id"])["channels"] is None
+
+
+@pytest.mark.parametrize("cap", ["0", "$0.00", "0.0099"])
+def test_a_spending_cap_of_0_asks_first_because_it_stops_every_check(runtime_env, pool, alice, cap):
+    rt = runtime_env()
+    asked = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="daily_usd_cap", value=cap)
+    assert asked.text.startswith("Not done yet: ask the user to confirm 'set daily_usd_cap to ")
+    assert "a cap below 0.01 USD stops every model call: no check and no request runs until it is raised" in asked.text
+    assert policy_of(pool, alice.owner_id).daily_usd_cap is None
+    done = use(rt, alice.owner_id, a_run(pool, alice.owner_id, "yes"), "set_preference", key="daily_usd_cap",
+               value=cap, confirm=True)
+    assert done.text.startswith("Preference daily_usd_cap is now ") and policy_of(pool, alice.owner_id).daily_usd_cap < 0.01
+    raised = use(rt, alice.owner_id, a_run(pool, alice.owner_id), "set_preference", key="daily_usd_cap", value="0.01")
+    assert raised.text.startswith("Preference daily_usd_cap is now 0.01 (was ")  # a cent or more: at once
+
+
+def test_a_new_check_says_it_runs_unattended_with_the_worker_tools_and_a_reminder_does_not(runtime_env, pool, alice):
+    rt = runtime_env()
+    run_id = a_run(pool, alice.owner_id)
+    check = use(rt, alice.owner_id, run_id, "create_schedule", name="disk", task="check the disks", rate="1 day")
+    assert check.text.endswith(" It runs unattended, with the worker tools (commands on the user's servers), "
+                               "doing its task as written; tell the user so.")
+    reminder = use(rt, alice.owner_id, run_id, "create_schedule", name="call mum", task="call mum", kind="reminder",
+                   rate="7 days")
+    assert "unattended" not in reminder.text
+
+
+@pytest.mark.parametrize(("tool", "field", "base"), [
+    ("update_schedule", "cron", {"schedule_id": 1}), ("update_schedule", "rate", {"schedule_id": 1}),
+    ("update_schedule", "at", {"schedule_id": 1}), ("update_schedule", "timezone", {"schedule_id": 1}),
+    ("create_schedule", "cron", {"name": "n", "task": "t"}), ("create_schedule", "rate", {"name": "n", "task": "t"}),
+    ("create_schedule", "at", {"name": "n", "task": "t"}),
+    ("create_schedule", "timezone", {"name": "n", "task": "t", "rate": "1 day"}),
+    ("create_schedule", "name", {"task": "t", "rate": "1 day"}), ("create_schedule", "task", {"name": "n", "rate": "1 day"}),
+])
+def test_a_huge_string_argument_is_refused_by_its_bound_and_never_echoed(runtime_env, pool, alice, tool, field, base):
+    rt = runtime_env()
+    huge = "0 6 * * 1 " + "x" * 20_000
+    outcome = use(rt, alice.owner_id, a_run(pool, alice.owner_id), tool, **{**base, field: huge})
+    assert not outcome.ok and f"{field}: String should have at most" in outcome.text
+    assert "xxxxxxxxxx" not in outcome.text and len(outcome.text) < 300
+
+
+def test_a_long_task_is_listed_on_one_line_and_cut_as_every_headline_is():
+    from zerg.alerts.severity import one_line
+    from zerg.inbound.directives import listing
+
+    task = "check\n\nthe   disks " + "a" * 300
+    row = {"id": 7, "name": "disk", "kind": "check", "enabled": True, "rate": "1 day", "cron": None, "at": None,
+           "timezone": "UTC", "next_fire_at": None, "channels": None, "task": task}
+    line = listing(row, task_chars=17)
+    assert "\n" not in line and line.endswith("task: 'check the disks…'") and one_line(task, 17) == "check the disks…"

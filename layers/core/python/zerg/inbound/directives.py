@@ -10,14 +10,21 @@ Invariants:
 - Preferences are the documented keys only (:data:`PREFERENCE_KEYS`); anything else is refused with
   the keys and the expected form, never guessed.
 - A destructive directive (deleting a schedule; a preference that leaves critical alerts with no
-  channel, or every severity with none) is never done in the run that asks for it. It is recorded as
+  channel, or every severity with none, or a spending cap below a cent, which stops every run; a
+  schedule's channels that leave its critical alerts, or its warnings and critical alerts, with no
+  channel) is never done in the run that asks for it. It is recorded as
   a question (``pending_directives``, :mod:`zerg.inbound.pending`) and done only when a later call
-  with ``confirm`` finds that question, pending and unexpired, asked by an EARLIER run of the owner
-  (one created before the confirming run: the user's "yes" came after the question). A model cannot
-  confirm its own question.
+  with ``confirm`` finds that question, pending and unexpired, and the user's own yes to it, checked
+  here and not left to the model: the confirming run was started by a person, its task (the user's
+  own words, ``runs.task``) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
+  and it is the NEXT person-started run on the thread after the run that asked (no other request in
+  between). Neither a model nor text it read can confirm: a run answering anything else, or a yes
+  to something later, is refused with "the user has to say yes to that question first". What the
+  code cannot see is what the asking run's answer showed the user: the yes is to that answer.
 - Order of a confirmed change: a preference is changed and its question marked ``done`` in one
-  transaction. A schedule deletion has its own transaction in the service (the row and Scheduler
-  together): the question is checked first, the schedule deleted, then the question marked ``done``.
+  transaction. A schedule deletion or change has its own transaction in the service (the row and
+  Scheduler together): the question is checked first, the schedule changed, then the question
+  marked ``done``.
   A crash between the last two leaves the question pending for a schedule that is gone: a repeated
   "yes" answers "no schedule #N", and the question expires within a day.
 - Every refusal is :class:`DirectiveError` with text for the model; nothing half-done.
@@ -32,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from zerg.alerts.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
+from zerg.alerts.severity import one_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -44,6 +52,7 @@ class DirectiveError(ValueError):
 
 
 NO_PENDING = "There is no pending request to confirm; ask the user first."
+NOT_A_YES = "Not confirmed: the user has to say yes to that question first"
 
 # --- preferences ---------------------------------------------------------------------------------
 
@@ -130,16 +139,45 @@ def money(amount: Decimal) -> str:
     return f"{exact:.2f}" if exact.as_tuple().exponent >= -2 else f"{exact:f}"
 
 
-def silenced(before: Policy, pref: Preference) -> str | None:
-    """Why ``pref`` is destructive (it silences critical alerts, or every alert), or None."""
+CAP_FLOOR = Decimal("0.01")  # a daily cap below a cent stops every model call: every check, every request
+_ALERTING = ("warning", "critical")  # the severities that reach the user at once
+
+
+def _silencing(before: dict[str, list[str]], after: dict[str, list[str]], its: str = "") -> str | None:
+    """Why going from the channels ``before`` to ``after`` (per severity) silences alerts, or None."""
+    if not any(after.get(s) for s in SEVERITIES) and any(before.get(s) for s in SEVERITIES):
+        return f"stop all {its}alerts: no severity keeps a channel"
+    if before.get("critical") and not after.get("critical"):
+        return f"{its}critical alerts would reach the user by no channel"
+    return None
+
+
+def destructive(before: Policy, pref: Preference) -> str | None:
+    """Why ``pref`` needs the user's yes (it silences critical alerts or every alert, or sets a
+    spending cap below a cent, which stops every run), or None."""
+    if "daily_usd_cap" in pref.change.model_fields_set:
+        cap, was = pref.change.daily_usd_cap, before.daily_usd_cap
+        if cap is not None and cap < CAP_FLOOR and (was is None or was >= CAP_FLOOR):
+            return (f"a cap below {money(CAP_FLOOR)} USD stops every model call: no check and no request "
+                    "runs until it is raised")
+        return None
     if not pref.change.channels:
         return None
-    after = {**before.channels, **pref.change.channels}
-    if not any(after.get(s) for s in SEVERITIES) and any(before.channels.get(s) for s in SEVERITIES):
-        return "stop all alerts: no severity keeps a channel"
-    if before.channels.get("critical") and not after.get("critical"):
-        return "critical alerts would reach the user by no channel"
-    return None
+    return _silencing(before.channels, {**before.channels, **pref.change.channels})
+
+
+def silenced_schedule(policy: Policy, schedule: dict[str, Any], channels: dict[str, list[str]]) -> str | None:
+    """Why giving ``schedule`` these channel overrides ({}: the policy's) needs the user's yes: its
+    critical alerts, or its warnings and critical alerts together, would reach the user by no
+    channel (silencing the check); None otherwise."""
+    from zerg.alerts.escalation import channels_for
+
+    before = {s: channels_for(policy, schedule, s) for s in SEVERITIES}
+    after = {s: channels_for(policy, {"channels": channels}, s) for s in SEVERITIES}
+    why = _silencing(before, after, its="its ")
+    if why is None and any(before[s] for s in _ALERTING) and not any(after[s] for s in _ALERTING):
+        why = "its warnings and critical alerts would reach the user by no channel"
+    return why
 
 
 def _effect(policy: Policy, key: str) -> str:
@@ -163,7 +201,7 @@ def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, va
     args = {"key": pref.key, "value": pref.value}
     with rt.pool.connection() as conn:
         before = get_policy(conn, owner_id)
-        why = silenced(before, pref)
+        why = destructive(before, pref)
         question = None
         if why and not confirm:
             return _ask(conn, owner_id, run, "set_preference", args, f"set {pref.key} to {pref.value} ({why})")
@@ -187,27 +225,40 @@ def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args
     pending.expire_overdue(conn, owner_id)
     pending.ask(conn, owner_id, run["id"], action, args, summary)
     conn.commit()
-    return f"Not done yet: ask the user to confirm '{summary}' (they reply yes)."
+    return f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
 
 
 def _confirmable(conn: Connection, owner_id: int, run: dict[str, Any], action: str,
                  args: dict[str, Any]) -> dict[str, Any]:
-    """The question this confirmation answers, locked; DirectiveError (with the overdue questions
-    marked expired and committed) when there is none an earlier run asked."""
+    """The question this confirmation answers, locked, when the user said yes to it (module rules);
+    DirectiveError otherwise (with the overdue questions marked expired and committed)."""
+    from zerg.alerts.background import BACKGROUND_TRIGGERS
     from zerg.inbound import pending
+    from zerg.inbound.words import is_affirmative
+    from zerg.runs import store as runs
 
     expired = pending.expire_overdue(conn, owner_id)
     row = pending.latest_pending(conn, owner_id, action, args)
-    if row is not None and row["run_id"] != run["id"] and row["created_at"] < run["created_at"]:
+    refusal = None
+    if row is None:
+        if any(e["action"] == action and e["args"] == args for e in expired):
+            refusal = (f"{NO_PENDING} (The earlier request expired after "
+                       f"{int(pending.TTL.total_seconds() // 3600)} hours.)")
+        else:
+            refusal = NO_PENDING
+    elif row["run_id"] == run["id"] or row["created_at"] >= run["created_at"]:
+        refusal = (f"{NO_PENDING} (The request was made in this run: the user must say yes "
+                   "in a later message.)")
+    elif run["trigger"] in BACKGROUND_TRIGGERS or not is_affirmative(run["task"] or ""):
+        refusal = (f"{NOT_A_YES} ('{row['summary']}'): this request is not their yes to it. Ask them "
+                   "(call again without confirm) and wait for a yes.")
+    elif runs.next_run_on_thread(conn, owner_id, row["run_id"], excluding=BACKGROUND_TRIGGERS) != run["id"]:
+        refusal = (f"{NOT_A_YES} ('{row['summary']}'): their yes must be their next message after the "
+                   "question, and another request came in between. Ask again (call without confirm).")
+    if refusal is None:
         return row
     conn.commit()  # the expiries stay recorded
-    if row is not None:
-        raise DirectiveError(f"{NO_PENDING} (The request was made in this run: the user must say yes "
-                             "in a later message.)")
-    if any(e["action"] == action and e["args"] == args for e in expired):
-        raise DirectiveError(f"{NO_PENDING} (The earlier request expired after "
-                             f"{int(pending.TTL.total_seconds() // 3600)} hours.)")
-    raise DirectiveError(NO_PENDING)
+    raise DirectiveError(refusal)
 
 
 # --- schedules -------------------------------------------------------------------------------------
@@ -265,8 +316,7 @@ def channels_text(schedule: dict[str, Any]) -> str:
 
 def listing(schedule: dict[str, Any], task_chars: int = 160) -> str:
     """One line of ``list_schedules``."""
-    task = " ".join((schedule["task"] or "").split())
-    task = task if len(task) <= task_chars else task[: task_chars - 1] + "…"
+    task = one_line(schedule["task"] or "", task_chars)
     state = "enabled" if schedule["enabled"] else "paused"
     return (f"#{schedule['id']} {schedule['name']!r} ({schedule['kind']}, {state}): {timing(schedule)}; "
             f"alert channels: {channels_text(schedule)}; task: {task!r}")
@@ -286,8 +336,52 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
     return text
 
 
+def _channel_args(channels: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Channel overrides in one spelling (channels in :data:`CHANNELS` order, once each), so the
+    question and its confirmation compare equal however the model wrote them."""
+    return {sev: [c for c in CHANNELS if c in channels[sev]] for sev in SEVERITIES if sev in channels}
+
+
+def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, fields: dict[str, Any],
+                    confirm: bool) -> str:
+    """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
+    ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
+    from zerg.alerts.policy import get_policy
+    from zerg.inbound import pending
+    from zerg.schedules import service
+    from zerg.schedules.spec import SchedulePatch
+
+    if "channels" in fields:
+        fields = {**fields, "channels": _channel_args(fields["channels"])}
+    try:
+        before = service.get(rt, owner_id, schedule_id)
+        question = None
+        if "channels" in fields:
+            with rt.pool.connection() as conn:
+                why = silenced_schedule(get_policy(conn, owner_id), before, fields["channels"])
+                if why:
+                    args = {"schedule_id": schedule_id, **fields}
+                    if not confirm:
+                        shown_fields = "; ".join(f"{k} {v}" for k, v in fields.items() if k != "channels")
+                        summary = (f"set schedule #{schedule_id} \"{before['name']}\" alert channels to "
+                                   f"{channels_text({'channels': fields['channels']})}"
+                                   f"{'; ' + shown_fields if shown_fields else ''} ({why})")
+                        return _ask(conn, owner_id, run, "update_schedule", args, summary)
+                    question = _confirmable(conn, owner_id, run, "update_schedule", args)
+                    conn.commit()  # the lock ends here: the service takes its own connection
+        after = service.update(rt, owner_id, schedule_id, SchedulePatch(**fields))
+        if question is not None:
+            with rt.pool.connection() as conn:
+                pending.mark_done(conn, owner_id, question["id"])
+    except service.ScheduleNotFound:
+        raise DirectiveError(f"no schedule #{schedule_id}") from None
+    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        raise DirectiveError(str(exc)) from None
+    return changed(before, after)
+
+
 def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, confirm: bool) -> str:
-    """Ask first; with ``confirm``, delete the schedule an earlier run asked about (module rules)."""
+    """Ask first; with ``confirm``, delete the schedule the user said yes to deleting (module rules)."""
     from zerg.inbound import pending
     from zerg.schedules import service
 

@@ -5,8 +5,9 @@ Invariants:
   ones (:func:`ask`), so a "yes" confirms the latest question only.
 - A row is decided once: ``pending`` becomes ``done``, ``expired`` or ``superseded`` by a
   conditional UPDATE (``WHERE status = 'pending'``), never back.
-- Every statement is scoped by owner; what may confirm a row (a later run, not expired) is decided
-  by :mod:`zerg.inbound.directives`, which reads the rows here.
+- Every statement is scoped by owner; what may confirm a row (the user's yes as their next request
+  after the asking run, not expired) is decided by :mod:`zerg.inbound.directives`, which reads the
+  rows here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-ACTIONS = ("delete_schedule", "set_preference")
+ACTIONS = ("delete_schedule", "set_preference", "update_schedule")
 STATUSES = ("pending", "done", "expired", "superseded")
 TTL = timedelta(hours=24)  # a question the owner did not answer within a day is no longer asked
 

@@ -73,6 +73,20 @@ def get_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | No
     return conn.execute("SELECT * FROM runs WHERE owner_id = %s AND id = %s", (owner_id, run_id)).fetchone()
 
 
+def next_run_on_thread(conn: Connection, owner_id: int, run_id: int, *,
+                       excluding: tuple[str, ...] = ()) -> int | None:
+    """The id of the first run after ``run_id`` on the same thread of the owner, skipping runs whose
+    trigger is one of ``excluding``; None when there is none (or ``run_id`` is not the owner's)."""
+    row = conn.execute(
+        """SELECT n.id FROM runs r
+           JOIN runs n ON n.owner_id = r.owner_id AND n.thread_id = r.thread_id AND n.id > r.id
+           WHERE r.owner_id = %s AND r.id = %s AND n.trigger <> ALL(%s)
+           ORDER BY n.id LIMIT 1""",
+        (owner_id, run_id, list(excluding)),
+    ).fetchone()
+    return None if row is None else row["id"]
+
+
 def save_working(conn: Connection, run_id: int, messages: list[dict[str, Any]], usage: Usage,
                  *, rounds: int | None = None, answer: str | None = None) -> None:
     conn.execute(

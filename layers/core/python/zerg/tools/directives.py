@@ -8,7 +8,10 @@ Invariants:
   each tool refuses one anyway, so text a scheduled run reads cannot change its own alerts.
 - Schedules are named by id (``list_schedules`` shows them); everything is scoped to the run's owner.
 - Destructive directives (``delete_schedule``; a ``set_preference`` that silences critical alerts or
-  all alerts) take a ``confirm`` that only a later run can give: the first call asks.
+  all alerts, or sets a spending cap below a cent; an ``update_schedule`` whose channels silence a
+  check's warnings and critical alerts, or its critical alerts) take a ``confirm`` that works only in the run of the user's yes (their next message
+  after the question, a yes as the whole message: checked in code, :mod:`zerg.inbound.directives`);
+  the first call asks.
 - Errors are text for the model, never exceptions.
 """
 
@@ -19,11 +22,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zerg.alerts.policy import Channel, Severity
+from zerg.schedules.spec import NAME_MAX, TASK_MAX
 from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
 
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"
 _RATE = "e.g. '1 day', '2 hours', '15 minutes'"
 _AT = "once, local time '2026-11-23T09:00'"
+# Bounds on what the model writes, so a huge string is refused here and never echoed back in an error.
+_EXPRESSION_MAX = 100  # the longest sensible cron, rate or at is far shorter
+_ZONE_MAX = 64  # the longest IANA zone name is ~32 characters; the policy's bound
+_CONFIRM = "true only in the run of the user's yes (their next message after the question)"
 
 
 def _schedule_id() -> Any:
@@ -37,13 +45,14 @@ class ListSchedulesArgs(BaseModel):
 class UpdateScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    cron: str | None = Field(default=None, description=_CRON)
-    rate: str | None = Field(default=None, description=_RATE)
-    at: str | None = Field(default=None, description=_AT)
-    timezone: str | None = Field(default=None, description="IANA zone")
+    cron: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_CRON)
+    rate: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_RATE)
+    at: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_AT)
+    timezone: str | None = Field(default=None, max_length=_ZONE_MAX, description="IANA zone")
     enabled: bool | None = Field(default=None, description="false pauses, true resumes")
     channels: dict[Severity, list[Channel]] | None = Field(
         default=None, description='Alert channels for this schedule, e.g. {"warning": ["email"]}; {}: the policy\'s')
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
     @model_validator(mode="after")
     def _something(self) -> "UpdateScheduleArgs":
@@ -57,13 +66,13 @@ class UpdateScheduleArgs(BaseModel):
 
 class CreateScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100, description="Short unique name, e.g. 'disk check'")
-    task: str = Field(min_length=1, max_length=8_000, description="check: what the run does; reminder: the text sent")
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="Short unique name, e.g. 'disk check'")
+    task: str = Field(min_length=1, max_length=TASK_MAX, description="check: what the run does; reminder: the text sent")
     kind: Literal["check", "digest", "reminder"] = "check"
-    cron: str | None = Field(default=None, description=_CRON)
-    rate: str | None = Field(default=None, description=_RATE)
-    at: str | None = Field(default=None, description=_AT)
-    timezone: str | None = Field(default=None, description="IANA zone; default: the user's")
+    cron: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_CRON)
+    rate: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_RATE)
+    at: str | None = Field(default=None, max_length=_EXPRESSION_MAX, description=_AT)
+    timezone: str | None = Field(default=None, max_length=_ZONE_MAX, description="IANA zone; default: the user's")
 
     @model_validator(mode="after")
     def _one_time(self) -> "CreateScheduleArgs":
@@ -76,7 +85,7 @@ class CreateScheduleArgs(BaseModel):
 class DeleteScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    confirm: bool = Field(default=False, description="true only after the user said yes in a later message")
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class SetPreferenceArgs(BaseModel):
@@ -85,7 +94,7 @@ class SetPreferenceArgs(BaseModel):
         "channels.info|channels.warning|channels.critical (email, sms, email,sms, none); "
         "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off)"))
     value: str = Field(max_length=100)
-    confirm: bool = Field(default=False, description="true only after the user said yes in a later message")
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 def _person_run(ctx: ToolContext, name: str) -> dict[str, Any] | ToolOutcome:
@@ -117,9 +126,7 @@ def list_schedules(args: ListSchedulesArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
-    from zerg.inbound.directives import changed
-    from zerg.schedules import service
-    from zerg.schedules.spec import SchedulePatch
+    from zerg.inbound import directives
 
     run = _person_run(ctx, "update_schedule")
     if isinstance(run, ToolOutcome):
@@ -127,13 +134,10 @@ def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     fields = {f: getattr(args, f) for f in ("cron", "rate", "at", "timezone", "enabled", "channels")
               if getattr(args, f) is not None}
     try:
-        before = service.get(ctx.runtime, ctx.owner_id, args.schedule_id)
-        after = service.update(ctx.runtime, ctx.owner_id, args.schedule_id, SchedulePatch(**fields))
-    except service.ScheduleNotFound:
-        return error(f"no schedule #{args.schedule_id}")
-    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        return ToolOutcome(text=directives.update_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id, fields,
+                                                           args.confirm))
+    except directives.DirectiveError as exc:
         return error(str(exc))
-    return ToolOutcome(text=changed(before, after))
 
 
 def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
@@ -150,7 +154,11 @@ def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
             timezone=args.timezone))
     except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
         return error(str(exc))
-    return ToolOutcome(text=f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}.")
+    text = f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}."
+    if row["kind"] == "check":  # a known choice: no confirmation, but the model and the user are told
+        text += (" It runs unattended, with the worker tools (commands on the user's servers), doing its task "
+                 "as written; tell the user so.")
+    return ToolOutcome(text=text)
 
 
 def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
@@ -182,11 +190,12 @@ TOOLS = (
     Tool("list_schedules", "The user's schedules: id, name, kind, when (as written), zone, paused or not, next "
                            "run, alert channels.", ListSchedulesArgs, list_schedules),
     Tool("update_schedule", "Change a schedule by id: a new cron, rate or at; timezone; enabled (false pauses); "
-                            "channels.", UpdateScheduleArgs, update_schedule),
+                            "channels. Channels that silence its warnings and critical alerts ask the user first.",
+         UpdateScheduleArgs, update_schedule),
     Tool("create_schedule", "Create a schedule: a check (a background run of task), a reminder or a digest; "
                             "exactly one of cron, rate, at.", CreateScheduleArgs, create_schedule),
     Tool("delete_schedule", "Delete a schedule by id. Asks the user first: confirm=true only after their yes.",
          DeleteScheduleArgs, delete_schedule),
     Tool("set_preference", "Set a notification preference (documented keys only). Silencing critical or all "
-                           "alerts asks the user first.", SetPreferenceArgs, set_preference),
+                           "alerts, or a spending cap of 0, asks the user first.", SetPreferenceArgs, set_preference),
 )
