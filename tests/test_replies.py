@@ -169,6 +169,7 @@ def test_hostile_fields_are_stored_bounded_and_never_fail_the_insert(rt, pool, o
 
 
 def test_sms_from_a_number_of_another_owner_answers_for_that_owner_only(rt, pool, owner, other_owner):
+    idle(rt)
     verified_contact(pool, owner, "sms")
     their_run, _ = make_run(pool, owner)
     (theirs,) = alert(rt, pool, owner, "sms", run_id=their_run)
@@ -184,7 +185,8 @@ def test_sms_from_a_number_of_another_owner_answers_for_that_owner_only(rt, pool
 
     row = row_of(pool, outcome.inbound_id)
     assert (row["owner_id"], row["notification_id"], row["answers_run_id"]) == (other_owner, my_alert["id"], my_run)
-    assert (outcome.status, outcome.reason) == ("acknowledged", "nothing to acknowledge")
+    assert outcome.status == "run" and [r["id"] for r in reply_runs(pool, other_owner)] == [outcome.run_id]
+    assert reply_runs(pool, owner) == []
 
 
 def test_a_verified_owners_reads_find_nothing_of_another_owner(rt, pool, owner, other_owner):
@@ -211,17 +213,6 @@ def test_a_verified_owners_reads_find_nothing_of_another_owner(rt, pool, owner, 
 
 
 # --- acknowledgements ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("text", ["ok", "OK!", "Ack.", "got it", "Got it, thanks!", "👍", "👍🏽", "roger that", "okay  ok"])
-def test_acknowledgement_words_are_recognised_as_a_whole_message(text):
-    assert replies.is_acknowledgement(text)
-
-
-@pytest.mark.parametrize("text", ["", "!!", "ok but make it weekly", "not ok", "ack the disk alert and pause it",
-                                  "okay?? why is it failing", "thanks for nothing, what happened"])
-def test_a_message_that_says_more_than_an_acknowledgement_is_not_one(text):
-    assert not replies.is_acknowledgement(text)
-
 
 def test_an_sms_ack_to_a_critical_alert_stops_its_escalation_and_is_confirmed_to_that_number(rt, pool, owner):
     from tests.test_escalation import _critical_alert, _escalation, _repeats
@@ -253,18 +244,73 @@ def test_an_sms_ack_to_a_critical_alert_stops_its_escalation_and_is_confirmed_to
     assert reply_runs(pool, owner) == []
 
 
-def test_an_ack_with_nothing_to_acknowledge_starts_nothing_and_sends_nothing(rt, pool, owner):
-    me = verified_contact(pool, owner, "email")
-    run_id, _ = make_run(pool, owner)  # a run with no inbox item (a chat, say)
-    (sent,) = alert(rt, pool, owner, "email", run_id=run_id)
-    before = len(emails(rt.settings.data_dir))
+def idle(rt) -> None:
+    """Runs are started but never executed (what a test asserts is the decision, not the run)."""
+    rt.__dict__["starter"] = type("Idle", (), {"start": lambda *a: "arn:idle", "close": lambda self: None})()
 
-    outcome = replies.receive(rt, email_reply(me["address"], "Thanks!", token=sent["reply_token"]))
 
-    assert (outcome.status, outcome.reason, outcome.run_id) == ("acknowledged", "nothing to acknowledge", None)
-    assert row_of(pool, outcome.inbound_id)["notification_id"] == sent["id"]
-    assert len(emails(rt.settings.data_dir)) == before and answers(pool, owner) == []
+@pytest.mark.parametrize("text", ["OK", "Thanks!"])
+def test_ok_to_a_message_with_no_inbox_item_is_a_reply_like_any_other_and_starts_a_run(rt, pool, owner, text):
+    idle(rt)
+    me = verified_contact(pool, owner, "sms")
+    asking, _ = make_run(pool, owner)  # a reply's run whose answer asked a question: no inbox item
+    (question,) = deliver(rt, owner, channel="sms", purpose="answer", subject="Re: disk",
+                          body="Delete schedule #3? Reply yes.", run_id=asking)
+
+    outcome = replies.receive(rt, sms_reply(me["address"], text, previous=question["provider_message_id"]))
+
+    assert (outcome.status, outcome.reason) == ("run", None)  # never swallowed as "nothing to acknowledge"
+    (run,) = reply_runs(pool, owner)
+    assert (run["id"], run["task"], run["trigger"]) == (outcome.run_id, text, "sms")
+    assert row_of(pool, outcome.inbound_id)["answers_run_id"] == asking
+
+
+def test_a_bare_thanks_to_a_critical_alert_does_not_stop_its_repeats(rt, pool, owner):
+    from tests.test_escalation import _critical_alert
+    from zerg.alerts import inbox
+
+    idle(rt)
+    run_id, address = _critical_alert(pool, owner, repeats=0, every_s=60)
+    (sent,) = alert(rt, pool, owner, "email", run_id=run_id, severity="critical")
+
+    outcome = replies.receive(rt, email_reply(address, "thanks", token=sent["reply_token"]))
+
+    assert outcome.status == "run"  # politeness alone acknowledges nothing
+    with pool.connection() as conn:
+        assert inbox.get(conn, owner, run_id)["acknowledged_at"] is None
+
+
+def test_ok_to_an_alert_acknowledged_before_is_told_so_and_starts_nothing(rt, pool, owner):
+    from tests.test_escalation import _critical_alert
+
+    run_id, _ = _critical_alert(pool, owner, repeats=0, every_s=60, sms=True)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id, severity="critical")
+    number = sent["address"]
+    first = replies.receive(rt, sms_reply(number, "ack", previous=sent["provider_message_id"]))
+
+    again = replies.receive(rt, sms_reply(number, "OK", previous=sent["provider_message_id"]))
+
+    assert first.reason == f"acknowledged the critical alert of run {run_id}"
+    assert (again.status, again.reason, again.run_id) == (
+        "acknowledged", f"already acknowledged: the critical alert of run {run_id}", None)
+    told = [t["parts"] for t in texts(rt.settings.data_dir) if t["to"] == number]
+    assert told[-1] == ["Already acknowledged: Disk /var is 99% full."]
     assert reply_runs(pool, owner) == []
+
+
+def test_a_hostile_run_of_acknowledgement_words_is_decided_at_once_as_a_reply(rt, pool, owner):
+    idle(rt)
+    me = verified_contact(pool, owner, "sms")
+    run_id, _ = make_run(pool, owner)
+    (sent,) = alert(rt, pool, owner, "sms", run_id=run_id)
+    outcomes: list[replies.Outcome] = []
+    worker = threading.Thread(target=lambda: outcomes.append(
+        replies.receive(rt, sms_reply(me["address"], "k" * 45 + "?x", previous=sent["provider_message_id"]))), daemon=True)
+
+    worker.start()
+    worker.join(60)  # a backtracking acknowledgement regex took minutes on this, holding the row's lock
+
+    assert [o.status for o in outcomes] == ["run"]
 
 
 # --- SMS keywords -------------------------------------------------------------------------------------

@@ -44,9 +44,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +55,7 @@ from zerg import contacts, observability
 from zerg.alerts import notifications
 from zerg.inbound import messages
 from zerg.inbound.messages import Inbound
+from zerg.inbound.words import is_acknowledgement
 from zerg.runs import store as runs
 from zerg.statuses import RUN_FINAL
 from zerg.timestamps import utcnow
@@ -69,9 +69,6 @@ REPLY_TRIGGERS = ("email", "sms")
 RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
 SMS_ANSWER_CHARS = 600  # an answer by SMS: about four segments; longer ones end with the run's link
 EMAIL_ANSWER_CHARS = 20_000
-_ACK = re.compile(r"(?:(?:ok|okay|k|kk|ack|acked|acknowledged?|got it|roger|roger that|noted|seen|thanks|thank you|"
-                  r"thx|ty|cheers|👍|👌|✅)\s*)+")
-_SKIN_TONES = re.compile("[\U0001F3FB-\U0001F3FF\uFE0F]")
 
 
 @dataclass(frozen=True)
@@ -94,14 +91,6 @@ class _Decision:
     answers_run_id: int | None = None
     run_id: int | None = None
     send: str | None = None  # a confirmation to send back once the decision is committed
-
-
-def is_acknowledgement(text: str) -> bool:
-    """The whole message is an acknowledgement: "ok", "Ack.", "got it, thanks!", 👍 (any case,
-    punctuation and spacing)."""
-    words = _SKIN_TONES.sub("", text.casefold())
-    words = "".join(" " if unicodedata.category(ch)[0] in "PZC" else ch for ch in words)
-    return bool(words.strip()) and _ACK.fullmatch(" ".join(words.split())) is not None
 
 
 def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
@@ -173,14 +162,10 @@ def _duplicate(rt: "Runtime", channel: str, provider_id: str) -> Outcome:
         return Outcome("rejected", "delivered before; its row has since been deleted", None, duplicate=True)
     if row["idle_s"] > RECEIVED_GRACE_S:
         if row["status"] == "received":
-            return replace_duplicate(_process(rt, row["id"], wait=False))
+            return replace(_process(rt, row["id"], wait=False), duplicate=True)
         if row["status"] == "run":
             _start(rt, row["id"], wait=False)
-    return replace_duplicate(_outcome(row))
-
-
-def replace_duplicate(outcome: Outcome) -> Outcome:
-    return Outcome(outcome.status, outcome.reason, outcome.inbound_id, outcome.run_id, outcome.owner_id, True)
+    return replace(_outcome(row), duplicate=True)
 
 
 def _process(rt: "Runtime", inbound_id: int, *, wait: bool) -> Outcome:
@@ -222,7 +207,9 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
     if not body:
         return _Decision("rejected", "empty message", owner_id)
     if inbound.channel == "sms":
-        word = _keyword(body)
+        from zerg.inbound import sms
+
+        word = sms.keyword(body)
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
     answered, reason = _answered(rt, conn, owner_id, inbound)
@@ -231,7 +218,9 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
     linked = {"owner_id": owner_id, "contact_id": contact_id, "notification_id": answered["id"],
               "answers_run_id": answered["run_id"]}
     if is_acknowledgement(body):
-        return _acknowledge(rt, conn, owner_id, answered, linked)
+        decision = _acknowledge(rt, conn, owner_id, answered, linked)
+        if decision is not None:
+            return decision
     run_id = runs.start_run(conn, owner_id, body, trigger=inbound.channel).run_id
     return _Decision("run", None, run_id=run_id, **linked)
 
@@ -262,24 +251,25 @@ def _answered(rt: "Runtime", conn: "Connection", owner_id: int,
 
 
 def _acknowledge(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any],
-                 linked: dict[str, Any]) -> _Decision:
+                 linked: dict[str, Any]) -> _Decision | None:
+    """An acknowledgement of the inbox item of the run ``answered`` came from, told back; "already
+    acknowledged" told back for an item acknowledged before; None when that run has no item (an
+    answer, a question, a reminder): the words are then a reply like any other, for a run."""
     from zerg.alerts import inbox
     from zerg.alerts.background import acknowledge
     from zerg.alerts.severity import one_line
 
     item = inbox.get(conn, owner_id, answered["run_id"]) if answered["run_id"] else None
-    if item is None or item["acknowledged_at"] is not None:
-        return _Decision("acknowledged", "nothing to acknowledge", **linked)
+    if item is None:
+        return None
+    alert = f"the {item['severity']} alert of run {answered['run_id']}"
+    if item["acknowledged_at"] is not None:
+        return _Decision("acknowledged", f"already acknowledged: {alert}",
+                         send=f"Already acknowledged: {one_line(item['headline'], 200)}.", **linked)
     acknowledge(rt, owner_id, answered["run_id"])  # the one path: the item and its escalation together
     repeats = " No more repeats." if item["severity"] == "critical" else ""
-    return _Decision("acknowledged", f"acknowledged the {item['severity']} alert of run {answered['run_id']}",
+    return _Decision("acknowledged", f"acknowledged {alert}",
                      send=f"Acknowledged: {one_line(item['headline'], 200)}.{repeats}", **linked)
-
-
-def _keyword(body: str) -> str | None:
-    from zerg.inbound import sms
-
-    return sms.keyword(body)
 
 
 def _keyword_decision(conn: "Connection", owner_id: int, contact_id: int, inbound_id: int, word: str) -> _Decision:
