@@ -600,6 +600,78 @@ def test_concurrent_deliveries_of_one_message_start_one_run(rt, pool, owner):
     assert all(o.run_id in (None, run["id"]) for o in outcomes)
 
 
+def raw_reply(rt, pool, owner_id: int, text: str) -> tuple[bytes, str]:
+    """A mail client's reply to an email alert of the owner's, raw (as SES stores it), from a
+    verified address of theirs; and that address."""
+    from tests.support.mail import reply_to_alert
+
+    me = verified_contact(pool, owner_id, "email")
+    (sent,) = alert(rt, pool, owner_id, "email")
+    raw = reply_to_alert({"reply_to": f"reply+{sent['reply_token']}@{rt.settings.mail_domain}",
+                          "message_id": sent["message_id"], "subject": ALERT_SUBJECT, "text": "Disk / is 91% full."},
+                         text, sender=me["address"])
+    return raw, me["address"]
+
+
+def as_delivered_by_ses(rt, raw: bytes, *, verdict: str = "PASS") -> Inbound:
+    """``raw`` as SES hands it over: under a messageId of its own, which a resend or replay renews."""
+    from zerg.inbound.email import parse_email
+
+    ses_id = f"ses-{secrets.token_hex(10)}"
+    return parse_email(raw, max_bytes=rt.settings.inbound_max_bytes, mail_domain=rt.settings.mail_domain,
+                       verdicts={"spf": verdict, "dkim": "PASS", "spam": "PASS", "virus": "PASS", "dmarc": "PASS"},
+                       provider_id=ses_id, source="ses", object_key=f"inbound/email/{ses_id}")
+
+
+def test_the_same_raw_reply_under_a_new_ses_id_starts_nothing_and_names_the_first(rt, pool, owner):
+    idle(rt)
+    raw, _ = raw_reply(rt, pool, owner, "pause the backup check")
+    first = replies.receive(rt, as_delivered_by_ses(rt, raw))
+
+    replayed = replies.receive(rt, as_delivered_by_ses(rt, raw))
+
+    message_id = row_of(pool, first.inbound_id)["message_id"]
+    assert first.status == "run" and not replayed.duplicate
+    assert (replayed.status, replayed.reason, replayed.run_id, replayed.owner_id) == (
+        "rejected", f"already received (Message-ID {message_id}, inbound #{first.inbound_id})", None, owner)
+    assert [r["id"] for r in reply_runs(pool, owner)] == [first.run_id]
+
+
+def test_a_refused_copy_with_the_same_message_id_does_not_block_the_real_reply(rt, pool, owner):
+    idle(rt)
+    raw, _ = raw_reply(rt, pool, owner, "pause the backup check")
+    forged = replies.receive(rt, as_delivered_by_ses(rt, raw, verdict="FAIL"))  # a forger who saw the Message-ID
+
+    real = replies.receive(rt, as_delivered_by_ses(rt, raw))
+
+    assert (forged.status, forged.reason) == ("rejected", "SPF verdict FAIL")
+    assert real.status == "run" and [r["id"] for r in reply_runs(pool, owner)] == [real.run_id]
+
+
+def test_the_same_raw_reply_delivered_under_two_ses_ids_at_once_starts_one_run(rt, pool, owner):
+    idle(rt)
+    raw, _ = raw_reply(rt, pool, owner, "pause the backup check")
+    copies = [as_delivered_by_ses(rt, raw) for _ in range(4)]
+    gate = threading.Barrier(len(copies))
+    outcomes: list[replies.Outcome] = []
+
+    def deliver_once(inbound: Inbound) -> None:
+        gate.wait()
+        outcomes.append(replies.receive(rt, inbound))
+
+    workers = [threading.Thread(target=deliver_once, args=(c,)) for c in copies]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(30)
+
+    assert sorted(o.status for o in outcomes) == ["rejected"] * 3 + ["run"]
+    (run,) = reply_runs(pool, owner)
+    (taken,) = [o for o in outcomes if o.status == "run"]
+    assert run["id"] == taken.run_id
+    assert all(o.reason.endswith(f"inbound #{taken.inbound_id})") for o in outcomes if o.status == "rejected")
+
+
 def _age(pool, inbound_id: int, seconds: float = 600) -> None:
     with pool.connection() as conn:
         conn.execute("UPDATE inbound_messages SET updated_at = updated_at - make_interval(secs => %s) WHERE id = %s",

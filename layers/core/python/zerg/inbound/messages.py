@@ -147,6 +147,20 @@ def finish(conn: Connection, inbound_id: int, status: str, reason: str | None = 
     ).fetchone()
 
 
+def lock_and_find_message_id(conn: Connection, owner_id: int, message_id: str, inbound_id: int) -> dict[str, Any] | None:
+    """The owner's earliest email row other than ``inbound_id`` with this Message-ID that was not
+    rejected (the same mail delivered again under another provider id: a replay or an MTA's
+    resend), under a transaction-scoped lock on (owner, Message-ID): call it inside the transaction
+    that decides on ``inbound_id``, so of two such rows decided at once the second sees the first.
+    Id and status only. System read."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('inbound_messages:message_id:' || %s || ':' || %s, 0))",
+                 (owner_id, message_id))
+    return conn.execute(
+        """SELECT id, status FROM inbound_messages
+           WHERE owner_id = %s AND channel = 'email' AND message_id = %s AND status <> 'rejected' AND id <> %s
+           ORDER BY id LIMIT 1""", (owner_id, message_id, inbound_id)).fetchone()
+
+
 def stale(conn: Connection, older_than_s: float, limit: int = 100) -> list[dict[str, Any]]:
     """Rows whose processing a crash cut short, unchanged for ``older_than_s``: still ``received``,
     or ``run`` with a run that is ``running`` with neither executor nor execution (never started).

@@ -5,16 +5,20 @@ channel (:func:`answer_reply_run`).
 What a message becomes, in this order (each decision is the row's ``status`` and ``reason``):
 
 1. ``rejected``: the parser refused it (its reason), the sender is no verified contact ("unknown
-   sender"), the body is empty, or it answers nothing of its owner's: an email's reply token or
-   Message-ID names no notification of the owner ("unknown reply token", "not a reply to a message
-   from Zerg"), or one older than ``ZERG_REPLY_TOKEN_DAYS`` ("reply token expired ..."); an SMS with
-   no SMS of Zerg to that number in that time ("no message from Zerg to answer").
+   sender"), the body is empty, the owner received this email before under another provider id
+   (its Message-ID: "already received (Message-ID <...>, inbound #N)"; a replay or an MTA's
+   resend), or it answers nothing of its owner's: an email's reply token or Message-ID names no
+   notification of the owner ("unknown reply token", "not a reply to a message from Zerg"), or one
+   older than ``ZERG_REPLY_TOKEN_DAYS`` ("reply token expired ..."); an SMS with no SMS of Zerg to
+   that number in that time ("no message from Zerg to answer").
 2. ``keyword`` (SMS): STOP opts the number out (no confirmation: the carrier sends its own), START
    opts it in again and confirms, HELP answers :data:`zerg.inbound.sms.HELP_TEXT`. No linked
    notification needed.
-3. ``acknowledged``: the whole message is an acknowledgement ("ok", "ack", "got it", 👍 ...): the
-   inbox item of the run it answers is acknowledged (a critical alert's repeats stop) and a one-line
-   confirmation goes back; nothing to acknowledge: reason "nothing to acknowledge", nothing sent.
+3. ``acknowledged``: the whole message is an acknowledgement (:func:`zerg.inbound.words.is_acknowledgement`:
+   "ok", "ack", "got it", 👍; "thanks" alone is none) and the run it answers has an inbox item: the
+   item is acknowledged (a critical alert's repeats stop) and a one-line confirmation goes back; an
+   item acknowledged before: "Already acknowledged: ..." goes back. A run with no item (an answer,
+   a question, a reminder): the words are a reply like any other (4.), never swallowed.
 4. ``run``: a run on the owner's thread (trigger ``email``/``sms``) whose task is the reply text,
    the owner's own words; what it answers reaches the model as the fenced ``[REPLY CONTEXT]``
    layer (:mod:`zerg.inbound.reply_context`). Its answer comes back by :func:`answer_reply_run`.
@@ -212,6 +216,13 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         word = sms.keyword(body)
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
+    if inbound.channel == "email" and inbound.message_id:
+        from zerg.alerts.severity import one_line
+
+        earlier = messages.lock_and_find_message_id(conn, owner_id, inbound.message_id, row["id"])
+        if earlier is not None:  # a new provider id, the same mail: a replay, or an MTA resending it
+            return _Decision("rejected", f"already received (Message-ID {one_line(inbound.message_id, 300)}, "
+                                         f"inbound #{earlier['id']})", owner_id)
     answered, reason = _answered(rt, conn, owner_id, inbound)
     if answered is None:
         return _Decision("rejected", reason, owner_id)
