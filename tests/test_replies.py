@@ -723,6 +723,64 @@ def test_a_row_left_received_is_processed_once_by_a_late_duplicate_or_the_sweep(
     assert replies.receive(rt, swept).run_id == row_of(pool, rows[1]["id"])["run_id"]  # done, not again
 
 
+def closed_without_answer(rt, pool, owner_id: int, *, status: str = "success", ago: str = "10 minutes") -> int:
+    """A reply run of the owner that closed ``ago`` with its answer never sent (the closer died
+    between the close and the send): its id."""
+    from zerg.runs import store as runs
+
+    idle(rt)
+    me = verified_contact(pool, owner_id, "email")
+    (sent,) = alert(rt, pool, owner_id, "email")
+    outcome = replies.receive(rt, email_reply(me["address"], "how is the disk?", token=sent["reply_token"]))
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner_id, outcome.run_id)
+        if status == "success":
+            runs.complete_run(conn, run, "Disk at 40%.")
+        else:
+            conn.execute("UPDATE runs SET status = %s, finished_at = now() WHERE id = %s", (status, run["id"]))
+        conn.execute("UPDATE runs SET finished_at = finished_at - %s::interval WHERE id = %s", (ago, run["id"]))
+    return outcome.run_id
+
+
+def test_an_answer_lost_at_a_reply_runs_close_is_sent_once_by_the_inbound_sweep(rt, pool, owner):
+    run_id = closed_without_answer(rt, pool, owner)
+    assert answers(pool, owner, run_id) == []
+
+    report = replies.recover_pending(rt)
+    replies.recover_pending(rt)
+
+    (answer,) = answers(pool, owner, run_id)
+    assert report["answered"] >= 1 and answer["status"] == "sent" and answer["body"].startswith("Disk at 40%.")
+
+
+@pytest.mark.parametrize("status, ago", [("cancelled", "10 minutes"), ("success", "25 hours"),
+                                         ("success", "10 seconds")])
+def test_the_inbound_sweep_leaves_a_cancelled_an_old_or_a_just_closed_reply_run_unanswered(rt, pool, owner, status, ago):
+    run_id = closed_without_answer(rt, pool, owner, status=status, ago=ago)
+
+    replies.recover_pending(rt)
+
+    assert answers(pool, owner, run_id) == []  # the owner stopped it; too late to matter; its closer is at it
+
+
+def test_rows_without_an_owner_are_deleted_by_the_inbound_sweep_after_30_days(rt, pool, owner):
+    me = verified_contact(pool, owner, "email")
+    old_stranger, new_stranger, old_mine = (replies.receive(rt, email_reply(sender, "hello"))
+                                            for sender in (unique_email("stranger"), unique_email("stranger"),
+                                                           me["address"]))
+    with pool.connection() as conn:
+        conn.execute("UPDATE inbound_messages SET received_at = received_at - interval '31 days' WHERE id = ANY(%s)",
+                     ([old_stranger.inbound_id, old_mine.inbound_id],))
+        conn.execute("UPDATE inbound_messages SET received_at = received_at - interval '29 days' WHERE id = %s",
+                     (new_stranger.inbound_id,))
+
+    report = replies.recover_pending(rt)
+
+    assert report["deleted"] >= 1 and row_of(pool, old_stranger.inbound_id) is None
+    assert row_of(pool, new_stranger.inbound_id) is not None
+    assert row_of(pool, old_mine.inbound_id)["owner_id"] == owner  # the owner's rows go with the owner
+
+
 def test_an_unexpected_error_while_deciding_is_recorded_failed_not_raised(rt, pool, owner, monkeypatch):
     me = verified_contact(pool, owner, "email")
     (sent,) = alert(rt, pool, owner, "email")

@@ -161,22 +161,32 @@ def lock_and_find_message_id(conn: Connection, owner_id: int, message_id: str, i
            ORDER BY id LIMIT 1""", (owner_id, message_id, inbound_id)).fetchone()
 
 
-def stale(conn: Connection, older_than_s: float, limit: int = 100) -> list[dict[str, Any]]:
+def stale(conn: Connection, older_than_s: float, unstarted_run_ids: list[int], limit: int = 100) -> list[dict[str, Any]]:
     """Rows whose processing a crash cut short, unchanged for ``older_than_s``: still ``received``,
-    or ``run`` with a run that is ``running`` with neither executor nor execution (never started).
-    Oldest first; id and status only. System read (the recovery sweep)."""
+    or ``run`` with one of ``unstarted_run_ids`` (runs never started:
+    :func:`zerg.runs.store.never_started`). Oldest first; id and status only. System read (the
+    recovery sweep)."""
     return conn.execute(
         """(SELECT id, status, received_at FROM inbound_messages
             WHERE status = 'received' AND updated_at < now() - make_interval(secs => %(age)s)
             ORDER BY received_at LIMIT %(limit)s)
            UNION ALL
-           (SELECT i.id, i.status, i.received_at FROM runs r JOIN inbound_messages i ON i.run_id = r.id
-            WHERE r.status = 'running' AND r.trigger IN ('email', 'sms') AND r.execution_arn IS NULL
-              AND r.executor IS NULL AND i.status = 'run' AND i.updated_at < now() - make_interval(secs => %(age)s)
-            ORDER BY i.received_at LIMIT %(limit)s)
+           (SELECT id, status, received_at FROM inbound_messages
+            WHERE status = 'run' AND run_id = ANY(%(runs)s) AND updated_at < now() - make_interval(secs => %(age)s)
+            ORDER BY received_at LIMIT %(limit)s)
            ORDER BY received_at""",
-        {"age": older_than_s, "limit": limit},
+        {"age": older_than_s, "runs": unstarted_run_ids, "limit": limit},
     ).fetchall()
+
+
+def delete_ownerless(conn: Connection, older_than_days: int, limit: int = 1000) -> int:
+    """Delete rows without an owner (unknown senders, forgeries) received more than
+    ``older_than_days`` ago, at most ``limit`` of them, oldest first; how many. The raw messages
+    they name are not touched (S3 expires ``inbound/`` by its own lifecycle rule)."""
+    return conn.execute(
+        """DELETE FROM inbound_messages WHERE id IN (
+               SELECT id FROM inbound_messages WHERE owner_id IS NULL AND received_at < now() - make_interval(days => %s)
+               ORDER BY received_at LIMIT %s)""", (older_than_days, limit)).rowcount
 
 
 def for_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:

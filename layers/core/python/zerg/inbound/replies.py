@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 
 REPLY_TRIGGERS = ("email", "sms")
 RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
+ANSWER_WINDOW_S = 24 * 3600.0  # a reply run closed this recently without an answer gets it from the sweep
+OWNERLESS_KEEP_DAYS = 30  # rows of no owner (unknown senders, forgeries) are kept this long for the operators
 SMS_ANSWER_CHARS = 600  # an answer by SMS: about four segments; longer ones end with the run's link
 EMAIL_ANSWER_CHARS = 20_000
 
@@ -117,15 +119,28 @@ def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
 
 def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = None,
                     older_than_s: float | None = None) -> dict[str, int]:
-    """Complete what crashes left (see the module): rows still ``received``, and ``run`` rows whose
-    run never started, unchanged for ``older_than_s`` (default :data:`RECEIVED_GRACE_S`). Counts of
-    what it did. ``zerg serve`` and the AWS housekeeping task ``inbound`` run it."""
+    """The inbound sweep (``zerg serve``'s inbound task and the AWS housekeeping task ``inbound``):
+    complete what crashes left (see the module) - rows still ``received``, ``run`` rows whose run
+    never started, reply runs closed within :data:`ANSWER_WINDOW_S` without an answer - once
+    unchanged for ``older_than_s`` (default :data:`RECEIVED_GRACE_S`); then delete rows without an
+    owner older than :data:`OWNERLESS_KEEP_DAYS`. Counts of what it did."""
+    age = RECEIVED_GRACE_S if older_than_s is None else older_than_s
+    stop = should_stop or (lambda: False)
+    counts = {"processed": 0, "started": 0, "answered": 0, "deleted": 0, "errors": 0}
+    _complete_stale(rt, age, stop, counts)
+    _answer_missed(rt, age, stop, counts)
+    if not stop():
+        with rt.pool.connection() as conn:
+            counts["deleted"] = messages.delete_ownerless(conn, OWNERLESS_KEEP_DAYS)
+    return counts
+
+
+def _complete_stale(rt: "Runtime", age: float, stop: Callable[[], bool], counts: dict[str, int]) -> None:
     with rt.pool.connection() as conn:
-        stale = messages.stale(conn, RECEIVED_GRACE_S if older_than_s is None else older_than_s)
-    counts = {"processed": 0, "started": 0, "errors": 0}
+        stale = messages.stale(conn, age, runs.never_started(conn, REPLY_TRIGGERS))
     for row in stale:
-        if should_stop is not None and should_stop():
-            break
+        if stop():
+            return
         try:
             if row["status"] == "received":
                 outcome = _process(rt, row["id"], wait=False)
@@ -143,7 +158,28 @@ def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = N
             observability.logger().warning("recovered an inbound message its process left unfinished", extra={
                 "inbound_id": row["id"], "was": row["status"],
                 "now": outcome.status if row["status"] == "received" else "run started"})
-    return counts
+
+
+def _answer_missed(rt: "Runtime", age: float, stop: Callable[[], bool], counts: dict[str, int]) -> None:
+    """Reply runs whose closer closed them but never sent the answer (a crash, a timeout or an
+    outage in between) get it now; :func:`answer_reply_run` sends at most one per run anyway."""
+    after = 0
+    while not stop():
+        with rt.pool.connection() as conn:
+            closed = runs.recently_closed(conn, REPLY_TRIGGERS, ANSWER_WINDOW_S, age, after_id=after)
+            answered = notifications.runs_answered(conn, [r["id"] for r in closed]) if closed else set()
+        for run in closed:
+            if run["id"] in answered or stop():
+                continue
+            result = answer_reply_run(rt, run["owner_id"], run["id"])
+            if "answer" in result:
+                counts["answered"] += 1
+                observability.logger().warning("sent the answer a reply run's closer never sent", extra={
+                    "run_id": run["id"], "owner_id": run["owner_id"], "answer": result["answer"]})
+            counts["errors"] += "error" in result
+        if len(closed) < runs.RECENTLY_CLOSED_BATCH:
+            return
+        after = closed[-1]["id"]
 
 
 # --- processing ---------------------------------------------------------------------------------
