@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -134,14 +135,49 @@ def test_an_expired_reply_token_is_rejected_with_the_day_it_was_sent(rt, pool, o
     assert_rejected(pool, outcome, f"reply token expired (sent {day:%Y-%m-%d}; replies are accepted for 30 days)", owner)
 
 
-def test_a_parsers_rejection_is_recorded_as_given_before_the_sender_is_even_looked_up(rt, pool, owner):
+@pytest.mark.parametrize("reason", ["SPF verdict FAIL", "DKIM verdict missing", "virus verdict FAIL",
+                                    "From domain example.com is not the envelope sender's (evil.example) and DMARC did "
+                                    "not pass", "a refusal no one listed yet"])
+def test_a_verdict_or_forgery_refusal_is_recorded_as_given_and_never_gets_an_owner(rt, pool, owner, reason):
     me = verified_contact(pool, owner, "email")
     (sent,) = alert(rt, pool, owner, "email")
 
-    outcome = replies.receive(rt, email_reply(me["address"], "ok", token=sent["reply_token"],
-                                              rejection="SPF verdict FAIL"))
+    outcome = replies.receive(rt, email_reply(me["address"], "ok", token=sent["reply_token"], rejection=reason))
 
-    assert_rejected(pool, outcome, "SPF verdict FAIL", None)  # a forged From never gets an owner's row
+    assert_rejected(pool, outcome, reason, None)  # a forged From never gets an owner's row
+
+
+@pytest.mark.parametrize("channel, reason", [
+    ("email", "message of 20971520 bytes exceeds the 10485760-byte limit"),
+    ("email", "malformed MIME: no text part (CloseBoundaryNotFoundDefect)"),
+    ("email", "no text or HTML part to read (only attachments?)"),
+    ("email", "empty reply after removing quoted text"),
+    ("email", "automatic reply (Auto-Submitted: auto-replied)"),
+    ("sms", "the SMS has 1,700 characters; a reply has at most 1,600"),
+])
+def test_a_refusal_of_the_message_itself_is_listed_for_the_senders_owner_only(rt, pool, owner, other_owner,
+                                                                              channel, reason):
+    me = verified_contact(pool, owner, channel)
+    verified_contact(pool, other_owner, channel)
+    inbound = (email_reply(me["address"], "", rejection=reason) if channel == "email"
+               else replace(sms_reply(me["address"], "x" * 1700), rejection=reason))
+
+    outcome = replies.receive(rt, inbound)
+
+    assert_rejected(pool, outcome, reason, owner)
+    assert outcome.owner_id == owner
+    with pool.connection() as conn:
+        assert [(r["id"], r["reason"]) for r in messages.list_for_owner(conn, owner)] == [(outcome.inbound_id, reason)]
+        assert messages.list_for_owner(conn, other_owner) == []
+
+
+def test_a_refusal_of_the_message_itself_from_an_unknown_sender_has_no_owner(rt, pool, owner):
+    verified_contact(pool, owner, "email")
+
+    outcome = replies.receive(rt, email_reply(unique_email("stranger"), "", rejection="empty reply after removing "
+                                                                                      "quoted text"))
+
+    assert_rejected(pool, outcome, "empty reply after removing quoted text", None)
 
 
 def test_an_empty_reply_is_rejected(rt, pool, owner):

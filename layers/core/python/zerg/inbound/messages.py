@@ -4,8 +4,11 @@ Every SQL statement on the table lives here; what the rows mean is :mod:`zerg.in
 Invariants:
 - Idempotent by ``(channel, provider_id)``: the same message delivered twice is one row, and only
   the delivery that inserted it acts on it (or, once it is stale, whoever locks it: :func:`lock`).
-- A row's ``owner_id`` is set only once the sender is known to be a verified contact of that owner;
-  an unknown sender's row has none (kept for the operators, never shown to an owner).
+- A row's ``owner_id`` is set only once the sender is known to be a verified contact of that owner
+  (and for a parser's refusal, only one about the message itself, never a verdict or forgery
+  refusal: :data:`zerg.inbound.replies.OWNER_SEES`); an unknown sender's or a forgery's row has
+  none: kept for the operators, never shown to an owner, deleted after 30 days
+  (:func:`delete_ownerless`, from the inbound sweep).
 - What a parser hands over is stored bounded and as text PostgreSQL accepts (no NUL, within every
   column's limit): hostile input can make a row say less, never fail its insert.
 - The row keeps everything :mod:`zerg.inbound.replies` decides on (:func:`inbound_of`), so a row
@@ -90,22 +93,24 @@ def _references(ids: tuple[str, ...]) -> str | None:
 
 
 def insert(conn: Connection, inbound: Inbound, provider_id: str, *, status: str = "received",
-           reason: str | None = None) -> dict[str, Any] | None:
+           reason: str | None = None, owner_id: int | None = None) -> dict[str, Any] | None:
     """The new row of ``inbound`` (its ``provider_id`` as the caller made it fit), or None when
-    that message has a row already (a duplicate delivery: nothing is written)."""
+    that message has a row already (a duplicate delivery: nothing is written). ``owner_id``: only
+    for a row final at its insert whose sender is that owner's verified contact."""
     values = {name: clean(getattr(inbound, name), limit) for name, limit in _LIMITS.items() if name != "reason"}
     tokens = [t for t in (clean(t) for t in inbound.tokens) if t and len(t) <= TOKEN_MAX][:TOKENS_MAX]
     return conn.execute(
         f"""INSERT INTO inbound_messages (channel, provider_id, source, sender, recipient, subject, body, message_id,
                                           in_reply_to, references_ids, reply_tokens, previous_provider_id, object_key,
-                                          status, reason)
+                                          status, reason, owner_id)
             VALUES (%(channel)s, %(provider_id)s, %(source)s, %(sender)s, %(recipient)s, %(subject)s, %(body)s,
                     %(message_id)s, %(in_reply_to)s, %(references)s, %(tokens)s, %(previous_provider_id)s,
-                    %(object_key)s, %(status)s, %(reason)s)
+                    %(object_key)s, %(status)s, %(reason)s, %(owner_id)s)
             ON CONFLICT (channel, provider_id) DO NOTHING RETURNING {_ROW}""",
         {**values, "channel": inbound.channel, "provider_id": provider_id, "source": inbound.source,
          "body": values["body"] or "", "references": _references(inbound.references), "tokens": tokens,
-         "object_key": clean(inbound.object_key), "status": status, "reason": clean(reason, _LIMITS["reason"])},
+         "object_key": clean(inbound.object_key), "status": status, "reason": clean(reason, _LIMITS["reason"]),
+         "owner_id": owner_id},
     ).fetchone()
 
 

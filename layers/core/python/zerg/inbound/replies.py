@@ -37,6 +37,9 @@ Invariants:
   same run. An acknowledgement made before such a crash is simply found made.
 - The owner is decided once, by :func:`zerg.contacts.sender_contact` (a verified contact); every
   read after that is scoped by that owner: another owner's token, Message-ID or SMS is not found.
+  A parser's refusal gets the sender's owner only when it is about the message itself
+  (:data:`OWNER_SEES`: its size, MIME, no text, an automatic reply), so the owner's listing says
+  why their reply did nothing; a verdict or forgery refusal never has an owner.
 - Never raises for bad input (a precise reason is recorded); an unexpected error while deciding is
   recorded ``failed`` with its type; a database outage raises (the caller's retry is safe).
 - Confirmations and answers go through :func:`zerg.alerts.deliver.deliver` (purpose ``answer``) to
@@ -72,6 +75,12 @@ if TYPE_CHECKING:
 REPLY_TRIGGERS = ("email", "sms")
 RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
 ANSWER_WINDOW_S = 24 * 3600.0  # a reply run closed this recently without an answer gets it from the sweep
+# A parser's refusals about the message itself, not about who sent it (see _owner_told): these
+# the sender's owner sees. An allow-list: a refusal not named here stays without an owner.
+OWNER_SEES = ("message of ",  # "message of N bytes exceeds the M-byte limit"
+              "malformed MIME", "no text or HTML part", "empty reply",  # checked after the verdicts passed
+              "automatic reply",  # Auto-Submitted, Precedence, multipart/report
+              "the SMS has ")  # no text, or too long
 OWNERLESS_KEEP_DAYS = 30  # rows of no owner (unknown senders, forgeries) are kept this long for the operators
 SMS_ANSWER_CHARS = 600  # an answer by SMS: about four segments; longer ones end with the run's link
 EMAIL_ANSWER_CHARS = 20_000
@@ -107,7 +116,8 @@ def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
     provider_id = _provider_key(inbound)
     with rt.pool.connection() as conn:
         if inbound.rejection:  # final at its insert: nothing of it is trusted, nor processed later
-            row = messages.insert(conn, inbound, provider_id, status="rejected", reason=inbound.rejection)
+            row = messages.insert(conn, inbound, provider_id, status="rejected", reason=inbound.rejection,
+                                  owner_id=_owner_told(conn, inbound))
         else:
             row = messages.insert(conn, inbound, provider_id)
     if row is None:
@@ -183,6 +193,17 @@ def _answer_missed(rt: "Runtime", age: float, stop: Callable[[], bool], counts: 
 
 
 # --- processing ---------------------------------------------------------------------------------
+
+def _owner_told(conn: "Connection", inbound: Inbound) -> int | None:
+    """The owner a parser's refusal is listed for: the one whose verified contact the sender is,
+    when the refusal is about the message itself (:data:`OWNER_SEES`: its size, MIME, no text, an
+    automatic reply), so the owner learns why their reply did nothing. A verdict or forgery refusal
+    (SPF, DKIM, DMARC, spam, virus, the From) has no owner: its From proves nothing."""
+    if not inbound.rejection.startswith(OWNER_SEES):
+        return None
+    contact = contacts.sender_contact(conn, inbound.channel, messages.clean(inbound.sender, 400) or "")
+    return contact["owner_id"] if contact else None
+
 
 def _provider_key(inbound: Inbound) -> str:
     """The provider id as the row's key: as given when it fits, else a digest of it (or, for none at
