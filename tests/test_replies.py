@@ -180,6 +180,24 @@ def test_a_refusal_of_the_message_itself_from_an_unknown_sender_has_no_owner(rt,
     assert_rejected(pool, outcome, "empty reply after removing quoted text", None)
 
 
+def test_a_refusals_log_line_says_what_the_parser_saw(rt, pool, owner, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO)
+    me = verified_contact(pool, owner, "email")
+    seen = {"bytes": 912, "part": None, "attachments": 2, "defects": ["CloseBoundaryNotFoundDefect"] * 50,
+            "charset": "x" * 5000, "sender_ip": "not logged"}
+    inbound = replace(email_reply(me["address"], "", rejection="no text or HTML part to read (only attachments?)"),
+                      extra=seen)
+
+    outcome = replies.receive(rt, inbound)
+
+    (line,) = [r for r in caplog.records if r.getMessage() == "inbound email: rejected"
+               and getattr(r, "inbound_id", None) == outcome.inbound_id]
+    assert line.parsed == {"bytes": 912, "attachments": 2, "defects": ["CloseBoundaryNotFoundDefect"] * 20,
+                           "charset": "x" * 100}
+
+
 def test_an_empty_reply_is_rejected(rt, pool, owner):
     me = verified_contact(pool, owner, "email")
     (sent,) = alert(rt, pool, owner, "email")

@@ -61,6 +61,8 @@ class Inbound:
     previous_provider_id: str | None = None  # SMS: previousPublishedMessageId
     object_key: str | None = None  # where the raw message is kept
     rejection: str | None = None  # the parser's reason to refuse it (size, MIME, verdicts), if any
+    # What the parser saw (bytes, part, charset, attachments, defects, keyword, ...): not stored;
+    # the outcome's log line carries it (zerg.inbound.replies), so an operator sees why a refusal.
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -381,12 +381,30 @@ def _outcome(row: dict[str, Any]) -> Outcome:
 
 
 def _logged(outcome: Outcome, inbound: Inbound) -> Outcome:
+    """The outcome's log line, with what the parser saw (why a refusal, for an operator)."""
     log = observability.logger()
     (log.warning if outcome.status == "failed" else log.info)(f"inbound {inbound.channel}: {outcome.status}", extra={
         "inbound_id": outcome.inbound_id, "channel": inbound.channel, "source": inbound.source,
         "status": outcome.status, "reason": outcome.reason, "owner_id": outcome.owner_id, "run_id": outcome.run_id,
-        "duplicate": outcome.duplicate})
+        "duplicate": outcome.duplicate, "parsed": _parser_notes(inbound.extra)})
     return outcome
+
+
+_LOGGED_EXTRA = ("bytes", "part", "charset", "attachments", "defects", "keyword", "sns_message_id")
+
+
+def _parser_notes(extra: dict[str, Any]) -> dict[str, Any]:
+    """The parser's notes (:attr:`Inbound.extra`) an operator needs, bounded: they come from the message."""
+    notes: dict[str, Any] = {}
+    for key in _LOGGED_EXTRA:
+        value = extra.get(key)
+        if isinstance(value, (list, tuple)):
+            notes[key] = [str(v)[:80] for v in value[:20]]
+        elif isinstance(value, (bool, int, float)):
+            notes[key] = value
+        elif value is not None:
+            notes[key] = str(value)[:100]
+    return notes
 
 
 # --- answers ------------------------------------------------------------------------------------
