@@ -222,6 +222,21 @@ def test_hostile_fields_are_stored_bounded_and_never_fail_the_insert(rt, pool, o
     assert len(row["reply_tokens"]) == 20 and row["references_ids"] == "<ok@x> <ok@x> <ok@x>"
 
 
+@pytest.mark.parametrize("field", ["body", "subject", "sender", "message_id", "provider_id"])
+def test_a_lone_surrogate_in_any_field_is_dropped_and_the_message_still_recorded(rt, pool, owner, field):
+    idle(rt)
+    me = verified_contact(pool, owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    inbound = email_reply(me["address"], "make it weekly", token=sent["reply_token"])  # a utf-7 part decodes to one
+    inbound = replace(inbound, **{field: getattr(inbound, field) + "\ud83d"})
+
+    outcome = replies.receive(rt, inbound)
+
+    row = row_of(pool, outcome.inbound_id)
+    assert "\ud83d" not in row[field] and row[field] == getattr(inbound, field)[:-1]
+    assert outcome.status == "run"
+
+
 def test_sms_from_a_number_of_another_owner_answers_for_that_owner_only(rt, pool, owner, other_owner):
     idle(rt)
     verified_contact(pool, owner, "sms")

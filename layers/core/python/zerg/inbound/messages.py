@@ -4,13 +4,16 @@ Every SQL statement on the table lives here; what the rows mean is :mod:`zerg.in
 Invariants:
 - Idempotent by ``(channel, provider_id)``: the same message delivered twice is one row, and only
   the delivery that inserted it acts on it (or, once it is stale, whoever locks it: :func:`lock`).
+  The same email under another provider id (a replay, a resend) is a second row, which its owner's
+  Message-ID refuses (:func:`lock_and_find_message_id`).
 - A row's ``owner_id`` is set only once the sender is known to be a verified contact of that owner
   (and for a parser's refusal, only one about the message itself, never a verdict or forgery
   refusal: :data:`zerg.inbound.replies.OWNER_SEES`); an unknown sender's or a forgery's row has
   none: kept for the operators, never shown to an owner, deleted after 30 days
   (:func:`delete_ownerless`, from the inbound sweep).
-- What a parser hands over is stored bounded and as text PostgreSQL accepts (no NUL, within every
-  column's limit): hostile input can make a row say less, never fail its insert.
+- What a parser hands over is stored bounded and as text PostgreSQL accepts (:func:`clean`: no NUL,
+  no lone surrogate, within every column's limit): hostile input can make a row say less, never
+  fail its insert.
 - The row keeps everything :mod:`zerg.inbound.replies` decides on (:func:`inbound_of`), so a row
   left ``received`` by a crash is processed again from the row alone. Its reply tokens (bearer
   credentials for replies) are read by the system only: owner reads and exports leave them out.

@@ -27,21 +27,25 @@ Invariants:
 - Row first: the row is committed (``received``) before anything acts on it, idempotent by
   ``(channel, provider_id)``. The delivery that inserted it processes it; a duplicate delivery does
   nothing new and reports the first one's outcome (``duplicate``), except completing what a crash
-  left (below).
+  left (below). The same email under a new provider id is refused by its owner's Message-ID,
+  decided under a lock on (owner, Message-ID): of copies decided at once, one runs.
 - Processing happens under the row's lock and only while it is ``received``, so two deliveries or
   a delivery and the sweep never both act. A run is phase 1 (the run row and the inbound row's
   ``run``, one transaction) then phase 2 (the execution, under the row's lock again, only while the
   run has neither executor nor execution; starting is idempotent per run anyway).
 - A crash leaves a row ``received``, or ``run`` with a run never started: after
   :data:`RECEIVED_GRACE_S` a duplicate delivery or :func:`recover_pending` completes it, with the
-  same run. An acknowledgement made before such a crash is simply found made.
+  same run. An acknowledgement made before such a crash is simply found made. A reply run closed
+  (not cancelled) whose answer its closer never sent gets it from :func:`recover_pending`, within
+  :data:`ANSWER_WINDOW_S`.
 - The owner is decided once, by :func:`zerg.contacts.sender_contact` (a verified contact); every
   read after that is scoped by that owner: another owner's token, Message-ID or SMS is not found.
   A parser's refusal gets the sender's owner only when it is about the message itself
   (:data:`OWNER_SEES`: its size, MIME, no text, an automatic reply), so the owner's listing says
   why their reply did nothing; a verdict or forgery refusal never has an owner.
-- Never raises for bad input (a precise reason is recorded); an unexpected error while deciding is
-  recorded ``failed`` with its type; a database outage raises (the caller's retry is safe).
+- Never raises for bad input (every field is stored cleaned and bounded, a precise reason
+  recorded); an unexpected error while deciding is recorded ``failed`` with its type; a database
+  outage raises (the caller's retry is safe).
 - Confirmations and answers go through :func:`zerg.alerts.deliver.deliver` (purpose ``answer``) to
   the one contact that wrote, on the channel it wrote on; an email threaded to it. One answer per
   run: a second closer or a retry finds it sent (:func:`zerg.alerts.notifications.lock_and_find_answer`).
@@ -110,7 +114,10 @@ class _Decision:
 
 def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
     """The one path for every inbound message (see the module): its outcome. Never raises for bad
-    input; a database outage raises."""
+    input: every field is stored cleaned and bounded (:func:`zerg.inbound.messages.clean`) and a
+    refusal recorded with its reason. Raises ``ValueError`` for a channel or source that is not an
+    inbound one (the caller's bug), and psycopg's errors while the database is out (the caller's
+    retry is safe: the row is idempotent by provider id)."""
     if inbound.channel not in REPLY_TRIGGERS or inbound.source not in ("ses", "sns", "local"):
         raise ValueError(f"not an inbound channel and source: {inbound.channel!r}, {inbound.source!r}")
     provider_id = _provider_key(inbound)
