@@ -150,6 +150,14 @@ def lock_and_find_answer(conn: Connection, owner_id: int, run_id: int) -> bool:
         (owner_id, run_id)).fetchone() is not None
 
 
+def runs_answered(conn: Connection, run_ids: list[int]) -> set[int]:
+    """Those of ``run_ids`` that have an ``answer`` notification (sent or not). System read (the
+    inbound sweep, for reply runs whose answer a crash lost)."""
+    rows = conn.execute("SELECT DISTINCT run_id FROM notifications WHERE run_id = ANY(%s) AND purpose = 'answer'",
+                        (run_ids,)).fetchall()
+    return {r["run_id"] for r in rows}
+
+
 def export_notifications(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's notifications (without reply tokens), for ``zerg owners export``."""
     with conn.cursor() as cur:

@@ -4,10 +4,16 @@ Every SQL statement on the table lives here; what the rows mean is :mod:`zerg.in
 Invariants:
 - Idempotent by ``(channel, provider_id)``: the same message delivered twice is one row, and only
   the delivery that inserted it acts on it (or, once it is stale, whoever locks it: :func:`lock`).
-- A row's ``owner_id`` is set only once the sender is known to be a verified contact of that owner;
-  an unknown sender's row has none (kept for the operators, never shown to an owner).
-- What a parser hands over is stored bounded and as text PostgreSQL accepts (no NUL, within every
-  column's limit): hostile input can make a row say less, never fail its insert.
+  The same email under another provider id (a replay, a resend) is a second row, which its owner's
+  Message-ID refuses (:func:`lock_and_find_message_id`).
+- A row's ``owner_id`` is set only once the sender is known to be a verified contact of that owner
+  (and for a parser's refusal, only one about the message itself, never a verdict or forgery
+  refusal: :data:`zerg.inbound.replies.OWNER_SEES`); an unknown sender's or a forgery's row has
+  none: kept for the operators, never shown to an owner, deleted after 30 days
+  (:func:`delete_ownerless`, from the inbound sweep).
+- What a parser hands over is stored bounded and as text PostgreSQL accepts (:func:`clean`: no NUL,
+  no lone surrogate, within every column's limit): hostile input can make a row say less, never
+  fail its insert.
 - The row keeps everything :mod:`zerg.inbound.replies` decides on (:func:`inbound_of`), so a row
   left ``received`` by a crash is processed again from the row alone. Its reply tokens (bearer
   credentials for replies) are read by the system only: owner reads and exports leave them out.
@@ -58,6 +64,8 @@ class Inbound:
     previous_provider_id: str | None = None  # SMS: previousPublishedMessageId
     object_key: str | None = None  # where the raw message is kept
     rejection: str | None = None  # the parser's reason to refuse it (size, MIME, verdicts), if any
+    # What the parser saw (bytes, part, charset, attachments, defects, keyword, ...): not stored;
+    # the outcome's log line carries it (zerg.inbound.replies), so an operator sees why a refusal.
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -90,22 +98,24 @@ def _references(ids: tuple[str, ...]) -> str | None:
 
 
 def insert(conn: Connection, inbound: Inbound, provider_id: str, *, status: str = "received",
-           reason: str | None = None) -> dict[str, Any] | None:
+           reason: str | None = None, owner_id: int | None = None) -> dict[str, Any] | None:
     """The new row of ``inbound`` (its ``provider_id`` as the caller made it fit), or None when
-    that message has a row already (a duplicate delivery: nothing is written)."""
+    that message has a row already (a duplicate delivery: nothing is written). ``owner_id``: only
+    for a row final at its insert whose sender is that owner's verified contact."""
     values = {name: clean(getattr(inbound, name), limit) for name, limit in _LIMITS.items() if name != "reason"}
     tokens = [t for t in (clean(t) for t in inbound.tokens) if t and len(t) <= TOKEN_MAX][:TOKENS_MAX]
     return conn.execute(
         f"""INSERT INTO inbound_messages (channel, provider_id, source, sender, recipient, subject, body, message_id,
                                           in_reply_to, references_ids, reply_tokens, previous_provider_id, object_key,
-                                          status, reason)
+                                          status, reason, owner_id)
             VALUES (%(channel)s, %(provider_id)s, %(source)s, %(sender)s, %(recipient)s, %(subject)s, %(body)s,
                     %(message_id)s, %(in_reply_to)s, %(references)s, %(tokens)s, %(previous_provider_id)s,
-                    %(object_key)s, %(status)s, %(reason)s)
+                    %(object_key)s, %(status)s, %(reason)s, %(owner_id)s)
             ON CONFLICT (channel, provider_id) DO NOTHING RETURNING {_ROW}""",
         {**values, "channel": inbound.channel, "provider_id": provider_id, "source": inbound.source,
          "body": values["body"] or "", "references": _references(inbound.references), "tokens": tokens,
-         "object_key": clean(inbound.object_key), "status": status, "reason": clean(reason, _LIMITS["reason"])},
+         "object_key": clean(inbound.object_key), "status": status, "reason": clean(reason, _LIMITS["reason"]),
+         "owner_id": owner_id},
     ).fetchone()
 
 
@@ -147,22 +157,46 @@ def finish(conn: Connection, inbound_id: int, status: str, reason: str | None = 
     ).fetchone()
 
 
-def stale(conn: Connection, older_than_s: float, limit: int = 100) -> list[dict[str, Any]]:
+def lock_and_find_message_id(conn: Connection, owner_id: int, message_id: str, inbound_id: int) -> dict[str, Any] | None:
+    """The owner's earliest email row other than ``inbound_id`` with this Message-ID that was not
+    rejected (the same mail delivered again under another provider id: a replay or an MTA's
+    resend), under a transaction-scoped lock on (owner, Message-ID): call it inside the transaction
+    that decides on ``inbound_id``, so of two such rows decided at once the second sees the first.
+    Id and status only. System read."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('inbound_messages:message_id:' || %s || ':' || %s, 0))",
+                 (owner_id, message_id))
+    return conn.execute(
+        """SELECT id, status FROM inbound_messages
+           WHERE owner_id = %s AND channel = 'email' AND message_id = %s AND status <> 'rejected' AND id <> %s
+           ORDER BY id LIMIT 1""", (owner_id, message_id, inbound_id)).fetchone()
+
+
+def stale(conn: Connection, older_than_s: float, unstarted_run_ids: list[int], limit: int = 100) -> list[dict[str, Any]]:
     """Rows whose processing a crash cut short, unchanged for ``older_than_s``: still ``received``,
-    or ``run`` with a run that is ``running`` with neither executor nor execution (never started).
-    Oldest first; id and status only. System read (the recovery sweep)."""
+    or ``run`` with one of ``unstarted_run_ids`` (runs never started:
+    :func:`zerg.runs.store.never_started`). Oldest first; id and status only. System read (the
+    recovery sweep)."""
     return conn.execute(
         """(SELECT id, status, received_at FROM inbound_messages
             WHERE status = 'received' AND updated_at < now() - make_interval(secs => %(age)s)
             ORDER BY received_at LIMIT %(limit)s)
            UNION ALL
-           (SELECT i.id, i.status, i.received_at FROM runs r JOIN inbound_messages i ON i.run_id = r.id
-            WHERE r.status = 'running' AND r.trigger IN ('email', 'sms') AND r.execution_arn IS NULL
-              AND r.executor IS NULL AND i.status = 'run' AND i.updated_at < now() - make_interval(secs => %(age)s)
-            ORDER BY i.received_at LIMIT %(limit)s)
+           (SELECT id, status, received_at FROM inbound_messages
+            WHERE status = 'run' AND run_id = ANY(%(runs)s) AND updated_at < now() - make_interval(secs => %(age)s)
+            ORDER BY received_at LIMIT %(limit)s)
            ORDER BY received_at""",
-        {"age": older_than_s, "limit": limit},
+        {"age": older_than_s, "runs": unstarted_run_ids, "limit": limit},
     ).fetchall()
+
+
+def delete_ownerless(conn: Connection, older_than_days: int, limit: int = 1000) -> int:
+    """Delete rows without an owner (unknown senders, forgeries) received more than
+    ``older_than_days`` ago, at most ``limit`` of them, oldest first; how many. The raw messages
+    they name are not touched (S3 expires ``inbound/`` by its own lifecycle rule)."""
+    return conn.execute(
+        """DELETE FROM inbound_messages WHERE id IN (
+               SELECT id FROM inbound_messages WHERE owner_id IS NULL AND received_at < now() - make_interval(days => %s)
+               ORDER BY received_at LIMIT %s)""", (older_than_days, limit)).rowcount
 
 
 def for_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:

@@ -5,16 +5,20 @@ channel (:func:`answer_reply_run`).
 What a message becomes, in this order (each decision is the row's ``status`` and ``reason``):
 
 1. ``rejected``: the parser refused it (its reason), the sender is no verified contact ("unknown
-   sender"), the body is empty, or it answers nothing of its owner's: an email's reply token or
-   Message-ID names no notification of the owner ("unknown reply token", "not a reply to a message
-   from Zerg"), or one older than ``ZERG_REPLY_TOKEN_DAYS`` ("reply token expired ..."); an SMS with
-   no SMS of Zerg to that number in that time ("no message from Zerg to answer").
+   sender"), the body is empty, the owner received this email before under another provider id
+   (its Message-ID: "already received (Message-ID <...>, inbound #N)"; a replay or an MTA's
+   resend), or it answers nothing of its owner's: an email's reply token or Message-ID names no
+   notification of the owner ("unknown reply token", "not a reply to a message from Zerg"), or one
+   older than ``ZERG_REPLY_TOKEN_DAYS`` ("reply token expired ..."); an SMS with no SMS of Zerg to
+   that number in that time ("no message from Zerg to answer").
 2. ``keyword`` (SMS): STOP opts the number out (no confirmation: the carrier sends its own), START
    opts it in again and confirms, HELP answers :data:`zerg.inbound.sms.HELP_TEXT`. No linked
    notification needed.
-3. ``acknowledged``: the whole message is an acknowledgement ("ok", "ack", "got it", 👍 ...): the
-   inbox item of the run it answers is acknowledged (a critical alert's repeats stop) and a one-line
-   confirmation goes back; nothing to acknowledge: reason "nothing to acknowledge", nothing sent.
+3. ``acknowledged``: the whole message is an acknowledgement (:func:`zerg.inbound.words.is_acknowledgement`:
+   "ok", "ack", "got it", 👍; "thanks" alone is none) and the run it answers has an inbox item: the
+   item is acknowledged (a critical alert's repeats stop) and a one-line confirmation goes back; an
+   item acknowledged before: "Already acknowledged: ..." goes back. A run with no item (an answer,
+   a question, a reminder): the words are a reply like any other (4.), never swallowed.
 4. ``run``: a run on the owner's thread (trigger ``email``/``sms``) whose task is the reply text,
    the owner's own words; what it answers reaches the model as the fenced ``[REPLY CONTEXT]``
    layer (:mod:`zerg.inbound.reply_context`). Its answer comes back by :func:`answer_reply_run`.
@@ -23,18 +27,25 @@ Invariants:
 - Row first: the row is committed (``received``) before anything acts on it, idempotent by
   ``(channel, provider_id)``. The delivery that inserted it processes it; a duplicate delivery does
   nothing new and reports the first one's outcome (``duplicate``), except completing what a crash
-  left (below).
+  left (below). The same email under a new provider id is refused by its owner's Message-ID,
+  decided under a lock on (owner, Message-ID): of copies decided at once, one runs.
 - Processing happens under the row's lock and only while it is ``received``, so two deliveries or
   a delivery and the sweep never both act. A run is phase 1 (the run row and the inbound row's
   ``run``, one transaction) then phase 2 (the execution, under the row's lock again, only while the
   run has neither executor nor execution; starting is idempotent per run anyway).
 - A crash leaves a row ``received``, or ``run`` with a run never started: after
   :data:`RECEIVED_GRACE_S` a duplicate delivery or :func:`recover_pending` completes it, with the
-  same run. An acknowledgement made before such a crash is simply found made.
+  same run. An acknowledgement made before such a crash is simply found made. A reply run closed
+  (not cancelled) whose answer its closer never sent gets it from :func:`recover_pending`, within
+  :data:`ANSWER_WINDOW_S`.
 - The owner is decided once, by :func:`zerg.contacts.sender_contact` (a verified contact); every
   read after that is scoped by that owner: another owner's token, Message-ID or SMS is not found.
-- Never raises for bad input (a precise reason is recorded); an unexpected error while deciding is
-  recorded ``failed`` with its type; a database outage raises (the caller's retry is safe).
+  A parser's refusal gets the sender's owner only when it is about the message itself
+  (:data:`OWNER_SEES`: its size, MIME, no text, an automatic reply), so the owner's listing says
+  why their reply did nothing; a verdict or forgery refusal never has an owner.
+- Never raises for bad input (every field is stored cleaned and bounded, a precise reason
+  recorded); an unexpected error while deciding is recorded ``failed`` with its type; a database
+  outage raises (the caller's retry is safe).
 - Confirmations and answers go through :func:`zerg.alerts.deliver.deliver` (purpose ``answer``) to
   the one contact that wrote, on the channel it wrote on; an email threaded to it. One answer per
   run: a second closer or a retry finds it sent (:func:`zerg.alerts.notifications.lock_and_find_answer`).
@@ -44,9 +55,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +66,7 @@ from zerg import contacts, observability
 from zerg.alerts import notifications
 from zerg.inbound import messages
 from zerg.inbound.messages import Inbound
+from zerg.inbound.words import is_acknowledgement
 from zerg.runs import store as runs
 from zerg.statuses import RUN_FINAL
 from zerg.timestamps import utcnow
@@ -67,11 +78,16 @@ if TYPE_CHECKING:
 
 REPLY_TRIGGERS = ("email", "sms")
 RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
+ANSWER_WINDOW_S = 24 * 3600.0  # a reply run closed this recently without an answer gets it from the sweep
+# A parser's refusals about the message itself, not about who sent it (see _owner_told): these
+# the sender's owner sees. An allow-list: a refusal not named here stays without an owner.
+OWNER_SEES = ("message of ",  # "message of N bytes exceeds the M-byte limit"
+              "malformed MIME", "no text or HTML part", "empty reply",  # checked after the verdicts passed
+              "automatic reply",  # Auto-Submitted, Precedence, multipart/report
+              "the SMS has ")  # no text, or too long
+OWNERLESS_KEEP_DAYS = 30  # rows of no owner (unknown senders, forgeries) are kept this long for the operators
 SMS_ANSWER_CHARS = 600  # an answer by SMS: about four segments; longer ones end with the run's link
 EMAIL_ANSWER_CHARS = 20_000
-_ACK = re.compile(r"(?:(?:ok|okay|k|kk|ack|acked|acknowledged?|got it|roger|roger that|noted|seen|thanks|thank you|"
-                  r"thx|ty|cheers|👍|👌|✅)\s*)+")
-_SKIN_TONES = re.compile("[\U0001F3FB-\U0001F3FF\uFE0F]")
 
 
 @dataclass(frozen=True)
@@ -96,23 +112,19 @@ class _Decision:
     send: str | None = None  # a confirmation to send back once the decision is committed
 
 
-def is_acknowledgement(text: str) -> bool:
-    """The whole message is an acknowledgement: "ok", "Ack.", "got it, thanks!", 👍 (any case,
-    punctuation and spacing)."""
-    words = _SKIN_TONES.sub("", text.casefold())
-    words = "".join(" " if unicodedata.category(ch)[0] in "PZC" else ch for ch in words)
-    return bool(words.strip()) and _ACK.fullmatch(" ".join(words.split())) is not None
-
-
 def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
     """The one path for every inbound message (see the module): its outcome. Never raises for bad
-    input; a database outage raises."""
+    input: every field is stored cleaned and bounded (:func:`zerg.inbound.messages.clean`) and a
+    refusal recorded with its reason. Raises ``ValueError`` for a channel or source that is not an
+    inbound one (the caller's bug), and psycopg's errors while the database is out (the caller's
+    retry is safe: the row is idempotent by provider id)."""
     if inbound.channel not in REPLY_TRIGGERS or inbound.source not in ("ses", "sns", "local"):
         raise ValueError(f"not an inbound channel and source: {inbound.channel!r}, {inbound.source!r}")
     provider_id = _provider_key(inbound)
     with rt.pool.connection() as conn:
         if inbound.rejection:  # final at its insert: nothing of it is trusted, nor processed later
-            row = messages.insert(conn, inbound, provider_id, status="rejected", reason=inbound.rejection)
+            row = messages.insert(conn, inbound, provider_id, status="rejected", reason=inbound.rejection,
+                                  owner_id=_owner_told(conn, inbound))
         else:
             row = messages.insert(conn, inbound, provider_id)
     if row is None:
@@ -124,15 +136,28 @@ def receive(rt: "Runtime", inbound: Inbound) -> Outcome:
 
 def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = None,
                     older_than_s: float | None = None) -> dict[str, int]:
-    """Complete what crashes left (see the module): rows still ``received``, and ``run`` rows whose
-    run never started, unchanged for ``older_than_s`` (default :data:`RECEIVED_GRACE_S`). Counts of
-    what it did. ``zerg serve`` and the AWS housekeeping task ``inbound`` run it."""
+    """The inbound sweep (``zerg serve``'s inbound task and the AWS housekeeping task ``inbound``):
+    complete what crashes left (see the module) - rows still ``received``, ``run`` rows whose run
+    never started, reply runs closed within :data:`ANSWER_WINDOW_S` without an answer - once
+    unchanged for ``older_than_s`` (default :data:`RECEIVED_GRACE_S`); then delete rows without an
+    owner older than :data:`OWNERLESS_KEEP_DAYS`. Counts of what it did."""
+    age = RECEIVED_GRACE_S if older_than_s is None else older_than_s
+    stop = should_stop or (lambda: False)
+    counts = {"processed": 0, "started": 0, "answered": 0, "deleted": 0, "errors": 0}
+    _complete_stale(rt, age, stop, counts)
+    _answer_missed(rt, age, stop, counts)
+    if not stop():
+        with rt.pool.connection() as conn:
+            counts["deleted"] = messages.delete_ownerless(conn, OWNERLESS_KEEP_DAYS)
+    return counts
+
+
+def _complete_stale(rt: "Runtime", age: float, stop: Callable[[], bool], counts: dict[str, int]) -> None:
     with rt.pool.connection() as conn:
-        stale = messages.stale(conn, RECEIVED_GRACE_S if older_than_s is None else older_than_s)
-    counts = {"processed": 0, "started": 0, "errors": 0}
+        stale = messages.stale(conn, age, runs.never_started(conn, REPLY_TRIGGERS))
     for row in stale:
-        if should_stop is not None and should_stop():
-            break
+        if stop():
+            return
         try:
             if row["status"] == "received":
                 outcome = _process(rt, row["id"], wait=False)
@@ -150,10 +175,42 @@ def recover_pending(rt: "Runtime", *, should_stop: Callable[[], bool] | None = N
             observability.logger().warning("recovered an inbound message its process left unfinished", extra={
                 "inbound_id": row["id"], "was": row["status"],
                 "now": outcome.status if row["status"] == "received" else "run started"})
-    return counts
+
+
+def _answer_missed(rt: "Runtime", age: float, stop: Callable[[], bool], counts: dict[str, int]) -> None:
+    """Reply runs whose closer closed them but never sent the answer (a crash, a timeout or an
+    outage in between) get it now; :func:`answer_reply_run` sends at most one per run anyway."""
+    after = 0
+    while not stop():
+        with rt.pool.connection() as conn:
+            closed = runs.recently_closed(conn, REPLY_TRIGGERS, ANSWER_WINDOW_S, age, after_id=after)
+            answered = notifications.runs_answered(conn, [r["id"] for r in closed]) if closed else set()
+        for run in closed:
+            if run["id"] in answered or stop():
+                continue
+            result = answer_reply_run(rt, run["owner_id"], run["id"])
+            if "answer" in result:
+                counts["answered"] += 1
+                observability.logger().warning("sent the answer a reply run's closer never sent", extra={
+                    "run_id": run["id"], "owner_id": run["owner_id"], "answer": result["answer"]})
+            counts["errors"] += "error" in result
+        if len(closed) < runs.RECENTLY_CLOSED_BATCH:
+            return
+        after = closed[-1]["id"]
 
 
 # --- processing ---------------------------------------------------------------------------------
+
+def _owner_told(conn: "Connection", inbound: Inbound) -> int | None:
+    """The owner a parser's refusal is listed for: the one whose verified contact the sender is,
+    when the refusal is about the message itself (:data:`OWNER_SEES`: its size, MIME, no text, an
+    automatic reply), so the owner learns why their reply did nothing. A verdict or forgery refusal
+    (SPF, DKIM, DMARC, spam, virus, the From) has no owner: its From proves nothing."""
+    if not inbound.rejection.startswith(OWNER_SEES):
+        return None
+    contact = contacts.sender_contact(conn, inbound.channel, messages.clean(inbound.sender, 400) or "")
+    return contact["owner_id"] if contact else None
+
 
 def _provider_key(inbound: Inbound) -> str:
     """The provider id as the row's key: as given when it fits, else a digest of it (or, for none at
@@ -173,14 +230,10 @@ def _duplicate(rt: "Runtime", channel: str, provider_id: str) -> Outcome:
         return Outcome("rejected", "delivered before; its row has since been deleted", None, duplicate=True)
     if row["idle_s"] > RECEIVED_GRACE_S:
         if row["status"] == "received":
-            return replace_duplicate(_process(rt, row["id"], wait=False))
+            return replace(_process(rt, row["id"], wait=False), duplicate=True)
         if row["status"] == "run":
             _start(rt, row["id"], wait=False)
-    return replace_duplicate(_outcome(row))
-
-
-def replace_duplicate(outcome: Outcome) -> Outcome:
-    return Outcome(outcome.status, outcome.reason, outcome.inbound_id, outcome.run_id, outcome.owner_id, True)
+    return replace(_outcome(row), duplicate=True)
 
 
 def _process(rt: "Runtime", inbound_id: int, *, wait: bool) -> Outcome:
@@ -222,16 +275,27 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
     if not body:
         return _Decision("rejected", "empty message", owner_id)
     if inbound.channel == "sms":
-        word = _keyword(body)
+        from zerg.inbound import sms
+
+        word = sms.keyword(body)
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
+    if inbound.channel == "email" and inbound.message_id:
+        from zerg.alerts.severity import one_line
+
+        earlier = messages.lock_and_find_message_id(conn, owner_id, inbound.message_id, row["id"])
+        if earlier is not None:  # a new provider id, the same mail: a replay, or an MTA resending it
+            return _Decision("rejected", f"already received (Message-ID {one_line(inbound.message_id, 300)}, "
+                                         f"inbound #{earlier['id']})", owner_id)
     answered, reason = _answered(rt, conn, owner_id, inbound)
     if answered is None:
         return _Decision("rejected", reason, owner_id)
     linked = {"owner_id": owner_id, "contact_id": contact_id, "notification_id": answered["id"],
               "answers_run_id": answered["run_id"]}
     if is_acknowledgement(body):
-        return _acknowledge(rt, conn, owner_id, answered, linked)
+        decision = _acknowledge(rt, conn, owner_id, answered, linked)
+        if decision is not None:
+            return decision
     run_id = runs.start_run(conn, owner_id, body, trigger=inbound.channel).run_id
     return _Decision("run", None, run_id=run_id, **linked)
 
@@ -262,24 +326,25 @@ def _answered(rt: "Runtime", conn: "Connection", owner_id: int,
 
 
 def _acknowledge(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any],
-                 linked: dict[str, Any]) -> _Decision:
+                 linked: dict[str, Any]) -> _Decision | None:
+    """An acknowledgement of the inbox item of the run ``answered`` came from, told back; "already
+    acknowledged" told back for an item acknowledged before; None when that run has no item (an
+    answer, a question, a reminder): the words are then a reply like any other, for a run."""
     from zerg.alerts import inbox
     from zerg.alerts.background import acknowledge
     from zerg.alerts.severity import one_line
 
     item = inbox.get(conn, owner_id, answered["run_id"]) if answered["run_id"] else None
-    if item is None or item["acknowledged_at"] is not None:
-        return _Decision("acknowledged", "nothing to acknowledge", **linked)
+    if item is None:
+        return None
+    alert = f"the {item['severity']} alert of run {answered['run_id']}"
+    if item["acknowledged_at"] is not None:
+        return _Decision("acknowledged", f"already acknowledged: {alert}",
+                         send=f"Already acknowledged: {one_line(item['headline'], 200)}.", **linked)
     acknowledge(rt, owner_id, answered["run_id"])  # the one path: the item and its escalation together
     repeats = " No more repeats." if item["severity"] == "critical" else ""
-    return _Decision("acknowledged", f"acknowledged the {item['severity']} alert of run {answered['run_id']}",
+    return _Decision("acknowledged", f"acknowledged {alert}",
                      send=f"Acknowledged: {one_line(item['headline'], 200)}.{repeats}", **linked)
-
-
-def _keyword(body: str) -> str | None:
-    from zerg.inbound import sms
-
-    return sms.keyword(body)
 
 
 def _keyword_decision(conn: "Connection", owner_id: int, contact_id: int, inbound_id: int, word: str) -> _Decision:
@@ -323,12 +388,30 @@ def _outcome(row: dict[str, Any]) -> Outcome:
 
 
 def _logged(outcome: Outcome, inbound: Inbound) -> Outcome:
+    """The outcome's log line, with what the parser saw (why a refusal, for an operator)."""
     log = observability.logger()
     (log.warning if outcome.status == "failed" else log.info)(f"inbound {inbound.channel}: {outcome.status}", extra={
         "inbound_id": outcome.inbound_id, "channel": inbound.channel, "source": inbound.source,
         "status": outcome.status, "reason": outcome.reason, "owner_id": outcome.owner_id, "run_id": outcome.run_id,
-        "duplicate": outcome.duplicate})
+        "duplicate": outcome.duplicate, "parsed": _parser_notes(inbound.extra)})
     return outcome
+
+
+_LOGGED_EXTRA = ("bytes", "part", "charset", "attachments", "defects", "keyword", "sns_message_id")
+
+
+def _parser_notes(extra: dict[str, Any]) -> dict[str, Any]:
+    """The parser's notes (:attr:`Inbound.extra`) an operator needs, bounded: they come from the message."""
+    notes: dict[str, Any] = {}
+    for key in _LOGGED_EXTRA:
+        value = extra.get(key)
+        if isinstance(value, (list, tuple)):
+            notes[key] = [str(v)[:80] for v in value[:20]]
+        elif isinstance(value, (bool, int, float)):
+            notes[key] = value
+        elif value is not None:
+            notes[key] = str(value)[:100]
+    return notes
 
 
 # --- answers ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
+from zerg.alerts.severity import one_line
 from zerg.inbound.replies import REPLY_TRIGGERS
 
 if TYPE_CHECKING:
@@ -58,26 +59,26 @@ def build(conn: "Connection", owner_id: int, run_id: int) -> str | None:
              "Below is what it answers.",
              f"Channel: {inbound['channel']} (your answer is sent back on it)"]
     if inbound["subject"]:
-        lines.append(f"Reply subject: {_short(inbound['subject'], 300)}")
+        lines.append(f"Reply subject: {one_line(inbound['subject'], 300)}")
     note = (notifications.get(conn, owner_id, inbound["notification_id"])
             if inbound["notification_id"] else None)
     if note is not None:
         kind = " ".join(p for p in (note["severity"], note["purpose"]) if p)
         lines += ["", f"It answers Zerg's {note['channel']} {kind} #{note['id']}, sent {note['sent_on']:%Y-%m-%d %H:%M} UTC:"]
         if note["subject"] and note["channel"] == "email":
-            lines.append(f"  Subject: {_short(note['subject'], 300)}")
-        lines.append(f"  Text: {_indent(_short(note['body'], TEXT_CHARS))}")
+            lines.append(f"  Subject: {one_line(note['subject'], 300)}")
+        lines.append(f"  Text: {_indent(_excerpt(note['body'], TEXT_CHARS))}")
     answered_run = inbound["answers_run_id"]
     run = runs.get_run(conn, owner_id, answered_run) if answered_run else None
     if run is not None:
         lines += ["", f"That message came from run #{run['id']} ({run['trigger']}, {run['status']}); "
-                      f"its task: {_short(run['task'], 300)}"]
+                      f"its task: {one_line(run['task'], 300)}"]
         item = inbox.get(conn, owner_id, run["id"])
         if item is not None:
             state = "acknowledged" if item["acknowledged_at"] else "not acknowledged"
-            lines.append(f"  Inbox item: {item['severity']}: {_short(item['headline'], 300)} ({state})")
+            lines.append(f"  Inbox item: {item['severity']}: {one_line(item['headline'], 300)} ({state})")
         if run["result"]:
-            lines.append(f"  Its answer: {_indent(_short(run['result'], TEXT_CHARS))}")
+            lines.append(f"  Its answer: {_indent(_excerpt(run['result'], TEXT_CHARS))}")
     schedule = _schedule(conn, owner_id, run, note)
     if schedule is not None:
         lines += ["", _schedule_line(schedule)]
@@ -108,11 +109,13 @@ def _schedule_line(s: dict[str, Any]) -> str:
     when = (f"cron {s['cron']}" if s["cron"] else f"rate {s['rate']}" if s["rate"]
             else f"once at {s['at']:%Y-%m-%d %H:%M}" if s["at"] else s["expression"])
     state = "enabled" if s["enabled"] else "paused"
-    return (f"Schedule: #{s['id']} '{_short(s['name'], 100)}' (kind {s['kind']}, {when}, time zone {s['timezone']}, "
-            f"{state}); its task: {_short(s['task'], 300)}")
+    return (f"Schedule: #{s['id']} '{one_line(s['name'], 100)}' (kind {s['kind']}, {when}, time zone {s['timezone']}, "
+            f"{state}); its task: {one_line(s['task'], 300)}")
 
 
-def _short(text: str | None, limit: int) -> str:
+def _excerpt(text: str | None, limit: int) -> str:
+    """A text of many lines (a message's body, a run's answer) kept as lines, cut with …; a field
+    of one line is :func:`zerg.alerts.severity.one_line` (a newline in it cannot start a line here)."""
     text = (text or "").strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

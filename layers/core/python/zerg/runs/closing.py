@@ -16,6 +16,8 @@ Invariants:
   What it calls is idempotent anyway (one inbox item per run, one answer per run), so a second
   caller sends nothing twice.
 - Best effort: the run is recorded before; nothing here raises to the closer or changes the run.
+  A reply run's answer that a failure here (or a crash before it) lost is sent later by the
+  inbound sweep (:func:`zerg.inbound.replies.recover_pending`, within a day of the close).
 """
 
 from __future__ import annotations

@@ -354,6 +354,31 @@ def unfinished_runs_of_every_owner(conn: Connection) -> list[dict[str, Any]]:
     ).fetchall()
 
 
+def never_started(conn: Connection, triggers: tuple[str, ...], limit: int = 100) -> list[int]:
+    """Runs of ``triggers`` written ``running`` whose execution was never started (neither an
+    executor nor an execution ARN), oldest first: what a crash between a run's row and its start
+    left, for the system's own sweeps (not owner-scoped)."""
+    return [r["id"] for r in conn.execute(
+        """SELECT id FROM runs WHERE status = 'running' AND trigger = ANY(%s) AND execution_arn IS NULL
+             AND executor IS NULL ORDER BY id LIMIT %s""", (list(triggers), limit)).fetchall()]
+
+
+RECENTLY_CLOSED_BATCH = 200
+
+
+def recently_closed(conn: Connection, triggers: tuple[str, ...], within_s: float, grace_s: float,
+                    after_id: int = 0, limit: int = RECENTLY_CLOSED_BATCH) -> list[dict[str, Any]]:
+    """Runs of ``triggers`` that closed (any final status but ``cancelled``: the owner stopped
+    those) between ``within_s`` and ``grace_s`` seconds ago, ids above ``after_id``, by id: id and
+    owner only. For the system's own sweeps (not owner-scoped)."""
+    return conn.execute(
+        """SELECT id, owner_id FROM runs
+           WHERE trigger = ANY(%s) AND status = ANY(%s) AND id > %s
+             AND finished_at >= now() - make_interval(secs => %s) AND finished_at < now() - make_interval(secs => %s)
+           ORDER BY id LIMIT %s""",
+        (list(triggers), [s for s in RUN_FINAL if s != "cancelled"], after_id, within_s, grace_s, limit)).fetchall()
+
+
 def executed_by(conn: Connection, executor: str, run_ids: list[int]) -> list[dict[str, Any]]:
     """Those of ``run_ids`` that ``executor`` claimed and that have not ended (to close when that
     process stops)."""
