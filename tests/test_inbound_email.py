@@ -577,6 +577,16 @@ def test_an_oversized_object_is_refused_from_its_size_without_downloading(tmp_pa
     assert got.sender == "Owner@example.com" and got.tokens == (token,) and got.object_key == "inbound/email/big1"
 
 
+def test_an_oversized_or_missing_object_with_a_failed_verdict_is_refused_for_the_verdict(tmp_path, s3_bucket):
+    """What the owner sees about a message Zerg did not read comes only from a From that SES
+    authenticated: a forged sender's oversized mail is a verdict refusal (never listed for an owner)."""
+    store_raw(s3_bucket, "big2", message() + bytes(70 * 1024))
+    rt = runtime(tmp_path, ZERG_INBOUND_MAX_BYTES=str(64 * 1024))
+    big = from_ses_record(rt, ses_record("big2", recipients=[f"zerg@{DOMAIN}"], dkim="FAIL", dmarc="FAIL"), s3=s3_bucket[0])
+    gone = from_ses_record(rt, ses_record("gone2", recipients=[f"zerg@{DOMAIN}"], spf="FAIL"), s3=s3_bucket[0])
+    assert big.rejection == "DKIM verdict FAIL" and gone.rejection == "SPF verdict FAIL"
+
+
 def test_a_ses_record_with_long_common_headers_is_read_not_refused(tmp_path, s3_bucket):
     """SES copies the sender's headers into the record: their size is the sender's choice, so it
     is cut, never a reason to refuse the record (that would leave no row)."""

@@ -269,7 +269,11 @@ def from_ses_record(rt: "Runtime", record: dict[str, Any], *, s3: Any = None) ->
 
     def unread(reason: str) -> Inbound:  # what SES's event itself says, for the record
         common, domain = ses.mail.common_headers, settings.mail_domain.strip().lower().rstrip(".")
-        return Inbound(**base, sender=mail_headers.sender_from(common.from_)[0], body="", rejection=reason,
+        sender = mail_headers.sender_from(common.from_)[0]
+        verdicts = ses.receipt.verdicts()  # an unauthenticated From must not show its subject to that owner
+        reason = (mail_headers.verdict_refusal(verdicts) or mail_headers.alignment_refusal(sender, ses.mail.source, verdicts)
+                  or reason)
+        return Inbound(**base, sender=sender, body="", rejection=reason,
                        subject=mail_headers.line(common.subject, 998) if common.subject else None,
                        **mail_headers.received_fields(ses.receipt.recipients, domain))
 
