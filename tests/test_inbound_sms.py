@@ -83,6 +83,14 @@ def test_a_two_way_sms_record_becomes_an_inbound_with_its_ids_and_a_clean_body()
         extra={"sns_message_id": SNS_ID, "topic_arn": "arn:aws:sns:us-east-1:123456789012:zerg-sms", "keyword": "KEYWORD_1"})
 
 
+def test_an_sms_is_cleaned_by_the_rules_an_email_reply_is():
+    from zerg.inbound.reply_text import clean_text
+
+    text = "make it\x85weekly\u2029please \U000e0041\ufeff👨\u200d💻"
+    inbound = sms.from_sns_record(record(two_way(messageBody=text)))
+    assert inbound.body == clean_text(text) == "make it\nweekly\n\nplease 👨\u200d💻"
+
+
 def test_an_emoji_reply_keeps_its_joined_emoji_and_a_first_message_needs_no_previous_id():
     inbound = sms.from_sns_record(record(two_way(messageBody="👍🏽 👨\u200d💻", previousPublishedMessageId=None,
                                                  messageKeyword=None)))

@@ -35,6 +35,9 @@ class Outbox:
         return [(email.message_from_bytes(p.read_bytes(), policy=email.policy.default), None)
                 for p in sorted(self.dir.glob("*.eml"))]
 
+    def raw(self):
+        return [p.read_bytes() for p in sorted(self.dir.glob("*.eml"))]
+
     def texts(self):
         return [(sms["to"], part) for p in sorted(self.dir.glob("*.json")) for sms in [json.loads(p.read_text())]
                 for part in sms["parts"]]
@@ -62,6 +65,11 @@ class Aws:
         sent = ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages
         return [(email.message_from_bytes(m.raw_data.encode().replace(b"\r\n", b"\n"), policy=email.policy.default),
                  set(m.destinations)) for m in sent]  # as a mail client reads it (CRLF on the wire)
+
+    def raw(self):
+        from moto.ses.models import ses_backends
+
+        return [m.raw_data.encode() for m in ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages]
 
     def texts(self):
         from moto.sns.models import sns_backends
@@ -103,6 +111,55 @@ def test_an_email_arrives_with_text_html_reply_to_and_threading(impl):
         assert msg["Message-ID"] == sent.message_id == "<m1@zerg.example.org>"
     else:  # SES replaces Message-ID with its own: the one a reply's In-Reply-To carries
         assert sent.message_id == f"<{sent.provider_message_id}@email.amazonses.com>"
+
+
+# SES gives every message it sends an id like this (82+ characters); Outlook's are ~90.
+SES_ID = "<0100018f3c2a9b1d-5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9-000000@email.amazonses.com>"
+OUTLOOK_ID = "<DB9PR07MB1234567890ABCDEF1234567890ABCDEF1234567890AB@DB9PR07MB1234.eurprd07.prod.outlook.com>"
+
+
+def _thread_ids(raw: bytes, name: str) -> tuple[list[str], list[bytes]]:
+    """The msg-id tokens of header ``name`` as a mail client threading reads them (compat32: the raw
+    value, no encoded word decoded), and the header's physical lines."""
+    from email.parser import BytesHeaderParser
+    from email.policy import compat32
+
+    value = str(BytesHeaderParser(policy=compat32).parsebytes(raw)[name] or "")
+    head = raw.replace(b"\r\n", b"\n").split(b"\n\n", 1)[0].split(b"\n")
+    start = next(i for i, line in enumerate(head) if line.lower().startswith(name.lower().encode() + b":"))
+    end = next((i for i in range(start + 1, len(head)) if head[i][:1] not in (b" ", b"\t")), len(head))
+    return re.findall(r"<[^<>\s]+>", value), head[start:end]
+
+
+def test_long_message_ids_thread_as_whole_msg_id_tokens_never_encoded_words(impl):
+    assert len(SES_ID) >= 82 and len(OUTLOOK_ID) >= 85
+    impl.notifier.send_email(_email(in_reply_to=OUTLOOK_ID, references=(SES_ID, "<short@example.com>")))
+
+    (raw,) = impl.raw()
+    in_reply_to, in_reply_to_lines = _thread_ids(raw, "In-Reply-To")
+    references, references_lines = _thread_ids(raw, "References")
+    assert in_reply_to == [OUTLOOK_ID]
+    assert references == [SES_ID, "<short@example.com>", OUTLOOK_ID]
+    lines = in_reply_to_lines + references_lines
+    assert not any(b"=?" in line for line in lines) and all(len(line) <= 998 for line in lines)
+    # folded only between ids: every line holds whole ids, and short ones share a line within 78
+    assert all(len(line) <= 78 or len(re.findall(rb"<[^<>\s]+>", line)) == 1 for line in lines)
+
+
+def test_many_short_message_ids_fold_between_ids_within_78_characters(impl):
+    ids = tuple(f"<thread-{i:03d}@zerg.example.org>" for i in range(20))
+    impl.notifier.send_email(_email(in_reply_to=ids[-1], references=ids[:-1]))
+
+    (raw,) = impl.raw()
+    references, lines = _thread_ids(raw, "References")
+    assert references == list(ids) and len(lines) > 1 and all(len(line) <= 78 for line in lines)
+
+
+def test_an_in_reply_to_that_is_no_message_id_is_left_out(impl):
+    impl.notifier.send_email(_email(in_reply_to="not an id, ünïcode"))
+
+    ((msg, _),) = impl.emails()
+    assert msg["In-Reply-To"] is None and msg["References"] is None
 
 
 def test_a_subject_or_name_with_line_breaks_adds_no_header(impl):

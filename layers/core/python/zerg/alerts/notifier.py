@@ -8,7 +8,9 @@ Invariants:
 - Every header value is made here, by :func:`header_text` inside :func:`mime_message`, the one
   builder both email implementations use: CR, LF and every other control character are flattened
   to a space and long values are cut, so a subject or a name can never add a header (no
-  ``Bcc:`` smuggled in a subject).
+  ``Bcc:`` smuggled in a subject). In-Reply-To and References hold only well-formed msg-ids
+  (:data:`MESSAGE_ID`), folded between ids and never encoded, whatever an id's length (SES's are
+  82+ characters), so every client threads an answer under the message it answers.
 - An SMS longer than :data:`SMS_MAX_BYTES` is split at line, sentence or word boundaries into
   numbered parts (:func:`split_sms`), each within the limit, prefix included, and at most
   :data:`SMS_MAX_PARTS` of them (the last cut with "…"); a provider id per part comes back.
@@ -17,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from email.message import EmailMessage
+    from email.policy import Policy
 
     from zerg.config import Settings
 
@@ -155,7 +159,7 @@ def mime_message(email: Email) -> "EmailMessage":
     from email.message import EmailMessage
     from email.utils import formatdate
 
-    msg = EmailMessage()
+    msg = EmailMessage(policy=_policy())
     msg["Subject"] = header_text(email.subject) or "(no subject)"
     msg["From"] = Address(display_name=header_text(email.sender_name, NAME_MAX), addr_spec=header_text(email.sender))
     msg["To"] = Address(addr_spec=header_text(email.to))
@@ -164,8 +168,9 @@ def mime_message(email: Email) -> "EmailMessage":
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     if email.message_id:
         msg["Message-ID"] = header_text(email.message_id, 250)
-    if email.in_reply_to:
-        msg["In-Reply-To"] = header_text(email.in_reply_to, MESSAGE_ID_MAX)
+    in_reply_to = MESSAGE_ID.search(email.in_reply_to or "")
+    if in_reply_to:
+        msg["In-Reply-To"] = in_reply_to.group()
     references = references_header(email.references, email.in_reply_to)
     if references:
         msg["References"] = references
@@ -173,6 +178,36 @@ def mime_message(email: Email) -> "EmailMessage":
     msg.set_content(email.text)
     msg.add_alternative(email.html if email.html is not None else text_to_html(email.text), subtype="html")
     return msg
+
+
+@functools.cache
+def _policy() -> "Policy":
+    """Python's default policy, with In-Reply-To and References as lists of msg-ids (they are
+    unstructured to it: an id longer than a folded line would be written as an RFC 2047 encoded
+    word, which no client reads as a msg-id, so the answer would leave its thread)."""
+    from email import policy
+    from email.headerregistry import HeaderRegistry, UnstructuredHeader
+
+    class MessageIdsHeader(UnstructuredHeader):
+        """msg-id tokens (already checked against :data:`MESSAGE_ID`), folded only between ids and
+        never encoded: an id too long for one line stays whole on its own (RFC 5322: at most 998)."""
+
+        max_count = 1
+
+        def fold(self, *, policy: "Policy") -> str:
+            width = policy.max_line_length or 998
+            done, line = [], f"{self.name}:"
+            for n, token in enumerate(str(self).split()):
+                if n and len(line) + 1 + len(token) > width:
+                    done.append(line)
+                    line = ""
+                line += f" {token}"
+            return policy.linesep.join([*done, line]) + policy.linesep
+
+    registry = HeaderRegistry()
+    for name in ("in-reply-to", "references"):
+        registry.map_to_type(name, MessageIdsHeader)
+    return policy.default.clone(header_factory=registry)
 
 
 # --- SMS ------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ Invariants:
 - ``sender``, ``tokens``, ids and subject are read by :mod:`zerg.inbound.mail_headers`: one From
   address or a refusal; tokens only from the addresses Zerg received the message at.
 - ``body`` is what the person wrote (:mod:`zerg.inbound.reply_text`), at most
-  :data:`BODY_MAX_CHARS` characters (then a marker says how much more there was), with no control
-  characters but line breaks and tabs. Every header value is one line, bounded.
+  :data:`BODY_MAX_CHARS` characters (then a marker says how much more there was), cleaned as an
+  SMS is (:func:`~zerg.inbound.reply_text.clean_text`, before quoted history is looked for: an
+  invisible mark hides no history line). Every header value is one line, bounded.
 - A raw message that cannot be read *now* (S3 unreachable, access denied) raises
   :class:`InboundUnavailable`: SES invoked the function asynchronously, so Lambda retries it, and
   the message waits in S3. One that is not there is a rejection, not a retry: SES runs the rule's
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from zerg.aws_clients import LazyClient
 from zerg.inbound import mail_headers
 from zerg.inbound.messages import Inbound
-from zerg.inbound.reply_text import html_to_text, strip_quotes, unflow
+from zerg.inbound.reply_text import clean_text, html_to_text, strip_quotes, unflow
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -69,8 +70,6 @@ HEADERS_MAX_BYTES = 256 * 1024  # all header sections, the message's and its par
 MAX_BOUNDARY_LINES = 1000  # lines starting "--": each a MIME part the parser would build
 S3_TIMEOUT_S = 5.0
 
-# \t and \n stay (\r is gone by then); lone surrogates (UTF-7 can make them) cannot be stored either
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _HEADER_SECTION = re.compile(rb"(?:\A|\n--[^\n]*\n)((?:[!-9;-~]+[ \t]*:[^\n]*\n|[ \t][^\n]*\n)*)")
 _MIME_HEADER = re.compile(rb"(?im)^content-[a-z0-9-]{1,40}[ \t]*:[^\n]*(?:\n[ \t][^\n]*)*")
 
@@ -118,7 +117,7 @@ def _read(raw: bytes, *, max_bytes: int, mail_domain: str, envelope_recipients: 
         fields, sender_problem = mail_headers.header_fields(msg, domain, envelope_recipients)
         text, found = _text_of(msg)
         marks = (f"@{domain}", *(a.strip().lower() for a in zerg_addresses))
-        body = _bounded(strip_quotes(text, quoted_subject=mail_headers.quoted_subject(fields["subject"]),
+        body = _bounded(strip_quotes(clean_text(text), quoted_subject=mail_headers.quoted_subject(fields["subject"]),
                                      marks=marks)) if text is not None else ""
         automatic = mail_headers.automatic(msg)
     except Exception as exc:  # the parser or a header class choking (deep nesting, a header it cannot take)
@@ -242,7 +241,6 @@ def _decoded(part: Message) -> str:
 
 
 def _bounded(text: str) -> str:
-    text = _CONTROLS.sub("", text)
     if len(text) <= BODY_MAX_CHARS:
         return text
     return f"{text[:BODY_MAX_CHARS].rstrip()}\n[… {len(text) - BODY_MAX_CHARS} more characters not read]"

@@ -8,9 +8,10 @@ Invariants:
   the sender's content: whatever it holds (not JSON, a field missing or of the wrong type, a number
   not in E.164, an empty or over-long body) the parser returns an ``Inbound`` whose ``rejection``
   says exactly what is wrong, so the message is recorded; it never raises for it.
-- Every ``Inbound`` fits its row: ids, numbers and the body are bounded and cleaned (control
-  characters, lone surrogates, bidirectional overrides and NUL removed; line breaks kept in the
-  body), so recording a refusal can never fail on its own content.
+- Every ``Inbound`` fits its row: ids, numbers and the body are bounded and cleaned as an email
+  reply is (:func:`zerg.inbound.reply_text.clean_text`, :func:`~zerg.inbound.reply_text.clean_line`:
+  control characters, lone surrogates, bidirectional overrides and NUL removed; line breaks kept
+  in the body), so recording a refusal can never fail on its own content.
 - ``provider_id`` makes a message idempotent: the SMS ``inboundMessageId``; when that is missing or
   unusable, ``sns-{MessageId}`` of the envelope (the same on every SNS retry); locally,
   ``local-{message_id}`` given by the caller (the watcher: the file's sha256, so a file seen twice is
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 import uuid
 from hashlib import sha256
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from zerg.inbound.messages import Inbound
+from zerg.inbound.reply_text import clean_line, clean_text
 
 MAX_BODY_CHARS = 1600  # a reply longer than this is refused (recorded with its length)
 RECORD_MAX_CHARS = 20000  # the inbound_messages.body bound: what a refused body keeps of its text
@@ -43,7 +44,6 @@ MAX_ID_CHARS = 200
 REASON_MAX = 500
 _ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,200}$")  # SNS, End User Messaging and outbox ids
 _SHORT_CODE = re.compile(r"^\+?[0-9]{3,15}$")  # the number it was sent to: E.164 or a short code
-_KEEP_FORMAT = frozenset("\u200d")  # the zero-width joiner holds emoji sequences together
 _KEYWORDS: dict[str, Literal["stop", "start", "help"]] = {
     # the carriers' and the FCC's opt-out words (AWS's default list), whole message only
     **dict.fromkeys(("STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT", "OPT-OUT",
@@ -94,14 +94,14 @@ def from_sns_record(record: dict[str, Any]) -> Inbound:
     if not isinstance(data, dict):
         return _refused("sns", fallback_id, {}, f"the SNS message is a JSON {_JSON_TYPES.get(type(data), 'value')}, "
                                                 "not the two-way SMS object", extra)
-    data = {k: _no_surrogates(v) if isinstance(v, str) else v for k, v in data.items()}  # no phone sends one
+    data = {k: _no_surrogates(v) if isinstance(v, str) else v for k, v in data.items()}  # pydantic refuses them
     try:
         sms = TwoWaySms.model_validate(data)
     except ValidationError as exc:
         usable = data.get("inboundMessageId")
         provider_id = usable if isinstance(usable, str) and _ID.match(usable) else fallback_id
         return _refused("sns", provider_id, data, _problems(exc), extra)
-    extra["keyword"] = _line(sms.messageKeyword or "")[:64] or None  # the registered keyword it matched
+    extra["keyword"] = clean_line(sms.messageKeyword or "")[:64] or None  # the registered keyword it matched
     return _checked("sns", sms.inboundMessageId, sms.originationNumber, sms.messageBody, sms.destinationNumber,
                     sms.previousPublishedMessageId, extra)
 
@@ -134,13 +134,13 @@ def _checked(source: str, provider_id: str, sender: str, text: str, recipient: s
     """The Inbound, or its refusal: the sender in E.164, the body neither empty nor over the limit."""
     from zerg.alerts.contacts_service import ContactError, normalise
 
-    body, raw = clean_body(text), {"originationNumber": sender, "messageBody": text, "destinationNumber": recipient}
+    body, raw = clean_text(text), {"originationNumber": sender, "messageBody": text, "destinationNumber": recipient}
     try:
         number = normalise("sms", sender)
     except ContactError as exc:  # named as the sender gave it: the SMS field, or the CLI's and watcher's "from"
         return _refused(source, provider_id, raw, f"{'from' if source == 'local' else 'originationNumber'}: {exc}",
                         extra, previous)
-    if recipient is not None and not _SHORT_CODE.match(_line(recipient)):
+    if recipient is not None and not _SHORT_CODE.match(clean_line(recipient)):
         return _refused(source, provider_id, raw, "destinationNumber: not a phone number (E.164) or short code",
                         extra, previous)
     if not body:
@@ -149,7 +149,7 @@ def _checked(source: str, provider_id: str, sender: str, text: str, recipient: s
         return _refused(source, provider_id, raw, f"the SMS has {len(body):,} characters; a reply has at most "
                                                   f"{MAX_BODY_CHARS:,}", extra, previous)
     return Inbound(channel="sms", provider_id=provider_id, source=source, sender=number, body=body,
-                   recipient=_line(recipient) if recipient is not None else None, previous_provider_id=previous,
+                   recipient=clean_line(recipient) if recipient is not None else None, previous_provider_id=previous,
                    extra=extra)
 
 
@@ -158,11 +158,11 @@ def _refused(source: str, provider_id: str, data: dict[str, Any], reason: str, e
     """A refusal that still fits its row: what could be read of the sender, recipient and body, bounded."""
     def text(key: str, limit: int) -> str | None:
         value = data.get(key)
-        return _line(value)[:limit] if isinstance(value, str) else None
+        return clean_line(value)[:limit] if isinstance(value, str) else None
 
     body = data.get("messageBody")
     return Inbound(channel="sms", provider_id=provider_id, source=source, sender=text("originationNumber", 64) or "",
-                   body=clean_body(body)[:RECORD_MAX_CHARS] if isinstance(body, str) else "",
+                   body=clean_text(body)[:RECORD_MAX_CHARS] if isinstance(body, str) else "",
                    recipient=text("destinationNumber", 64), previous_provider_id=previous,
                    rejection=_bounded(reason), extra=extra)
 
@@ -186,29 +186,12 @@ def _problems(exc: ValidationError) -> str:
     return "two-way SMS message: " + "; ".join(said)
 
 
-def clean_body(text: str) -> str:
-    """The body as read: line breaks as ``\\n``, tabs as spaces, every other control or invisible
-    formatting character (NUL, lone surrogates, bidirectional overrides) removed, trimmed."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n\n")
-    return "".join(" " if ch == "\t" else ch for ch in text if ch in "\n\t" or _visible(ch)).strip()
-
-
 def _no_surrogates(text: str) -> str:
+    """``text`` without lone surrogates (a JSON escape can make one; no phone sends one), and
+    nothing else changed: the checks still see every other character as the phone sent it."""
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") if not text.isascii() else text
 
 
-def _line(text: str) -> str:
-    """A one-line field (a number, an id): every control or formatting character removed, trimmed."""
-    return "".join(ch for ch in text if _visible(ch) and unicodedata.category(ch) not in ("Zl", "Zp")).strip()
-
-
-def _visible(ch: str) -> bool:
-    category = unicodedata.category(ch)
-    if category in ("Cc", "Cs"):
-        return False
-    return category != "Cf" or ch in _KEEP_FORMAT  # Cf: bidirectional overrides, zero-width spaces, BOM
-
-
 def _bounded(reason: str) -> str:
-    reason = _line(reason)
+    reason = clean_line(reason)
     return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 1] + "…"
