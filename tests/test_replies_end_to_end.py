@@ -420,7 +420,7 @@ def test_the_same_mail_dropped_twice_into_the_watched_inbox_starts_one_run(aws, 
     answer_everything(llm)
     rt = aws.rt
     mine = verified_contact(pool, owner, "email")
-    alert = reply_target(aws, pool, owner, "email")
+    reply_target(aws, pool, owner, "email")
     (received,) = aws.emails()
     reply = reply_to_alert(received.as_bytes(), "when did the last one finish?", client="outlook",
                            sender=mine["address"])
