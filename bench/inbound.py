@@ -131,8 +131,10 @@ def _receive(rt, reply: bytes, repeat: int) -> None:
     starter = RecordingStarter()
     rt.__dict__["starter"] = starter  # the runtime's cached starter: no execution, just the start call
 
-    def fresh():
-        return parse_email(reply, max_bytes=40 * MB, mail_domain=DOMAIN, provider_id=f"bench-{secrets.token_hex(8)}",
+    def fresh():  # a new message each time: the same Message-ID again is a replay, refused
+        raw = reply.replace(b"Message-ID: <", b"Message-ID: <" + secrets.token_hex(6).encode() + b".", 1)
+        assert raw != reply
+        return parse_email(raw, max_bytes=40 * MB, mail_domain=DOMAIN, provider_id=f"bench-{secrets.token_hex(8)}",
                            source="ses", object_key=None)
 
     inbounds = [fresh() for _ in range(repeat)]
