@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
+from tests.support.inbound import inbound_rows, runs_with_trigger
 from zerg.cli import main
 
 
@@ -43,17 +44,6 @@ def reply_eml(rt, contact: dict, note: dict, text: str) -> bytes:
     msg["In-Reply-To"] = msg["References"] = note["message_id"]
     msg.set_content(f"{text}\n\nOn Mon, 23 Nov 2026 at 06:01, Zerg <zerg@zerg.localhost> wrote:\n> Disk usage is at 91%.\n")
     return msg.as_bytes()
-
-
-def inbound_rows(pool, owner_id: int) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT * FROM inbound_messages WHERE owner_id = %s ORDER BY id", (owner_id,)).fetchall()
-
-
-def runs_with_trigger(pool, owner_id: int, trigger: str) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT id, status FROM runs WHERE owner_id = %s AND trigger = %s ORDER BY id",
-                            (owner_id, trigger)).fetchall()
 
 
 def test_an_email_file_from_the_owner_starts_a_run_and_prints_its_answer(rt, pool, owner, tmp_path, capsys):

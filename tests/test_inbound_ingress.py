@@ -16,6 +16,7 @@ from moto import mock_aws
 
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
+from tests.support.inbound import inbound_rows, runs_with_trigger
 
 BUCKET = "zerg-artifacts-inbound-test"
 
@@ -93,17 +94,6 @@ def two_way_sms(sender: str, body: str, previous: str | None, inbound_id: str | 
     return {"originationNumber": sender, "destinationNumber": "+12125550101", "messageKeyword": "KEYWORD_1",
             "messageBody": body, "inboundMessageId": inbound_id or str(uuid.uuid4()),
             "previousPublishedMessageId": previous}
-
-
-def inbound_rows(pool, owner_id: int) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT * FROM inbound_messages WHERE owner_id = %s ORDER BY id", (owner_id,)).fetchall()
-
-
-def runs_with_trigger(pool, owner_id: int, trigger: str) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT id, status FROM runs WHERE owner_id = %s AND trigger = %s ORDER BY id",
-                            (owner_id, trigger)).fetchall()
 
 
 def test_an_ses_event_reads_the_stored_mail_and_starts_one_run_even_when_delivered_twice(rt, pool, owner):

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
+from tests.support.inbound import runs_with_trigger
 from zerg.inbound import local_inbox
 
 
@@ -48,12 +49,6 @@ def rows_of(pool, owner_id: int) -> list[dict]:
 def row_by_id(pool, inbound_id: int) -> dict:
     with pool.connection() as conn:
         return conn.execute("SELECT * FROM inbound_messages WHERE id = %s", (inbound_id,)).fetchone()
-
-
-def runs_with_trigger(pool, owner_id: int, trigger: str) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT id, status, task FROM runs WHERE owner_id = %s AND trigger = %s ORDER BY id",
-                            (owner_id, trigger)).fetchall()
 
 
 def listing(rt, where: str) -> list[str]:

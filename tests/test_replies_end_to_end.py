@@ -27,6 +27,7 @@ import pytest
 from tests.support.notify import unique_number, verified_contact
 from tests.support.schedules import finished_run, schedule_row
 from tests.support.waiting import wait_for
+from tests.support.inbound import inbound_rows
 
 DOMAIN = "zerg.example.org"
 SENDER = f"zerg@{DOMAIN}"
@@ -156,11 +157,6 @@ def sns_sms_event(sender: str, body: str, *, inbound_id: str | None = None, prev
 
 
 # --- rows ---------------------------------------------------------------------------------------------
-
-
-def inbound_rows(pool, owner_id: int) -> list[dict]:
-    with pool.connection() as conn:
-        return conn.execute("SELECT * FROM inbound_messages WHERE owner_id = %s ORDER BY id", (owner_id,)).fetchall()
 
 
 def runs_of(pool, owner_id: int, trigger: str) -> list[dict]:

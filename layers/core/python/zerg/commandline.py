@@ -18,6 +18,15 @@ from typing import Any
 Refusal = tuple[type[BaseException] | tuple[type[BaseException], ...], int | Callable[[BaseException], int]]
 
 
+def count_arg(maximum: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from 1 to ``maximum`` (``--limit N``)."""
+    def parse(text: str) -> int:
+        if not text.isdigit() or not 1 <= int(text) <= maximum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to {maximum}")
+        return int(text)
+    return parse
+
+
 def fail(message: str, status: int) -> int:
     """Say why on stderr; return ``status``."""
     print(f"zerg: error: {message}" if status >= 2 else f"zerg: {message}", file=sys.stderr)

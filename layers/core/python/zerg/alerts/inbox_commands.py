@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import timezone
 from typing import Any
 
-from zerg.commandline import fail, run_as_owner
+from zerg.commandline import count_arg, fail, run_as_owner
 
 
 def line(item: dict[str, Any]) -> str:
@@ -57,18 +57,12 @@ def _run_id(text: str) -> int:
     return int(text)
 
 
-def _limit(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 200:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 200")
-    return int(text)
-
-
 def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
                  resolve_owner: Callable[[Any, str | None], int]) -> None:
     """The ``zerg inbox`` group under the top-level sub-parsers: ``zerg inbox`` lists,
     ``zerg inbox ack RUN_ID`` acknowledges. ``resolve_owner(conn, name)`` is the CLI's own."""
     inbox_p = groups.add_parser("inbox", help="background results (scheduled checks): list them, acknowledge one")
-    inbox_p.add_argument("--limit", type=_limit, default=50, metavar="N", help="how many (1-200, default 50)")
+    inbox_p.add_argument("--limit", type=count_arg(200), default=50, metavar="N", help="how many (1-200, default 50)")
     inbox_p.add_argument("--unacknowledged", action="store_true", help="only the items not acknowledged yet")
     add_owner_option(inbox_p)
     inbox_p.set_defaults(func=cmd_list, resolve_owner=resolve_owner)

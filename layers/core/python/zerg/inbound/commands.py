@@ -21,7 +21,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from zerg.commandline import fail, run_as_owner
+from zerg.commandline import count_arg, fail, run_as_owner
 
 
 def cmd_email(args: argparse.Namespace) -> int:
@@ -123,12 +123,6 @@ def _message_id(text: str) -> str:
     return text
 
 
-def _limit(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 200:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 200")
-    return int(text)
-
-
 def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
                  resolve_owner: Callable[[Any, str | None], int]) -> None:
     """The ``zerg inbound`` group under the top-level sub-parsers."""
@@ -148,6 +142,6 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
         parser.add_argument("-v", "--verbose", action="store_true", help="show the handlers' log lines")
         parser.set_defaults(func=func)
     listing = inbound.add_parser("list", help="the owner's inbound messages, newest first, and what became of each")
-    listing.add_argument("--limit", type=_limit, default=50, metavar="N", help="how many (1-200, default 50)")
+    listing.add_argument("--limit", type=count_arg(200), default=50, metavar="N", help="how many (1-200, default 50)")
     add_owner_option(listing)
     listing.set_defaults(func=cmd_list, resolve_owner=resolve_owner)

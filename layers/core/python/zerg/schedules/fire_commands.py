@@ -13,6 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from zerg.commandline import count_arg
+
 HISTORY_MAX = 1000
 
 
@@ -67,19 +69,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     return _run(args, work)
 
 
-def _limit(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= HISTORY_MAX:
-        raise argparse.ArgumentTypeError(f"must be a whole number 1-{HISTORY_MAX}")
-    return int(text)
-
-
 def add_fire_commands(schedules: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
                       resolve_owner: Callable[[Any, str | None], int]) -> None:
     """``run-now`` and ``history`` under ``zerg schedules``."""
     run_now = schedules.add_parser("run-now", help="fire a schedule now as the ticker would, and wait for its run")
     run_now.add_argument("-v", "--verbose", action="store_true", help="show the handlers' log lines")
     history = schedules.add_parser("history", help="a schedule's latest fires: time, source, outcome, run, why")
-    history.add_argument("--limit", type=_limit, default=20, help="how many (default 20)")
+    history.add_argument("--limit", type=count_arg(HISTORY_MAX), default=20, help="how many (default 20)")
     for parser, func in ((run_now, cmd_run_now), (history, cmd_history)):
         parser.add_argument("schedule", metavar="NAME_OR_ID")
         add_owner_option(parser)
