@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.factories import run_task
+from tests.support.schedules import moto_scheduler, scheduled
 from tests.support.scripts import memory_call
 from zerg.alerts.policy import PolicyChange, get_policy, set_policy
 from zerg.inbound import pending
@@ -32,26 +34,8 @@ NO_PENDING = "ERROR: There is no pending request to confirm; ask the user first.
 @pytest.fixture
 def scheduler(runtime_env) -> Iterator[Any]:
     """Moto's EventBridge Scheduler with a group, and the runtime configured for it."""
-    import boto3
-    from moto import mock_aws
-
-    with mock_aws():
-        client = boto3.client("scheduler", region_name="us-east-1")
-        client.create_schedule_group(Name=GROUP)
-        runtime_env(ZERG_SCHEDULE_GROUP=GROUP, ZERG_SCHEDULER_ROLE_ARN="arn:aws:iam::123456789012:role/zerg-scheduler",
-                    ZERG_SCHEDULE_TARGET_ARN="arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress",
-                    ZERG_SCHEDULE_DLQ_ARN="arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq")
+    with moto_scheduler(runtime_env, GROUP) as (client, _):
         yield client
-
-
-def scheduled(client, schedule_id: int) -> dict | None:
-    from botocore.exceptions import ClientError
-
-    try:
-        return client.get_schedule(Name=f"zerg-s{schedule_id}", GroupName=GROUP)
-    except ClientError as exc:
-        assert exc.response["Error"]["Code"] == "ResourceNotFoundException"
-        return None
 
 
 def schedule(rt, owner_id: int, name: str = "disk check", **fields: Any) -> dict[str, Any]:
@@ -84,14 +68,6 @@ def supervisor_script(*steps: Callable[[list[str]], tuple[str, dict[str, Any]] |
 def call(name: str, **args: Any) -> Callable[[list[str]], tuple[str, dict[str, Any]]]:
     return lambda results: (name, args)
 
-
-def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api") -> dict[str, Any]:
-    with pool.connection() as conn:
-        started = runs.start_run(conn, owner_id, task, trigger=trigger)
-    assert engine.wait(engine.start_execution(started.run_id, owner_id, started.thread_id), timeout=60)["status"] == "SUCCEEDED"
-    assert engine.drain(timeout=60)
-    with pool.connection() as conn:
-        return runs.get_run(conn, owner_id, started.run_id)
 
 
 def last_results(llm) -> list[str]:
@@ -128,7 +104,7 @@ def test_make_that_check_weekly_changes_the_row_and_the_eventbridge_schedule(sch
 
     rt = get_runtime()
     daily = schedule(rt, alice.owner_id)
-    assert scheduled(scheduler, daily["id"])["ScheduleExpression"] == "cron(0 6 * * ? *)"
+    assert scheduled(scheduler, daily["id"], GROUP)["ScheduleExpression"] == "cron(0 6 * * ? *)"
     llm.respond_with(supervisor_script(call("update_schedule", schedule_id=daily["id"], cron="0 6 * * 1"),
                                        answer="The disk check now runs weekly, on Mondays at 06:00."))
     run = run_task(pool, engine, alice.owner_id, "make that check weekly instead of daily")
@@ -136,7 +112,7 @@ def test_make_that_check_weekly_changes_the_row_and_the_eventbridge_schedule(sch
 
     weekly = service.get(rt, alice.owner_id, daily["id"])
     assert (weekly["cron"], weekly["expression"], weekly["timezone"]) == ("0 6 * * 1", "cron(0 6 ? * 2 *)", "Europe/Berlin")
-    shown = scheduled(scheduler, daily["id"])
+    shown = scheduled(scheduler, daily["id"], GROUP)
     assert (shown["ScheduleExpression"], shown["ScheduleExpressionTimezone"]) == ("cron(0 6 ? * 2 *)", "Europe/Berlin")
     nxt = weekly["next_fire_at"].astimezone(ZoneInfo("Europe/Berlin"))
     assert nxt.strftime("%a %H:%M") == "Mon 06:00"
@@ -170,7 +146,7 @@ def test_pause_the_backup_check_finds_it_by_listing_and_pauses_it(scheduler, llm
     assert f"Schedule #{backup['id']} 'backup check' is paused: it will not run until resumed" in paused
     row = service.get(rt, alice.owner_id, backup["id"])
     assert (row["enabled"], row["next_fire_at"]) == (False, None)
-    assert scheduled(scheduler, backup["id"])["State"] == "DISABLED"
+    assert scheduled(scheduler, backup["id"], GROUP)["State"] == "DISABLED"
     assert service.get(rt, alice.owner_id, backup["id"] - 1)["enabled"]  # the disk check runs on
 
 
@@ -201,7 +177,7 @@ def test_deleting_asks_first_and_a_yes_in_a_later_run_deletes_it(scheduler, llm,
     (asked,) = last_results(llm)
     summary = f"delete schedule #{doomed['id']} \"disk check\" (cron 0 6 * * *)"
     assert f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)." in asked
-    assert service.get(rt, alice.owner_id, doomed["id"]) and scheduled(scheduler, doomed["id"]) is not None
+    assert service.get(rt, alice.owner_id, doomed["id"]) and scheduled(scheduler, doomed["id"], GROUP) is not None
     (question,) = questions(pool, alice.owner_id)
     assert (question["status"], question["action"], question["args"], question["summary"], question["run_id"]) == (
         "pending", "delete_schedule", {"schedule_id": doomed["id"]}, summary, asking["id"])
@@ -213,7 +189,7 @@ def test_deleting_asks_first_and_a_yes_in_a_later_run_deletes_it(scheduler, llm,
     assert f"Schedule #{doomed['id']} 'disk check' deleted (cron 0 6 * * *): it will not run again." in done
     with pytest.raises(service.ScheduleNotFound):
         service.get(rt, alice.owner_id, doomed["id"])
-    assert scheduled(scheduler, doomed["id"]) is None  # Scheduler followed
+    assert scheduled(scheduler, doomed["id"], GROUP) is None  # Scheduler followed
     (question,) = questions(pool, alice.owner_id)
     assert question["status"] == "done" and question["decided_at"] is not None
 

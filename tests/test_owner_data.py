@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.factories import make_finished_worker, make_run, unique_name
+from tests.support.schedules import moto_scheduler as support_moto_scheduler
 from zerg.llm import CallTag, ChatResult, Usage
 from zerg.llm.ledger import record_call
 from zerg.hosts import store as hosts
@@ -420,15 +421,8 @@ def test_cli_delete_refuses_an_owner_with_a_running_run_before_asking(pool, cli_
 @pytest.fixture
 def moto_scheduler(runtime_env):
     """Moto's EventBridge Scheduler with a group, and the runtime configured for it."""
-    import boto3
-    from moto import mock_aws
-
-    with mock_aws():
-        boto3.client("scheduler", region_name="us-east-1").create_schedule_group(Name="zerg-owner-test")
-        yield runtime_env(ZERG_SCHEDULE_GROUP="zerg-owner-test",
-                          ZERG_SCHEDULER_ROLE_ARN="arn:aws:iam::123456789012:role/zerg-scheduler",
-                          ZERG_SCHEDULE_TARGET_ARN="arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress",
-                          ZERG_SCHEDULE_DLQ_ARN="arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq")
+    with support_moto_scheduler(runtime_env, "zerg-owner-test") as (_, rt):
+        yield rt
 
 
 def make_schedules(rt, owner_id: int, n: int = 2) -> list[int]:

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.factories import run_task
 from tests.support.reachable import outbox, parts, verified_contact
 from tests.support.scripts import has_tool_results, memory_call
 from zerg.alerts import notifications
@@ -97,14 +98,6 @@ def reminder_script(at: str, timezone: str | None = None, background: bool = Fal
 
     return respond
 
-
-def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api") -> dict:
-    with pool.connection() as conn:
-        started = runs.start_run(conn, owner_id, task, trigger=trigger)
-    assert engine.wait(engine.start_execution(started.run_id, owner_id, started.thread_id), timeout=60)["status"] == "SUCCEEDED"
-    assert engine.drain(timeout=60)
-    with pool.connection() as conn:
-        return runs.get_run(conn, owner_id, started.run_id)
 
 
 def tool_results(request) -> list[str]:

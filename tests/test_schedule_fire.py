@@ -17,6 +17,7 @@ from tests.support.schedules import (
     schedule_row,
 )
 from tests.support.scripts import assessment_json
+from tests.support.schedules import moto_scheduler as support_moto_scheduler
 from zerg.runs import store as runs
 
 SIX = "2026-11-22T06:00:00Z"
@@ -378,16 +379,7 @@ def test_a_run_that_never_started_and_cannot_start_lets_the_next_fire_start_a_ne
 @pytest.fixture
 def moto_scheduler(runtime_env):
     """Moto's EventBridge Scheduler with a group, and the runtime configured for it."""
-    import boto3
-    from moto import mock_aws
-
-    with mock_aws():
-        client = boto3.client("scheduler", region_name="us-east-1")
-        client.create_schedule_group(Name="zerg-fire-test")
-        rt = runtime_env(ZERG_SCHEDULE_GROUP="zerg-fire-test",
-                         ZERG_SCHEDULER_ROLE_ARN="arn:aws:iam::123456789012:role/zerg-scheduler",
-                         ZERG_SCHEDULE_TARGET_ARN="arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress",
-                         ZERG_SCHEDULE_DLQ_ARN="arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq")
+    with support_moto_scheduler(runtime_env, "zerg-fire-test") as (_, rt):
         yield rt
 
 

@@ -13,11 +13,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.support.api import call
+from tests.support.schedules import SCHEDULER_SETTINGS, moto_scheduler, scheduled
 
 GROUP = "zerg-schedules-test"
-ROLE = "arn:aws:iam::123456789012:role/zerg-scheduler"
-TARGET = "arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress"
-DLQ = "arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq"
+ROLE, TARGET, DLQ = (SCHEDULER_SETTINGS[f"ZERG_{k}_ARN"] for k in ("SCHEDULER_ROLE", "SCHEDULE_TARGET", "SCHEDULE_DLQ"))
 
 
 def login(owner) -> str:
@@ -29,25 +28,8 @@ def login(owner) -> str:
 @pytest.fixture
 def scheduler(runtime_env) -> Iterator:
     """Moto's EventBridge Scheduler with the project's group, and the runtime configured for it."""
-    import boto3
-    from moto import mock_aws
-
-    with mock_aws():
-        client = boto3.client("scheduler", region_name="us-east-1")
-        client.create_schedule_group(Name=GROUP)
-        runtime_env(ZERG_SCHEDULE_GROUP=GROUP, ZERG_SCHEDULER_ROLE_ARN=ROLE, ZERG_SCHEDULE_TARGET_ARN=TARGET,
-                    ZERG_SCHEDULE_DLQ_ARN=DLQ)
+    with moto_scheduler(runtime_env, GROUP) as (client, _):
         yield client
-
-
-def scheduled(client, schedule_id: int) -> dict | None:
-    from botocore.exceptions import ClientError
-
-    try:
-        return client.get_schedule(Name=f"zerg-s{schedule_id}", GroupName=GROUP)
-    except ClientError as exc:
-        assert exc.response["Error"]["Code"] == "ResourceNotFoundException"
-        return None
 
 
 def test_creating_changing_and_deleting_a_schedule_creates_changes_and_deletes_the_scheduler_schedule(scheduler, alice):
@@ -64,7 +46,7 @@ def test_creating_changing_and_deleting_a_schedule_creates_changes_and_deletes_t
     assert fire > datetime.now(UTC) and fire.astimezone(ZoneInfo("Europe/Berlin")).strftime("%H:%M %a") in {
         f"06:00 {day}" for day in ("Mon", "Tue", "Wed", "Thu", "Fri")}
 
-    aws = scheduled(scheduler, created["id"])
+    aws = scheduled(scheduler, created["id"], GROUP)
     assert aws["ScheduleExpression"] == "cron(0 6 ? * 2-6 *)" and aws["ScheduleExpressionTimezone"] == "Europe/Berlin"
     assert aws["State"] == "ENABLED" and aws["FlexibleTimeWindow"] == {"Mode": "OFF"} and aws["GroupName"] == GROUP
     assert aws["ActionAfterCompletion"] == "NONE"
@@ -79,7 +61,7 @@ def test_creating_changing_and_deleting_a_schedule_creates_changes_and_deletes_t
                               {"rate": "15 minutes", "timezone": "America/New_York"}, token=token)
     assert status == 200, changed
     assert (changed["cron"], changed["rate"], changed["expression"]) == (None, "15 minutes", "rate(15 minutes)")
-    aws = scheduled(scheduler, created["id"])
+    aws = scheduled(scheduler, created["id"], GROUP)
     assert (aws["ScheduleExpression"], aws["ScheduleExpressionTimezone"]) == ("rate(15 minutes)", "America/New_York")
     # Scheduler's rate starts at the row's next fire, so both count from the same instants.
     assert aws["StartDate"] == datetime.fromisoformat(changed["next_fire_at"])
@@ -88,14 +70,14 @@ def test_creating_changing_and_deleting_a_schedule_creates_changes_and_deletes_t
 
     status, paused, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}", {"enabled": False}, token=token)
     assert (status, paused["enabled"], paused["next_fire_at"]) == (200, False, None)
-    assert scheduled(scheduler, created["id"])["State"] == "DISABLED"
+    assert scheduled(scheduler, created["id"], GROUP)["State"] == "DISABLED"
 
     status, _, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}", {"task": "only the disks"}, token=token)
-    assert status == 200 and scheduled(scheduler, created["id"])["State"] == "DISABLED"
+    assert status == 200 and scheduled(scheduler, created["id"], GROUP)["State"] == "DISABLED"
 
     status, body, _ = call("DELETE", f"/api/jarvis/schedules/{created['id']}", token=token)
     assert (status, body) == (204, "")
-    assert scheduled(scheduler, created["id"]) is None
+    assert scheduled(scheduler, created["id"], GROUP) is None
     assert call("GET", f"/api/jarvis/schedules/{created['id']}", token=token)[0] == 404
 
 
@@ -107,7 +89,7 @@ def test_a_one_off_at_becomes_schedulers_at_in_its_zone_and_stays_until_its_row_
         "timezone": "Asia/Tokyo"}, token=token)
     assert status == 201, created
     assert created["at"] == local.isoformat() and created["expression"] == f"at({local:%Y-%m-%dT%H:%M:%S})"
-    aws = scheduled(scheduler, created["id"])
+    aws = scheduled(scheduler, created["id"], GROUP)
     assert (aws["ScheduleExpression"], aws["ScheduleExpressionTimezone"]) == (created["expression"], "Asia/Tokyo")
     assert aws["ActionAfterCompletion"] == "NONE"  # the row outlives the fire; the schedule goes with the row
 
@@ -120,8 +102,7 @@ def unreachable(runtime_env) -> Iterator:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sock.close()  # nothing listens there now: every call is refused
-        runtime_env(ZERG_SCHEDULE_GROUP=GROUP, ZERG_SCHEDULER_ROLE_ARN=ROLE, ZERG_SCHEDULE_TARGET_ARN=TARGET,
-                    ZERG_SCHEDULE_DLQ_ARN=DLQ, AWS_ENDPOINT_URL_SCHEDULER=f"http://127.0.0.1:{port}")
+        runtime_env(ZERG_SCHEDULE_GROUP=GROUP, **SCHEDULER_SETTINGS, AWS_ENDPOINT_URL_SCHEDULER=f"http://127.0.0.1:{port}")
     return configure
 
 
@@ -150,7 +131,7 @@ def test_a_scheduler_that_cannot_be_reached_changes_nothing_and_answers_503(sche
     config.get_settings.cache_clear()
     runtime.reset_runtime()
     status, changed, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}", {"cron": "30 7 * * *"}, token=token)
-    assert status == 200 and scheduled(scheduler, created["id"])["ScheduleExpression"] == "cron(30 7 * * ? *)"
+    assert status == 200 and scheduled(scheduler, created["id"], GROUP)["ScheduleExpression"] == "cron(30 7 * * ? *)"
 
 
 # --- owner isolation and bad input (the local ticker's rows) --------------------------------------

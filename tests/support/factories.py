@@ -72,3 +72,16 @@ def make_finished_worker(
             store.update_summary(wid, summary, meta_s)
             jobs.set_summary(conn, job_id, summary, meta_s)
     return job_id, wid
+
+
+def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api") -> dict:
+    """Start a run of ``task`` on the owner's thread, execute it on the local ``engine`` to the end
+    (its Remember step too); the closed run's row."""
+    from zerg.runs import store as runs
+
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner_id, task, trigger=trigger)
+    assert engine.wait(engine.start_execution(started.run_id, owner_id, started.thread_id), timeout=60)["status"] == "SUCCEEDED"
+    assert engine.drain(timeout=60)
+    with pool.connection() as conn:
+        return runs.get_run(conn, owner_id, started.run_id)

@@ -3,6 +3,8 @@ the rows a test asserts on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -53,3 +55,34 @@ def finished_run(pool, owner_id: int, run_id: int) -> dict[str, Any]:
 def answer_directly(text: str = "Disk usage is at 41%; nothing to do."):
     """A model that answers every request at once (the supervisor spawns no worker)."""
     return lambda request: {"content": text}
+
+
+# What the functions get on AWS besides the group (infra.stacks.background), as fake ARNs.
+SCHEDULER_SETTINGS = {
+    "ZERG_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/zerg-scheduler",
+    "ZERG_SCHEDULE_TARGET_ARN": "arn:aws:lambda:us-east-1:123456789012:function:zerg-ingress",
+    "ZERG_SCHEDULE_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:zerg-schedule-dlq",
+}
+
+
+@contextmanager
+def moto_scheduler(runtime_env, group: str) -> Iterator[tuple[Any, Any]]:
+    """Moto's EventBridge Scheduler with ``group``, and the runtime configured for it: (client, runtime)."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("scheduler", region_name="us-east-1")
+        client.create_schedule_group(Name=group)
+        yield client, runtime_env(ZERG_SCHEDULE_GROUP=group, **SCHEDULER_SETTINGS)
+
+
+def scheduled(client, schedule_id: int, group: str) -> dict | None:
+    """Scheduler's schedule of the row ``schedule_id``, or None when there is none."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return client.get_schedule(Name=f"zerg-s{schedule_id}", GroupName=group)
+    except ClientError as exc:
+        assert exc.response["Error"]["Code"] == "ResourceNotFoundException"
+        return None
