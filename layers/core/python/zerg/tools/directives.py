@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zerg.alerts.policy import Channel, Severity
 from zerg.schedules.spec import NAME_MAX, TASK_MAX
-from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
+from zerg.tools.base import Tool, ToolContext, ToolOutcome, error, person_run
 
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"
 _RATE = "e.g. '1 day', '2 hours', '15 minutes'"
@@ -97,26 +97,11 @@ class SetPreferenceArgs(BaseModel):
     confirm: bool = Field(default=False, description=_CONFIRM)
 
 
-def _person_run(ctx: ToolContext, name: str) -> dict[str, Any] | ToolOutcome:
-    """The run calling the tool, when a person started it; else the refusal."""
-    from zerg.alerts.background import is_background
-    from zerg.runs import store as runs
-
-    rt = ctx.runtime
-    if rt is None or ctx.owner_id is None or ctx.run_id is None:
-        return error(f"{name} works only inside a run")
-    with rt.pool.connection() as conn:
-        run = runs.get_run(conn, ctx.owner_id, ctx.run_id)
-    if run is None or is_background(run):
-        return error(f"{name} is only for a run the user started, not a scheduled run")
-    return run
-
-
 def list_schedules(args: ListSchedulesArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.inbound.directives import listing
     from zerg.schedules import service
 
-    run = _person_run(ctx, "list_schedules")
+    run = person_run(ctx, "list_schedules")
     if isinstance(run, ToolOutcome):
         return run
     rows = service.list_schedules(ctx.runtime, ctx.owner_id)
@@ -128,7 +113,7 @@ def list_schedules(args: ListSchedulesArgs, ctx: ToolContext) -> ToolOutcome:
 def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.inbound import directives
 
-    run = _person_run(ctx, "update_schedule")
+    run = person_run(ctx, "update_schedule")
     if isinstance(run, ToolOutcome):
         return run
     fields = {f: getattr(args, f) for f in ("cron", "rate", "at", "timezone", "enabled", "channels")
@@ -145,7 +130,7 @@ def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.schedules import service
     from zerg.schedules.spec import ScheduleSpec
 
-    run = _person_run(ctx, "create_schedule")
+    run = person_run(ctx, "create_schedule")
     if isinstance(run, ToolOutcome):
         return run
     try:
@@ -164,7 +149,7 @@ def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
 def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.inbound import directives
 
-    run = _person_run(ctx, "delete_schedule")
+    run = person_run(ctx, "delete_schedule")
     if isinstance(run, ToolOutcome):
         return run
     try:
@@ -176,7 +161,7 @@ def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
 def set_preference(args: SetPreferenceArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.inbound import directives
 
-    run = _person_run(ctx, "set_preference")
+    run = person_run(ctx, "set_preference")
     if isinstance(run, ToolOutcome):
         return run
     try:

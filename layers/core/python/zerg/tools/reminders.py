@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
+from zerg.tools.base import Tool, ToolContext, ToolOutcome, error, person_run
 
 NAME_CHARS = 70
 NAME_TRIES = 5
@@ -46,18 +46,13 @@ def _name(text: str, attempt: int) -> str:
 def create_reminder(args: ReminderArgs, ctx: ToolContext) -> ToolOutcome:
     from zoneinfo import ZoneInfo
 
-    from zerg.alerts.background import is_background
-    from zerg.runs import store as runs
     from zerg.schedules import service
     from zerg.schedules.spec import ScheduleSpec
 
+    run = person_run(ctx, "create_reminder", "reminders can only be created in a run the user started, not in a scheduled run")
+    if isinstance(run, ToolOutcome):
+        return run
     rt = ctx.runtime
-    if rt is None or ctx.owner_id is None or ctx.run_id is None:
-        return error("create_reminder works only inside a run")
-    with rt.pool.connection() as conn:
-        run = runs.get_run(conn, ctx.owner_id, ctx.run_id)
-    if run is None or is_background(run):
-        return error("reminders can only be created in a run the user started, not in a scheduled run")
     for attempt in range(NAME_TRIES):
         spec = ScheduleSpec(name=_name(args.text, attempt), kind="reminder", task=args.text, at=args.at,
                             cron=args.cron, rate=args.rate, timezone=args.timezone)
