@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Component = Literal["supervisor", "worker", "summary", "memory", "intent"]
+Component = Literal["supervisor", "worker", "summary", "memory", "intent", "quick"]
 
 
 class LLMError(RuntimeError):
