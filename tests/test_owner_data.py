@@ -51,6 +51,8 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
         fill_memory(conn, owner_id, run_id, tag)
         fill_background(conn, owner_id, run_id, tag)
         fill_replies(conn, owner_id, run_id, tag)
+        conn.execute("""INSERT INTO agent_configs (owner_id, agent, model, instructions)
+                        VALUES (%s, 'worker', 'gpt-4o-mini', %s) ON CONFLICT DO NOTHING""", (owner_id, f"{tag} instructions"))
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 

@@ -18,6 +18,7 @@ CREATE INDEX runs_owner_id ON runs (owner_id, id DESC);
 
 -- Agent configuration per owner (seed 6.3, 8.3): NULL means "the deployment's default".
 CREATE TABLE agent_configs (
+    id             bigserial PRIMARY KEY,
     owner_id       bigint NOT NULL REFERENCES owners(id) ON DELETE CASCADE,
     agent          text NOT NULL CHECK (agent IN ('supervisor', 'worker')),
     model          text CHECK (length(model) BETWEEN 1 AND 100),
@@ -26,5 +27,5 @@ CREATE TABLE agent_configs (
     instructions   text NOT NULL DEFAULT '' CHECK (length(instructions) <= 4000),
     allowed_tools  text[],  -- NULL: every tool the agent has
     updated_at     timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (owner_id, agent)
+    UNIQUE (owner_id, agent)
 );

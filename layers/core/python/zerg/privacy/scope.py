@@ -20,6 +20,7 @@ from typing import Any
 from psycopg import Connection
 
 from zerg import contacts, owners
+from zerg.agents import configs as agent_configs
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
@@ -67,6 +68,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("escalations", escalations.export_escalations),
     OwnerTable("inbound_messages", inbound_messages.export_inbound_messages),
     OwnerTable("pending_directives", pending.export_pending_directives),
+    OwnerTable("agent_configs", agent_configs.export_agent_configs),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

@@ -1,0 +1,1 @@
+"""Agent configuration per owner: the supervisor and worker settings an owner chose."""
