@@ -5,7 +5,8 @@ Plan, resume and the last answer at the run's deadline all build every request h
 1. the static system prompt: first, and byte-identical for every run and owner so that a
    provider's prompt cache can serve it (one per mode, both beginning with the same text: a run a
    person started gets the directive rules after it, an unattended run started by a schedule the
-   background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`);
+   background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`), followed, when the owner
+   set any, by their standing instructions (:mod:`zerg.agents.settings`: after the rules, which win);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;
 3. the task, preceded for a reply's run (trigger ``email``/``sms``) by the ``[REPLY CONTEXT]``
@@ -305,10 +306,11 @@ class SupervisorContext:
     evidence_cap: int | None = None  # ZERG_EVIDENCE_BUDGET_BYTES
     background: bool = False  # an unattended run (trigger schedule): the background prompt
     reply: str | None = None  # a reply's run: the [REPLY CONTEXT] text (untrusted)
+    instructions: str = ""  # the owner's standing instructions (zerg.agents.settings), after the rules
     layout: Layout = field(default_factory=Layout)
 
     def messages(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        system = {"role": "system", "content": system_prompt(self.background)}
+        system = {"role": "system", "content": system_prompt(self.background, self.instructions)}
         task = {"role": "user", "content": self.task}
         fixed = message_bytes(system) + message_bytes(task) + 1
         available = max(0, self.budget - fixed)

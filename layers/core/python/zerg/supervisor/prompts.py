@@ -71,6 +71,9 @@ worker failed or timed out; it never lowers yours."""
 BACKGROUND_PROMPT = COMMON_PROMPT + "\n\n" + BACKGROUND_RULES
 
 
-def system_prompt(background: bool) -> str:
-    """The supervisor's system prompt for a run: the background one for an unattended run."""
-    return BACKGROUND_PROMPT if background else SUPERVISOR_PROMPT
+def system_prompt(background: bool, instructions: str = "") -> str:
+    """The supervisor's system prompt for a run: the background one for an unattended run, then
+    the owner's standing ``instructions`` (after the rules, which win: :mod:`zerg.agents.settings`)."""
+    from zerg.agents.settings import with_standing_instructions
+
+    return with_standing_instructions(BACKGROUND_PROMPT if background else SUPERVISOR_PROMPT, instructions)
