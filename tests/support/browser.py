@@ -255,3 +255,77 @@ def complete_run(page, task: str) -> int:
     run_id = supervisor_run_id(posted.value)
     expect(answers(page, run_id)).to_have_count(1)
     return run_id
+
+
+class CuttableProxy:
+    """A TCP proxy on loopback in front of ``zerg serve``: :meth:`cut` drops every open connection
+    (an open event stream included) and refuses new ones until :meth:`restore` — a network loss the
+    page cannot tell from a real one (Chromium's offline emulation leaves open streams alone)."""
+
+    def __init__(self, target_url: str) -> None:
+        import socket
+
+        host, port = target_url.split("//", 1)[1].rsplit(":", 1)
+        self.target = (host, int(port))
+        self.down = False
+        self._conns: set = set()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                self._close(s)
+
+    def _close(self, sock) -> None:
+        import socket
+
+        with self._lock:
+            self._conns.discard(sock)
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+
+    def cut(self) -> None:
+        self.down = True
+        with self._lock:
+            conns = list(self._conns)
+        for sock in conns:
+            self._close(sock)
+
+    def restore(self) -> None:
+        self.down = False
+
+    def close(self) -> None:
+        self.cut()
+        self._listener.close()
