@@ -84,7 +84,9 @@ export function Chat({ visible }) {
   const loadLatest = async () => {
     try {
       const page = await get(`/api/jarvis/thread${qs({ limit: PAGE })}`);
-      setMessages(page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread));
+      const rows = page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread);
+      // Turns typed while the page was loading are kept after the stored ones.
+      setMessages((ms) => [...rows, ...ms.filter((m) => !m.id && !rows.some((r) => r.key === m.key))]);
       setOlder(page.next_before_id);
       setLoadError('');
       scrollDown();
