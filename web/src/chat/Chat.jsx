@@ -143,7 +143,10 @@ export function Chat({ visible }) {
         });
       } else if (type === 'supervisor_complete') {
         finishRun('success');
-        append({ key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] });
+        const answer = { key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] };
+        // Re-attached after the answer was stored (a reload): the thread shows it already.
+        setMessages((ms) => (ms.some((m) => m.role === 'assistant' && m.runId === runId) ? ms : [...ms, answer]));
+        scrollDown();
         if (readRef.current) speak(p.result || '');
         // The thread's own record carries the evidence (metadata.job_ids): use it when it differs.
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
@@ -266,12 +269,19 @@ export function Chat({ visible }) {
         const list = await get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`);
         running = (list.runs || []).find((r) => r.trigger === 'api') || (list.runs || [])[0] || null;
       } catch (err) {
-        // No runs list on this server: the thread's last user turn with a run may still be going.
+        // No runs list on this server: a run of the thread's last user turn, or of a worker still
+        // going, may be running.
+        const candidates = [];
         const last = [...rows].reverse().find((m) => m.run_id);
-        if (last && last.role === 'user') {
+        if (last && last.role === 'user') candidates.push(last.run_id);
+        try {
+          const ws = await get(`/api/jarvis/workers${qs({ limit: 5 })}`);
+          for (const w of ws.workers) if (w.status === 'running' || w.status === 'queued') candidates.push(w.run_id);
+        } catch { /* no workers to look at */ }
+        for (const id of candidates) {
           try {
-            const doc = await get(`/api/jarvis/runs/${last.run_id}`);
-            if (doc.status === 'running') running = { id: doc.run_id, task: doc.task };
+            const doc = await get(`/api/jarvis/runs/${id}`);
+            if (doc.status === 'running') { running = { id: doc.run_id, task: doc.task }; break; }
           } catch { /* nothing to re-attach */ }
         }
       }
