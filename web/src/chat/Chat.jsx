@@ -30,8 +30,7 @@ function Message({ m }) {
   const assistant = m.role === 'assistant';
   return (
     <article data-role={m.role} data-mode={m.mode || undefined} data-run-id={assistant && m.runId ? m.runId : undefined}
-      class={`msg msg-${m.role}`}>
-      <h3 class="sr-only">{assistant ? 'Jarvis' : 'You'}</h3>
+      class={`msg msg-${m.role}`} aria-label={assistant ? (m.mode === 'quick' ? 'Jarvis (quick answer)' : 'Jarvis') : 'You'}>
       {assistant
         ? <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(m.content) }} />
         : <p class="plain">{m.content}</p>}
@@ -40,7 +39,6 @@ function Message({ m }) {
           {m.jobIds.map((id) => <a key={id} href={`#/dashboard/workers/${id}`}>job {id}</a>)}
         </p>
       )}
-      {m.mode === 'quick' && <span class="tag">quick</span>}
     </article>
   );
 }
