@@ -107,6 +107,17 @@ export function Chat({ visible }) {
 
   // ---- a run's stream --------------------------------------------------------------------------
   const finishRun = (status) => setRun((r) => (r ? { ...r, status, active: false } : r));
+  // The run document's word on its workers (a row whose last event was missed, e.g. after a cancel).
+  const syncWorkers = (doc) => setRun((r) => {
+    if (!r || r.runId !== doc.run_id) return r;
+    const workers = { ...r.workers };
+    const order = [...r.order];
+    for (const w of doc.workers || []) {
+      workers[w.job_id] = { ...(workers[w.job_id] || {}), ...w, summary: w.summary || workers[w.job_id]?.summary };
+      if (!order.includes(w.job_id)) order.push(w.job_id);
+    }
+    return { ...r, workers, order };
+  });
 
   const fallbackToQuick = async (runId, task) => {
     try {
@@ -156,6 +167,7 @@ export function Chat({ visible }) {
         append({ key: `err-${runId}`, role: 'error', content: p.message || 'The run failed.' });
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
           finishRun(doc.status);
+          syncWorkers(doc);
           if (!cancelled && doc.status === 'failed') fallbackToQuick(runId, task || doc.task);
         }).catch(() => { if (!cancelled) fallbackToQuick(runId, task); });
       }
@@ -238,10 +250,12 @@ export function Chat({ visible }) {
   const cancel = async () => {
     if (!run) return;
     cancelFlag.current?.markCancelled();
+    setRun((r) => ({ ...r, cancelling: true }));
     try {
-      const r = await post(`/api/jarvis/runs/${run.runId}/cancel`);
-      if (r.status !== 'running') { finishRun(r.status); streamRef.current?.close(); setConn('live'); }
+      // The stream goes on: the workers' last events and the run's final error event follow.
+      await post(`/api/jarvis/runs/${run.runId}/cancel`);
     } catch (err) {
+      setRun((r) => ({ ...r, cancelling: false }));
       append({ key: nextKey(), role: 'error', content: describe(err) });
     }
   };
@@ -321,7 +335,7 @@ export function Chat({ visible }) {
           <ul class="workers">{workers.map((w) => <WorkerRow key={w.job_id} w={w} onRetry={retry} />)}</ul>
         )}
       </section>
-      {run && run.active && <button type="button" class="danger" onClick={cancel}>Cancel</button>}
+      {run && run.active && <button type="button" class="danger" onClick={cancel} disabled={run.cancelling}>Cancel</button>}
       <form class="composer" onSubmit={(e) => { e.preventDefault(); send(); }}>
         <label for="message-input" class="sr-only">Message Jarvis</label>
         <textarea id="message-input" ref={inputRef} rows={2} placeholder="Ask Jarvis…" value={text}
