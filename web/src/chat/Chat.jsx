@@ -67,6 +67,8 @@ export function Chat({ visible }) {
   const [readAloud, setReadAloud] = useState(false);
   const streamRef = useRef(null);
   const mine = useRef(new Set()); // runs this page started or follows (the feed does not announce them)
+  const starting = useRef(0); // POSTs that start a run, in flight: their run_started may come first
+  const isMine = (p) => mine.current.has(p.run_id) || (starting.current > 0 && p.trigger === 'api');
   const inputRef = useRef(null);
   const logRef = useRef(null);
   const readRef = useRef(readAloud);
@@ -197,12 +199,16 @@ export function Chat({ visible }) {
     const body = { task, preferences: { verbosity: prefs.verbosity, notify_on_complete: prefs.notify } };
     if (previous.length) body.context = { previous_messages: previous };
     let accepted;
+    starting.current += 1;
     try {
       accepted = await post('/api/jarvis/supervisor', body);
+      mine.current.add(accepted.run_id);
     } catch (err) {
       if (err instanceof ApiError && (err.status === 400 || err.status === 422) && /context|preferences/.test(err.message)) {
         accepted = await post('/api/jarvis/supervisor', { task }); // an older server: the task alone
       } else throw err;
+    } finally {
+      starting.current -= 1;
     }
     cancelFlag.current = attach(accepted.run_id, task);
   };
@@ -261,12 +267,16 @@ export function Chat({ visible }) {
   };
 
   const retry = async (jobId) => {
+    starting.current += 1;
     try {
       const accepted = await post(`/api/jarvis/workers/${jobId}/retry`);
+      mine.current.add(accepted.run_id);
       append({ key: nextKey(), role: 'notice', content: `Retrying job ${jobId} as run ${accepted.run_id}…` });
       cancelFlag.current = attach(accepted.run_id, run?.workers?.[jobId]?.task || '');
     } catch (err) {
       append({ key: nextKey(), role: 'error', content: describe(err) });
+    } finally {
+      starting.current -= 1;
     }
   };
 
@@ -322,7 +332,7 @@ export function Chat({ visible }) {
         <Voice onText={(t) => setText((cur) => (cur ? `${cur} ${t}` : t))} readAloud={readAloud} setReadAloud={setReadAloud} />
         <Push />
       </div>
-      <Feed mine={mine.current} onOpen={(r) => attach(r.run_id, r.task)} onState={setFeedConn} />
+      <Feed isMine={isMine} onOpen={(r) => attach(r.run_id, r.task)} onState={setFeedConn} />
       <section role="log" aria-label="Conversation" class="log" ref={logRef}>
         {older && <button type="button" class="secondary" onClick={loadOlder}>Load older messages</button>}
         {loadError && <p class="error" role="alert">{loadError}</p>}
