@@ -142,3 +142,18 @@ def test_an_unbuilt_app_says_how_to_build_it(runtime_env, tmp_path):
         server.stop()
     assert resp.status_code == 503
     assert "npm ci && npm run build" in resp.json()["message"]
+
+
+def test_absolute_looking_paths_stay_inside_the_root(served):
+    status, data = raw_get(served.port, "//etc/passwd")
+    assert status == 200 and b"root:" not in data
+    assert data.endswith(INDEX.encode())  # the app's own route, not the system file
+
+
+def test_the_default_web_dir_is_the_checkouts_web_dist():
+    from pathlib import Path
+
+    from zerg.local import static
+
+    repo = Path(__file__).resolve().parents[1]
+    assert static.package_web_dir() == repo / "web" / "dist"

@@ -17,8 +17,9 @@ self.addEventListener('push', (event) => {
 
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
-  const url = new URL((event.notification.data && event.notification.data.url) || '/', self.location.origin);
-  if (url.origin !== self.location.origin) return; // only the app itself is opened
+  let url = new URL((event.notification.data && event.notification.data.url) || '/', self.location.origin);
+  // Only the app itself is opened: a link to another origin keeps just its in-app route.
+  if (url.origin !== self.location.origin) url = new URL(`/${url.hash}`, self.location.origin);
   event.waitUntil(self.clients.matchAll({ type: 'window' }).then((wins) => {
     for (const w of wins) if ('focus' in w) { w.navigate(url.href); return w.focus(); }
     return self.clients.openWindow(url.href);

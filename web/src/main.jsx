@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, onSignedOut, post, describe } from './api.js';
 import { Chat } from './chat/Chat.jsx';
 import { Inbox } from './chat/Inbox.jsx';
@@ -20,6 +20,8 @@ function SignIn({ onSignedIn }) {
   const [secret, setSecret] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  const field = useRef(null);
+  useEffect(() => { field.current?.focus(); }, []);
   const submit = async (e) => {
     e.preventDefault();
     setBusy(true);
@@ -39,7 +41,7 @@ function SignIn({ onSignedIn }) {
       <h1>Jarvis</h1>
       <form onSubmit={submit}>
         <label for="device-secret">Device secret</label>
-        <input id="device-secret" type="password" autocomplete="current-password" required value={secret}
+        <input id="device-secret" type="password" autocomplete="current-password" required ref={field} value={secret}
           onInput={(e) => setSecret(e.currentTarget.value)} />
         <button type="submit" disabled={busy}>Sign in</button>
         {error && <p role="alert" class="error">{error}</p>}

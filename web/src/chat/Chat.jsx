@@ -30,8 +30,7 @@ function Message({ m }) {
   const assistant = m.role === 'assistant';
   return (
     <article data-role={m.role} data-mode={m.mode || undefined} data-run-id={assistant && m.runId ? m.runId : undefined}
-      class={`msg msg-${m.role}`}>
-      <h3 class="sr-only">{assistant ? 'Jarvis' : 'You'}</h3>
+      class={`msg msg-${m.role}`} aria-label={assistant ? (m.mode === 'quick' ? 'Jarvis (quick answer)' : 'Jarvis') : 'You'}>
       {assistant
         ? <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(m.content) }} />
         : <p class="plain">{m.content}</p>}
@@ -40,7 +39,6 @@ function Message({ m }) {
           {m.jobIds.map((id) => <a key={id} href={`#/dashboard/workers/${id}`}>job {id}</a>)}
         </p>
       )}
-      {m.mode === 'quick' && <span class="tag">quick</span>}
     </article>
   );
 }
@@ -69,6 +67,8 @@ export function Chat({ visible }) {
   const [readAloud, setReadAloud] = useState(false);
   const streamRef = useRef(null);
   const mine = useRef(new Set()); // runs this page started or follows (the feed does not announce them)
+  const starting = useRef(0); // POSTs that start a run, in flight: their run_started may come first
+  const isMine = (p) => mine.current.has(p.run_id) || (starting.current > 0 && p.trigger === 'api');
   const inputRef = useRef(null);
   const logRef = useRef(null);
   const readRef = useRef(readAloud);
@@ -84,7 +84,9 @@ export function Chat({ visible }) {
   const loadLatest = async () => {
     try {
       const page = await get(`/api/jarvis/thread${qs({ limit: PAGE })}`);
-      setMessages(page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread));
+      const rows = page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread);
+      // Turns typed while the page was loading are kept after the stored ones.
+      setMessages((ms) => [...rows, ...ms.filter((m) => !m.id && !rows.some((r) => r.key === m.key))]);
       setOlder(page.next_before_id);
       setLoadError('');
       scrollDown();
@@ -107,6 +109,17 @@ export function Chat({ visible }) {
 
   // ---- a run's stream --------------------------------------------------------------------------
   const finishRun = (status) => setRun((r) => (r ? { ...r, status, active: false } : r));
+  // The run document's word on its workers (a row whose last event was missed, e.g. after a cancel).
+  const syncWorkers = (doc) => setRun((r) => {
+    if (!r || r.runId !== doc.run_id) return r;
+    const workers = { ...r.workers };
+    const order = [...r.order];
+    for (const w of doc.workers || []) {
+      workers[w.job_id] = { ...(workers[w.job_id] || {}), ...w, summary: w.summary || workers[w.job_id]?.summary };
+      if (!order.includes(w.job_id)) order.push(w.job_id);
+    }
+    return { ...r, workers, order };
+  });
 
   const fallbackToQuick = async (runId, task) => {
     try {
@@ -141,7 +154,10 @@ export function Chat({ visible }) {
         });
       } else if (type === 'supervisor_complete') {
         finishRun('success');
-        append({ key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] });
+        const answer = { key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] };
+        // Re-attached after the answer was stored (a reload): the thread shows it already.
+        setMessages((ms) => (ms.some((m) => m.role === 'assistant' && m.runId === runId) ? ms : [...ms, answer]));
+        scrollDown();
         if (readRef.current) speak(p.result || '');
         // The thread's own record carries the evidence (metadata.job_ids): use it when it differs.
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
@@ -153,6 +169,7 @@ export function Chat({ visible }) {
         append({ key: `err-${runId}`, role: 'error', content: p.message || 'The run failed.' });
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
           finishRun(doc.status);
+          syncWorkers(doc);
           if (!cancelled && doc.status === 'failed') fallbackToQuick(runId, task || doc.task);
         }).catch(() => { if (!cancelled) fallbackToQuick(runId, task); });
       }
@@ -182,12 +199,16 @@ export function Chat({ visible }) {
     const body = { task, preferences: { verbosity: prefs.verbosity, notify_on_complete: prefs.notify } };
     if (previous.length) body.context = { previous_messages: previous };
     let accepted;
+    starting.current += 1;
     try {
       accepted = await post('/api/jarvis/supervisor', body);
+      mine.current.add(accepted.run_id);
     } catch (err) {
       if (err instanceof ApiError && (err.status === 400 || err.status === 422) && /context|preferences/.test(err.message)) {
         accepted = await post('/api/jarvis/supervisor', { task }); // an older server: the task alone
       } else throw err;
+    } finally {
+      starting.current -= 1;
     }
     cancelFlag.current = attach(accepted.run_id, task);
   };
@@ -235,21 +256,27 @@ export function Chat({ visible }) {
   const cancel = async () => {
     if (!run) return;
     cancelFlag.current?.markCancelled();
+    setRun((r) => ({ ...r, cancelling: true }));
     try {
-      const r = await post(`/api/jarvis/runs/${run.runId}/cancel`);
-      if (r.status !== 'running') { finishRun(r.status); streamRef.current?.close(); setConn('live'); }
+      // The stream goes on: the workers' last events and the run's final error event follow.
+      await post(`/api/jarvis/runs/${run.runId}/cancel`);
     } catch (err) {
+      setRun((r) => ({ ...r, cancelling: false }));
       append({ key: nextKey(), role: 'error', content: describe(err) });
     }
   };
 
   const retry = async (jobId) => {
+    starting.current += 1;
     try {
       const accepted = await post(`/api/jarvis/workers/${jobId}/retry`);
+      mine.current.add(accepted.run_id);
       append({ key: nextKey(), role: 'notice', content: `Retrying job ${jobId} as run ${accepted.run_id}…` });
       cancelFlag.current = attach(accepted.run_id, run?.workers?.[jobId]?.task || '');
     } catch (err) {
       append({ key: nextKey(), role: 'error', content: describe(err) });
+    } finally {
+      starting.current -= 1;
     }
   };
 
@@ -264,12 +291,19 @@ export function Chat({ visible }) {
         const list = await get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`);
         running = (list.runs || []).find((r) => r.trigger === 'api') || (list.runs || [])[0] || null;
       } catch (err) {
-        // No runs list on this server: the thread's last user turn with a run may still be going.
+        // No runs list on this server: a run of the thread's last user turn, or of a worker still
+        // going, may be running.
+        const candidates = [];
         const last = [...rows].reverse().find((m) => m.run_id);
-        if (last && last.role === 'user') {
+        if (last && last.role === 'user') candidates.push(last.run_id);
+        try {
+          const ws = await get(`/api/jarvis/workers${qs({ limit: 5 })}`);
+          for (const w of ws.workers) if (w.status === 'running' || w.status === 'queued') candidates.push(w.run_id);
+        } catch { /* no workers to look at */ }
+        for (const id of candidates) {
           try {
-            const doc = await get(`/api/jarvis/runs/${last.run_id}`);
-            if (doc.status === 'running') running = { id: doc.run_id, task: doc.task };
+            const doc = await get(`/api/jarvis/runs/${id}`);
+            if (doc.status === 'running') { running = { id: doc.run_id, task: doc.task }; break; }
           } catch { /* nothing to re-attach */ }
         }
       }
@@ -298,7 +332,7 @@ export function Chat({ visible }) {
         <Voice onText={(t) => setText((cur) => (cur ? `${cur} ${t}` : t))} readAloud={readAloud} setReadAloud={setReadAloud} />
         <Push />
       </div>
-      <Feed mine={mine.current} onOpen={(r) => attach(r.run_id, r.task)} onState={setFeedConn} />
+      <Feed isMine={isMine} onOpen={(r) => attach(r.run_id, r.task)} onState={setFeedConn} />
       <section role="log" aria-label="Conversation" class="log" ref={logRef}>
         {older && <button type="button" class="secondary" onClick={loadOlder}>Load older messages</button>}
         {loadError && <p class="error" role="alert">{loadError}</p>}
@@ -311,7 +345,7 @@ export function Chat({ visible }) {
           <ul class="workers">{workers.map((w) => <WorkerRow key={w.job_id} w={w} onRetry={retry} />)}</ul>
         )}
       </section>
-      {run && run.active && <button type="button" class="danger" onClick={cancel}>Cancel</button>}
+      {run && run.active && <button type="button" class="danger" onClick={cancel} disabled={run.cancelling}>Cancel</button>}
       <form class="composer" onSubmit={(e) => { e.preventDefault(); send(); }}>
         <label for="message-input" class="sr-only">Message Jarvis</label>
         <textarea id="message-input" ref={inputRef} rows={2} placeholder="Ask Jarvis…" value={text}

@@ -15,14 +15,14 @@ async function feedExists() {
   }
 }
 
-export function Feed({ mine, onOpen, onState }) {
+export function Feed({ isMine, onOpen, onState }) {
   const [items, setItems] = useState([]);
   useEffect(() => {
     const stream = follow('/api/jarvis/events', {
       types: ['run_started', 'run_finished'],
       terminal: new Set(),
       onEvent: (type, p) => {
-        if (type === 'run_started' && !mine.has(p.run_id)) {
+        if (type === 'run_started' && !isMine(p)) {
           setItems((xs) => [...xs.filter((x) => x.run_id !== p.run_id), { ...p, status: 'running' }].slice(-5));
         } else if (type === 'run_finished') {
           setItems((xs) => xs.map((x) => (x.run_id === p.run_id ? { ...x, status: p.status } : x)));
@@ -33,14 +33,15 @@ export function Feed({ mine, onOpen, onState }) {
     });
     return () => stream.close();
   }, []);
-  if (!items.length) return null;
+  const shown = items.filter((x) => !isMine(x));
+  if (!shown.length) return null;
   return (
     <ul class="feed" aria-label="Runs started elsewhere">
-      {items.map((x) => (
+      {shown.map((x) => (
         <li key={x.run_id} data-run-id={x.run_id}>
           <span class="badge">{x.trigger || 'run'}</span> {x.task} <span class="muted">({x.status})</span>{' '}
           {x.status === 'running' && (
-            <button type="button" class="secondary" onClick={() => { mine.add(x.run_id); onOpen(x); setItems((xs) => xs.filter((y) => y.run_id !== x.run_id)); }}>Follow run {x.run_id}</button>
+            <button type="button" class="secondary" onClick={() => { onOpen(x); setItems((xs) => xs.filter((y) => y.run_id !== x.run_id)); }}>Follow run {x.run_id}</button>
           )}
           {x.status !== 'running' && <a href={`#/dashboard/runs/${x.run_id}`}>Open run {x.run_id}</a>}
           <button type="button" class="link" aria-label={`Dismiss run ${x.run_id}`} onClick={() => setItems((xs) => xs.filter((y) => y.run_id !== x.run_id))}>×</button>

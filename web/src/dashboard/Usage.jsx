@@ -17,7 +17,9 @@ function Grouping({ group, label, from, to }) {
       <ErrorLine error={error} />
       {data && (
         <>
-          {rows.length > 0 ? <BarChart rows={rows} label={`Tokens and USD ${label.replace('Usage ', '')}`} /> : <p>No model calls in this period.</p>}
+          {rows.length > 0 ? <><BarChart rows={rows} label={`Tokens and USD ${label.replace('Usage ', '')}`} />
+            <p class="muted small legend"><span class="key-in">■</span> tokens in · <span class="key-out">■</span> tokens out · <span class="key-usd">●</span> USD (right scale)</p></>
+            : <p>No model calls in this period.</p>}
           <table class="grid" aria-label={label}>
             <thead><tr><th scope="col">{group === 'day' ? 'Day' : group === 'model' ? 'Model' : 'Component'}</th><th scope="col">Calls</th><th scope="col">Tokens in</th><th scope="col">Tokens out</th><th scope="col">USD</th></tr></thead>
             <tbody>
