@@ -202,3 +202,34 @@ def test_an_owners_run_starts_and_ends_become_visible_in_id_order_across_runs(po
     with pool.connection() as conn:
         feed = events.owner_feed(conn, alice.owner_id, after_id=0)
     assert [e["payload"]["run_id"] for e in feed] == [ids["a"], ids["b"]]
+
+
+class _DownFor:
+    """The pool, refusing its first ``failures`` checkouts as an unreachable database does."""
+
+    def __init__(self, pool, failures: int) -> None:
+        self.pool, self.failures, self.timeout = pool, failures, pool.timeout
+
+    def connection(self, timeout=None):
+        from psycopg import OperationalError
+
+        if self.failures:
+            self.failures -= 1
+            raise OperationalError("connection refused")
+        return self.pool.connection(timeout=timeout)
+
+
+def test_an_open_feed_rides_out_a_database_outage_and_goes_on_from_its_last_id(pool, alice):
+    import time
+
+    from zerg.api import sse
+
+    start = _latest(pool, alice.owner_id)
+    run_id = _scheduled_run_that_ends(pool, alice.owner_id, "written while the feed could not read")
+    frames = list(sse.owner_stream(_DownFor(pool, 5), alice.owner_id, start, heartbeat_s=0.01, poll_s=0.01,
+                                   linger_s=0.2, deadline=time.monotonic() + 20))
+    assert any("event: heartbeat" in f for f in frames[:5])  # the connection was kept alive meanwhile
+    announced = [json.loads(f.split("data: ", 1)[1]) for f in frames if "event: run_" in f]
+    assert announced == [{"run_id": run_id, "thread_id": announced[0]["thread_id"], "task":
+                          "written while the feed could not read", "trigger": "schedule"},
+                         {"run_id": run_id, "status": "cancelled"}]

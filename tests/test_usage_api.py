@@ -107,6 +107,8 @@ def test_without_dates_the_report_covers_the_last_30_utc_days(ledger, pool, alic
     ("to=03/01/2026", "to"),
     ("from=20260301", "from"),
     ("group_by=week", "group_by"),
+    ("from=9999-12-31", "from: '9999-12-31' is outside 1970-01-01 to 9998-12-31"),
+    ("to=0001-01-05", "to: '0001-01-05' is outside"),
 ])
 def test_bad_ranges_and_groupings_are_422_naming_the_parameter(ledger, query, fragment):
     alice, _ = ledger
@@ -150,5 +152,6 @@ def test_a_missing_bound_defaults_around_the_given_one():
 
     assert report_range(None, "2026-03-10") == (date(2026, 2, 9), date(2026, 3, 10))  # 30 days ending at to
     assert report_range("2099-01-01", None) == (date(2099, 1, 1), date(2099, 1, 1))  # a future from: that day
+    assert report_range(None, "1970-01-10") == (date(1970, 1, 1), date(1970, 1, 10))  # never before the earliest
     today = datetime.now(timezone.utc).date()
     assert report_range("2026-01-01", None)[1] == max(today, date(2026, 1, 1))

@@ -16,6 +16,7 @@ router = Router()
 
 DEFAULT_DAYS = 30  # without from/to: the last 30 UTC days, today included
 MAX_SPAN_DAYS = 366
+EARLIEST, LATEST = date(1970, 1, 1), date(9998, 12, 31)  # any real ledger day; no date arithmetic overflows
 _DAY = r"^\d{4}-\d{2}-\d{2}$"
 
 
@@ -23,9 +24,12 @@ def _day(name: str, value: str | None) -> date | None:
     if value is None:
         return None
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise ApiError(422, "validation_error", f"{name}: {value!r} is not a calendar date (YYYY-MM-DD)") from None
+    if not EARLIEST <= day <= LATEST:
+        raise ApiError(422, "validation_error", f"{name}: {value!r} is outside {EARLIEST} to {LATEST}")
+    return day
 
 
 def report_range(from_text: str | None, to_text: str | None) -> tuple[date, date]:
@@ -35,7 +39,7 @@ def report_range(from_text: str | None, to_text: str | None) -> tuple[date, date
     if last is None:
         last = max(datetime.now(timezone.utc).date(), first or date.min)
     if first is None:
-        first = last - timedelta(days=DEFAULT_DAYS - 1)
+        first = max(last - timedelta(days=DEFAULT_DAYS - 1), EARLIEST)
     if first > last:
         raise ApiError(422, "validation_error", f"from ({first}) is after to ({last})")
     span = (last - first).days + 1
