@@ -49,6 +49,9 @@ FIGURES = {
                 "5 MB message with attachment (", "== size refusal on the SES path", "from_ses_record (HeadObject, refused)",
                 "S3 calls while refusing", "(0 GetObject)", "(for scale: downloading that object)",
                 "== receive (email reply to an alert) ==", "receive -> run row committed", "duplicate delivery"],
+    "jarvis": ["== Jarvis fast paths, through the API handler ==", "POST /api/jarvis/route (rules, no model)",
+               "POST /api/jarvis/quick (clock, no model)", "POST /api/jarvis/quick (scripted model)",
+               "rules alone, hostile 4,000-char inputs (worst p95)"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

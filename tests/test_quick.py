@@ -87,6 +87,18 @@ def test_a_general_question_is_one_quick_model_call_that_sees_the_owners_thread_
         "how tall is mount everest", "Mount Everest is 8,849 m tall."]
 
 
+def test_the_quick_model_sees_only_the_newest_turns_and_says_how_many_are_left_out(tokens, llm, pool, alice):
+    with pool.connection() as conn:
+        thread_id = threads.find_or_create_thread(conn, alice.owner_id)
+        threads.append_messages(conn, alice.owner_id, thread_id, None,
+                                [("user", f"message {i}", {}) for i in range(quick.THREAD_MESSAGES + 5)])
+    llm.script({"content": "ok"})
+    assert call("POST", QUICK, {"utterance": "how tall is mount everest"}, token=tokens[0])[0] == 200
+    contents = [m["content"] for m in llm.requests[0]["messages"][1:]]
+    assert contents[0].startswith("[Zerg] 5 older message(s)") and contents[1] == "message 5"
+    assert contents[-2:] == [f"message {quick.THREAD_MESSAGES + 4}", "how tall is mount everest"]
+
+
 def test_quick_model_setting_is_used(runtime_env, alice, llm):
     runtime_env(ZERG_QUICK_MODEL="gpt-quick-test")
     llm.script({"content": "42"})

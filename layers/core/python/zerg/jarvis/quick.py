@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 QUICK_MARK = {"mode": "quick"}
 FALLBACK_STATUSES = ("failed", "timeout", "interrupted")  # runs whose failure quick mode stands in for
 THREAD_BYTES = 8_000  # of recent thread the quick model sees
+THREAD_MESSAGES = 20  # at most this many of its newest messages (with the compaction summaries)
 MAX_TOKENS = 400
 MEMORY_LABEL = "memory recall: what the owner's long-term memory holds on the topic"
 TOPIC_CHARS = 200
@@ -113,15 +114,22 @@ def _ask(rt: "Runtime", owner_id: int, messages: list[dict[str, Any]]) -> str:
 
 
 def _context(rt: "Runtime", owner_id: int, now: datetime, tz_name: str) -> list[dict[str, Any]]:
-    """The system prompt (with the owner's clock) and the owner's recent thread."""
-    from zerg.supervisor.context import load_thread, thread_view
+    """The system prompt (with the owner's clock) and the owner's recent thread: its summaries and
+    newest messages, a short view (a quick answer needs the last turns, not the whole story)."""
+    from dataclasses import replace
+
     from zerg.runs import threads
+    from zerg.supervisor.context import load_thread, thread_view
 
     system = {"role": "system", "content": f"{QUICK_PROMPT}\n\nNow: {clock_answer(now, tz_name)}"}
     with rt.pool.connection() as conn:
         thread = threads.get_thread(conn, owner_id)
         loaded = load_thread(conn, owner_id, thread["id"]) if thread else None
-    return [system, *(thread_view(loaded, THREAD_BYTES) if loaded else [])]
+    if loaded is None:
+        return [system]
+    older = max(0, len(loaded.messages) - THREAD_MESSAGES)
+    recent = replace(loaded, messages=loaded.messages[older:], unloaded=loaded.unloaded + older)
+    return [system, *thread_view(recent, THREAD_BYTES)]
 
 
 def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str) -> tuple[str, str]:
