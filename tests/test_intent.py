@@ -177,3 +177,15 @@ def test_hostile_long_inputs_are_decided_by_the_length_rule():
     # Patterns built to make a backtracking regex explode: the rules stay linear (bench/jarvis.py times them).
     for text in ("1 " * 1999 + "x", "hi" * 2000 + "x", "what is " + "a " * 1990, "(" * 3999 + "1"):
         assert intent.precheck(text, running=True).rule in ("long", "follow-up"), text[:20]
+
+
+def test_offline_an_unclear_utterance_goes_to_the_supervisor_without_a_call(runtime_env, monkeypatch, alice, pool):
+    from zerg import config, runtime
+
+    runtime_env()
+    monkeypatch.delenv("OPENAI_BASE_URL")  # no key, no endpoint: the offline playbook
+    config.get_settings.cache_clear()
+    runtime.reset_runtime()
+    status, body = route(login(alice), "how tall is mount everest")
+    assert (status, body["mode"], body["decided_by"]) == (200, "supervisor", "rules") and "offline" in body["reason"]
+    assert intent_calls(pool, alice.owner_id) == []

@@ -206,3 +206,20 @@ def test_a_later_supervisor_run_sees_the_quick_turn_on_the_thread(api_server, ll
                                                        for t in r.get("tools") or []))
     said = [(m["role"], m["content"]) for m in supervisor["messages"]]
     assert ("user", "my cat is called Miso, remember?") in said and ("assistant", "Your cat is called Miso.") in said
+
+
+def test_offline_quick_mode_answers_without_a_model(runtime_env, monkeypatch, alice, pool):
+    from zerg import config, runtime
+
+    runtime_env(ZERG_EMBEDDINGS="off")
+    monkeypatch.delenv("OPENAI_BASE_URL")  # no key, no endpoint: the offline playbook
+    config.get_settings.cache_clear()
+    runtime.reset_runtime()
+    token = login(alice)
+    _remember(token, "infra/backup.md", "The backup server is cube.")
+    status, body, _ = call("POST", QUICK, {"utterance": "how tall is mount everest"}, token=token)
+    assert (status, body["answer"]) == (200, quick.OFFLINE_ANSWER)
+    status, body, _ = call("POST", QUICK, {"utterance": "what do you remember about the backup server"}, token=token)
+    assert status == 200 and body["answer"].startswith("Here is what I remember about the backup server:\n")
+    assert "The backup server is cube" in body["answer"] and "[MEMORY CONTEXT]" not in body["answer"]
+    assert ledger(pool, alice.owner_id) == []

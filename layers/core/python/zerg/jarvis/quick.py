@@ -90,8 +90,14 @@ def memory_topic(text: str) -> str:
     return (topic or text)[:TOPIC_CHARS]
 
 
+OFFLINE_ANSWER = ("(Offline: no model is configured.) In quick mode I can tell the time and what I remember; "
+                  "ask the supervisor for anything else.")
+
+
 def _ask(rt: "Runtime", owner_id: int, messages: list[dict[str, Any]]) -> str:
     """One quick-model call; QuickRefused (nothing stored) when the model cannot answer."""
+    if rt.settings.offline:  # the offline playbook plans runs; it has nothing to say here
+        return OFFLINE_ANSWER
     from zerg.alerts.budget import SpendingCapReached
     from zerg.llm import CallTag, LLMError
 
@@ -144,6 +150,9 @@ def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str
         layer = memory_layer(rt, owner_id, topic)
         if layer is None:
             return f"I don't remember anything about {topic}.", "memory"
+        if rt.settings.offline:  # no model to phrase it: what memory holds, as it is
+            found = layer.split("\n", 2)[-1]  # without the layer's header lines, which speak to the model
+            return f"Here is what I remember about {topic}:\n{found}", "memory"
         messages.append({"role": "user", "content": layer, UNTRUSTED: MEMORY_LABEL})
         messages.append({"role": "user", "content": text})
         return _ask(rt, owner_id, messages), "memory"
