@@ -231,4 +231,7 @@ def route(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[str, 
     decided = precheck(utterance, running=running)
     if decided is not None:
         return decided
+    if rt.settings.offline:  # the offline playbook cannot classify: no call, the default
+        return Decision(SUPERVISOR, "uncertain: no intent model is configured (offline), so the supervisor takes it",
+                        "rules")
     return ask_model(rt, owner_id, normalise(utterance), history or [])

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 QUICK_MARK = {"mode": "quick"}
 FALLBACK_STATUSES = ("failed", "timeout", "interrupted")  # runs whose failure quick mode stands in for
 THREAD_BYTES = 8_000  # of recent thread the quick model sees
+THREAD_MESSAGES = 20  # at most this many of its newest messages (with the compaction summaries)
 MAX_TOKENS = 400
 MEMORY_LABEL = "memory recall: what the owner's long-term memory holds on the topic"
 TOPIC_CHARS = 200
@@ -89,8 +90,14 @@ def memory_topic(text: str) -> str:
     return (topic or text)[:TOPIC_CHARS]
 
 
+OFFLINE_ANSWER = ("(Offline: no model is configured.) In quick mode I can tell the time and what I remember; "
+                  "ask the supervisor for anything else.")
+
+
 def _ask(rt: "Runtime", owner_id: int, messages: list[dict[str, Any]]) -> str:
     """One quick-model call; QuickRefused (nothing stored) when the model cannot answer."""
+    if rt.settings.offline:  # the offline playbook plans runs; it has nothing to say here
+        return OFFLINE_ANSWER
     from zerg.alerts.budget import SpendingCapReached
     from zerg.llm import CallTag, LLMError
 
@@ -113,15 +120,22 @@ def _ask(rt: "Runtime", owner_id: int, messages: list[dict[str, Any]]) -> str:
 
 
 def _context(rt: "Runtime", owner_id: int, now: datetime, tz_name: str) -> list[dict[str, Any]]:
-    """The system prompt (with the owner's clock) and the owner's recent thread."""
-    from zerg.supervisor.context import load_thread, thread_view
+    """The system prompt (with the owner's clock) and the owner's recent thread: its summaries and
+    newest messages, a short view (a quick answer needs the last turns, not the whole story)."""
+    from dataclasses import replace
+
     from zerg.runs import threads
+    from zerg.supervisor.context import load_thread, thread_view
 
     system = {"role": "system", "content": f"{QUICK_PROMPT}\n\nNow: {clock_answer(now, tz_name)}"}
     with rt.pool.connection() as conn:
         thread = threads.get_thread(conn, owner_id)
         loaded = load_thread(conn, owner_id, thread["id"]) if thread else None
-    return [system, *(thread_view(loaded, THREAD_BYTES) if loaded else [])]
+    if loaded is None:
+        return [system]
+    older = max(0, len(loaded.messages) - THREAD_MESSAGES)
+    recent = replace(loaded, messages=loaded.messages[older:], unloaded=loaded.unloaded + older)
+    return [system, *thread_view(recent, THREAD_BYTES)]
 
 
 def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str) -> tuple[str, str]:
@@ -136,6 +150,9 @@ def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str
         layer = memory_layer(rt, owner_id, topic)
         if layer is None:
             return f"I don't remember anything about {topic}.", "memory"
+        if rt.settings.offline:  # no model to phrase it: what memory holds, as it is
+            found = layer.split("\n", 2)[-1]  # without the layer's header lines, which speak to the model
+            return f"Here is what I remember about {topic}:\n{found}", "memory"
         messages.append({"role": "user", "content": layer, UNTRUSTED: MEMORY_LABEL})
         messages.append({"role": "user", "content": text})
         return _ask(rt, owner_id, messages), "memory"
