@@ -14,13 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found, validation_message
-from zerg.api.models import (
-    RunAccepted,
-    RunCancelled,
-    RunDocument,
-    RunEventFrame,
-    responses,
-)
+from zerg.api.models import RunAccepted, RunCancelled, RunDocument, RunEventFrame, responses
 from zerg.auth import Caller
 from zerg.runs import store as runs
 from zerg.runs.launch import LaunchError, start_execution
