@@ -17,12 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import RunAccepted, WorkerDetail, WorkerPage, responses
-from zerg.api.ranges import (
-    RANGE_MAX_BYTES,
-    RangeNotSatisfiable,
-    parse_range,
-    partial_content,
-)
+from zerg.api.ranges import RANGE_MAX_BYTES, RangeNotSatisfiable, parse_range, partial_content
 from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_key
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runtime import Runtime
