@@ -20,6 +20,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/workers/{job_id}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 416, 422}),
     ("/api/jarvis/workers/{job_id}/files/{folder}/{name}", "get"): (200, {400, 401, 404, 413, 416, 422}),
+    ("/api/jarvis/workers/{job_id}/retry", "post"): (202, {400, 401, 404, 409, 413, 422, 503}),
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
     ("/api/jarvis/logout", "post"): (200, {401, 422}),
     ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 415, 422}),
@@ -137,7 +138,8 @@ def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)
     accepted = doc["paths"]["/api/jarvis/supervisor"]["post"]["responses"]["202"]
     assert accepted["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/RunAccepted"}
-    assert set(doc["components"]["schemas"]["RunAccepted"]["properties"]) == {"run_id", "thread_id", "status", "stream_url"}
+    assert set(doc["components"]["schemas"]["RunAccepted"]["properties"]) == {
+        "run_id", "thread_id", "status", "stream_url", "estimated_duration_seconds"}
 
 
 def test_swagger_ui_is_served_from_the_package_without_a_cdn():

@@ -251,6 +251,19 @@ class Settings(BaseModel):
         default_factory=_default_config_dir, alias="ZERG_CONFIG_DIR",
         description="Per-user client configuration: the session tokens `zerg login` keeps (0700/0600).",
     )
+    # The request contract of POST /api/jarvis/supervisor (seed 5.1): what a client may send along.
+    previous_messages_max: int = Field(
+        default=20, ge=1, le=200, alias="ZERG_PREVIOUS_MESSAGES_MAX",
+        description="At most this many context.previous_messages in one request (more: 422).",
+    )
+    client_context_max_bytes: int = Field(
+        default=32_768, ge=1_024, le=1_000_000, alias="ZERG_CLIENT_CONTEXT_MAX_BYTES",
+        description="At most this many bytes of context (as compact JSON) in one request (more: 413).",
+    )
+    estimate_default_s: int = Field(
+        default=30, ge=1, le=3000, alias="ZERG_ESTIMATE_DEFAULT_S",
+        description="estimated_duration_seconds of a run when the owner has no comparable finished run yet.",
+    )
 
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")

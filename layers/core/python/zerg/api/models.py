@@ -81,6 +81,9 @@ class RunAccepted(BaseModel):
     thread_id: int
     status: RunStatus
     stream_url: str = Field(description="The run's Server-Sent Events")
+    estimated_duration_seconds: int = Field(ge=1, description=(
+        "The median duration of the owner's last 20 API runs that answered, rounded up and at most the run "
+        "deadline (ZERG_RUN_TIMEOUT_S); ZERG_ESTIMATE_DEFAULT_S (30) before there is one"))
 
 
 class RunEventFrame(BaseModel):

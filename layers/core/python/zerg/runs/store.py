@@ -25,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,15 +48,22 @@ class RunStart:
 
 
 def start_run(
-    conn: Connection, owner_id: int, task: str, *, trigger: str = "api", idempotency_key: str | None = None
+    conn: Connection, owner_id: int, task: str, *, trigger: str = "api", idempotency_key: str | None = None,
+    context: dict[str, Any] | None = None, preferences: dict[str, Any] | None = None,
 ) -> RunStart:
-    """Insert a running run on the owner's thread and emit ``supervisor_started``."""
+    """Insert a running run on the owner's thread and emit ``supervisor_started``.
+
+    ``context`` and ``preferences`` are what the request was sent with (the API validated them):
+    kept on this run only, read by its supervisor (the ``[CLIENT CONTEXT]`` layer, the answer's
+    verbosity) and by its close (``notify_on_complete``). A replay keeps the first request's."""
     thread_id = threads.find_or_create_thread(conn, owner_id)
     row = conn.execute(
-        """INSERT INTO runs (owner_id, thread_id, task, trigger, status, started_at, idempotency_key)
-           VALUES (%s, %s, %s, %s, 'running', now(), %s)
+        """INSERT INTO runs (owner_id, thread_id, task, trigger, status, started_at, idempotency_key,
+                             context, preferences)
+           VALUES (%s, %s, %s, %s, 'running', now(), %s, %s, %s)
            ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id""",
-        (owner_id, thread_id, task, trigger, idempotency_key),
+        (owner_id, thread_id, task, trigger, idempotency_key,
+         Jsonb(context) if context else None, Jsonb(preferences) if preferences else None),
     ).fetchone()
     if row is None:  # only reachable with an idempotency key that was used before
         existing = conn.execute(
@@ -67,6 +75,26 @@ def start_run(
                 {"run_id": row["id"], "thread_id": thread_id, "task": task})
     observability.metric("RunsStarted", 1, "Count", trigger=trigger)
     return RunStart(row["id"], thread_id, created=True)
+
+
+ESTIMATE_SAMPLE = 20  # the owner's latest comparable runs the estimate looks at
+
+
+def estimated_duration_s(conn: Connection, owner_id: int, trigger: str, *, default_s: int, cap_s: float) -> int:
+    """How long a new run of ``trigger`` will likely take, in whole seconds: the median duration of
+    the owner's last :data:`ESTIMATE_SAMPLE` runs of that trigger that answered (``success`` or
+    ``timeout``), rounded up, between 1 and ``cap_s`` (the run deadline); ``default_s`` (also
+    capped) when there is none."""
+    row = conn.execute(
+        """SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS median_ms FROM (
+               SELECT duration_ms FROM runs
+               WHERE owner_id = %s AND trigger = %s AND status IN ('success', 'timeout') AND duration_ms IS NOT NULL
+               ORDER BY id DESC LIMIT %s) recent""",
+        (owner_id, trigger, ESTIMATE_SAMPLE),
+    ).fetchone()
+    median_ms = row["median_ms"] if row else None
+    seconds = default_s if median_ms is None else math.ceil(median_ms / 1000)
+    return int(max(1, min(seconds, cap_s)))
 
 
 def get_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:

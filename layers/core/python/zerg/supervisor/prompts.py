@@ -71,9 +71,25 @@ worker failed or timed out; it never lowers yours."""
 BACKGROUND_PROMPT = COMMON_PROMPT + "\n\n" + BACKGROUND_RULES
 
 
-def system_prompt(background: bool, instructions: str = "") -> str:
-    """The supervisor's system prompt for a run: the background one for an unattended run, then
-    the owner's standing ``instructions`` (after the rules, which win: :mod:`zerg.agents.settings`)."""
+# The request's preferences.verbosity (POST /api/jarvis/supervisor): Zerg's words, appended after the
+# static prompt (whose bytes, and so the provider's prompt cache, stay the same for every run).
+VERBOSITY_RULES = {
+    "concise": "Answer style (the user asked for it with this request): concise. Answer in a few sentences: "
+               "lead with the answer and the key numbers, name the worker (job id) behind each claim, and leave "
+               "out the steps and the raw output.",
+    "detailed": "Answer style (the user asked for it with this request): detailed, rather than concise. Give the "
+                "full findings: "
+                "what each worker did and found, the numbers and the relevant lines of output, with an evidence "
+                "pointer (job id, and the file when it helps) for every claim, then what to do next.",
+}
+
+
+def system_prompt(background: bool, verbosity: str | None = None, instructions: str = "") -> str:
+    """The supervisor's system prompt for a run: the background one for an unattended run; a run a
+    person started with a ``verbosity`` preference gets its rule after the static text; the owner's
+    standing ``instructions`` come last (after the rules, which win: :mod:`zerg.agents.settings`)."""
     from zerg.agents.settings import with_standing_instructions
 
-    return with_standing_instructions(BACKGROUND_PROMPT if background else SUPERVISOR_PROMPT, instructions)
+    rule = None if background else VERBOSITY_RULES.get(verbosity or "")
+    prompt = BACKGROUND_PROMPT if background else f"{SUPERVISOR_PROMPT}\n\n{rule}" if rule else SUPERVISOR_PROMPT
+    return with_standing_instructions(prompt, instructions)

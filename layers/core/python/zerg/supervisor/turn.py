@@ -213,6 +213,9 @@ class _SupervisorHooks(LoopHooks):
             budget=settings.context_budget_bytes, thread=thread, task=run["task"], memory=memory,
             mount=self._mount, evidence_cap=settings.evidence_budget_bytes, background=is_background(run),
             reply=reply_layer(rt, run), instructions=self.agents["supervisor"].instructions,
+            # The request's own context and preferences (POST /api/jarvis/supervisor): this run's only.
+            previous_messages=(run.get("context") or {}).get("previous_messages"),
+            verbosity=(run.get("preferences") or {}).get("verbosity"),
         )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []

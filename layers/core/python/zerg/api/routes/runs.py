@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -24,11 +25,37 @@ router = Router()
 CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end their commands
 
 
+class PreviousMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1, max_length=4000)
+
+
+class ClientContext(BaseModel):
+    """What the client sends along (seed 5.1), for this run only: never written to the thread."""
+
+    model_config = ConfigDict(extra="forbid")
+    conversation_id: str | None = Field(default=None, min_length=1, max_length=200,
+                                        description="The client's own conversation id (kept on the run)")
+    previous_messages: list[PreviousMessage] | None = Field(default=None, max_length=200, description=(
+        "The client's latest messages, oldest first: shown to this run's supervisor as data, never stored on "
+        "the thread (at most ZERG_PREVIOUS_MESSAGES_MAX, default 20; the whole context at most "
+        "ZERG_CLIENT_CONTEXT_MAX_BYTES, default 32 KB, as JSON)"))
+
+
+class Preferences(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verbosity: Literal["concise", "detailed"] | None = Field(default=None, description=(
+        "concise: a few sentences; detailed: the full findings with their evidence (job ids)"))
+    notify_on_complete: bool | None = Field(default=None, strict=True, description=(
+        "Email the answer (or why the run failed) to the owner's verified address when the run ends"))
+
+
 class StartRunBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     task: str = Field(min_length=1, description="What the assistant should do")
-    context: dict[str, Any] | None = None
-    preferences: dict[str, Any] | None = None
+    context: ClientContext | None = None
+    preferences: Preferences | None = None
 
     @field_validator("task")
     @classmethod
@@ -53,13 +80,45 @@ def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: Idemp
     size = len(body.task.encode())
     if size > rt.settings.task_max_bytes:
         raise ApiError(413, "payload_too_large", f"task is {size} bytes; the limit is {rt.settings.task_max_bytes}")
+    check_idempotency_key(key)
+    context = _client_context(rt, body.context)
+    preferences = body.preferences.model_dump(exclude_none=True) if body.preferences else None
+    return accept_run(rt, owner_id, body.task, key=key, context=context, preferences=preferences or None)
+
+
+def check_idempotency_key(key: str | None) -> None:
     # Checked here, not by Header(min_length=...): the 400 and its message are the API's contract.
     if key is not None and not 1 <= len(key) <= 200:
         raise ApiError(400, "bad_request", "Idempotency-Key must be 1-200 characters")
     if key is not None and not key.isprintable():  # stored as text: no NUL, no control characters
         raise ApiError(400, "bad_request", "Idempotency-Key must not contain control characters")
+
+
+def _client_context(rt: Runtime, context: ClientContext | None) -> dict[str, Any] | None:
+    """The request's context as the run keeps it, within the settings' bounds (422, 413)."""
+    if context is None:
+        return None
+    limit = rt.settings.previous_messages_max
+    if len(context.previous_messages or ()) > limit:
+        raise ApiError(422, "validation_error", f"context.previous_messages: {len(context.previous_messages)} "
+                       f"messages; at most {limit} (ZERG_PREVIOUS_MESSAGES_MAX): send the latest ones")
+    kept = context.model_dump(exclude_none=True)
+    size = len(json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > rt.settings.client_context_max_bytes:
+        raise ApiError(413, "payload_too_large", f"context is {size} bytes as JSON; the limit is "
+                       f"{rt.settings.client_context_max_bytes} (ZERG_CLIENT_CONTEXT_MAX_BYTES): send fewer "
+                       "or shorter previous_messages")
+    return kept or None
+
+
+def accept_run(rt: Runtime, owner_id: int, task: str, *, key: str | None = None,
+               context: dict[str, Any] | None = None, preferences: dict[str, Any] | None = None) -> Response:
+    """Start a run of ``task`` for the owner (trigger ``api``) and answer 202 with where to follow
+    it and how long it will likely take. The one start path of the API: /supervisor and a worker's
+    retry. An Idempotency-Key replay answers the first run and starts nothing new."""
     with rt.pool.connection() as conn:
-        started = runs.start_run(conn, owner_id, body.task, trigger="api", idempotency_key=key)
+        started = runs.start_run(conn, owner_id, task, trigger="api", idempotency_key=key,
+                                 context=context, preferences=preferences)
         run = runs.get_run(conn, owner_id, started.run_id)
     # A replay whose first attempt died before starting the execution starts it now; starting is
     # idempotent per run (the execution is named after the run id).
@@ -67,8 +126,11 @@ def start_supervisor_run(body: StartRunBody, owner_id: Owner, rt: Rt, key: Idemp
         _start_execution(rt, run)
     with rt.pool.connection() as conn:
         status = runs.get_run(conn, owner_id, started.run_id)["status"]
+        estimate = runs.estimated_duration_s(conn, owner_id, "api", default_s=rt.settings.estimate_default_s,
+                                             cap_s=rt.settings.run_timeout_s)
     return json_response({"run_id": started.run_id, "thread_id": started.thread_id, "status": status,
-                          "stream_url": stream_url(started.run_id)}, status=202)
+                          "stream_url": stream_url(started.run_id), "estimated_duration_seconds": estimate},
+                         status=202)
 
 
 def _start_execution(rt: Runtime, run: dict[str, Any]) -> None:
@@ -163,6 +225,7 @@ def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
 def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
     """Queued workers never start; running ones have their commands ended (waited for up to
     ``CANCEL_WAIT_S``); the run's final ``error`` event follows the last of them."""
+    from zerg.runs.completion_mail import mail_answer
     from zerg.workers.cancellation import stop_run_workers
 
     with rt.pool.connection() as conn:
@@ -177,4 +240,6 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
             pass
     if before["status"] not in RUN_FINAL:
         stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S)
+        if run["status"] == "cancelled":  # a request with notify_on_complete hears that it ended
+            mail_answer(rt, owner_id, run_id)
     return json_response({"run_id": run_id, "status": run["status"]})

@@ -16,8 +16,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
-from zerg.api.models import WorkerDetail, WorkerPage, responses
+from zerg.api.models import RunAccepted, WorkerDetail, WorkerPage, responses
 from zerg.api.ranges import RANGE_MAX_BYTES, RangeNotSatisfiable, parse_range, partial_content
+from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_key
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runtime import Runtime
 from zerg.statuses import JobStatus
@@ -120,3 +121,28 @@ def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The fi
 def get_worker_file_in_folder(job_id: JobId, folder: Annotated[str, Path()], name: Annotated[str, Path()],
                               owner_id: Owner, rt: Rt, byte_range: RangeHeader = None):
     return _file(rt, owner_id, job_id, f"{folder}/{name}", byte_range)
+
+
+RETRYABLE = ("timeout", "failed", "cancelled")  # a worker that did not finish its task
+
+
+@router.post("/api/jarvis/workers/<job_id>/retry", summary="Retry a worker's task as a new run", status_code=202,
+             responses=responses(202, "Run accepted; follow stream_url (the same answer as POST /api/jarvis/supervisor)",
+                                 RunAccepted, 400, 401, 404, 409, 413, 503))
+def retry_worker(job_id: JobId, owner_id: Owner, rt: Rt, key: IdempotencyKey = None):
+    """Seed 8.4, "worker timeout offers retry": a new supervisor run (trigger ``api``) whose task is
+    the worker's task, on the owner's thread, started as ``/supervisor`` starts one. Only a worker
+    that ended ``timeout``, ``failed`` or ``cancelled`` (409 otherwise)."""
+    check_idempotency_key(key)
+    with rt.pool.connection() as conn:
+        job = jobs.get_owned_job(conn, owner_id, job_id=job_id)
+    if job is None:
+        raise not_found(f"worker {job_id}")
+    if job["status"] not in RETRYABLE:
+        raise ApiError(409, "conflict", f"worker {job_id} is {job['status']}: only a worker that ended "
+                       f"{', '.join(RETRYABLE)} can be retried")
+    task = job["task"].strip()
+    if len(task.encode()) > rt.settings.task_max_bytes:
+        raise ApiError(413, "payload_too_large", f"worker {job_id}'s task is {len(task.encode())} bytes; a run's "
+                       f"task is at most {rt.settings.task_max_bytes} (ZERG_TASK_MAX_BYTES)")
+    return accept_run(rt, owner_id, task, key=key)
