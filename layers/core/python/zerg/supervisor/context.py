@@ -6,8 +6,8 @@ Plan, resume and the last answer at the run's deadline all build every request h
    provider's prompt cache can serve it (one per mode, both beginning with the same text: a run a
    person started gets the directive rules after it, an unattended run started by a schedule the
    background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`); a request's
-   ``preferences.verbosity`` adds its Zerg-written rule at the end (the cached prefix is unchanged);
-   followed, when the owner set any, by their standing instructions (:mod:`zerg.agents.settings`:
+   ``preferences.verbosity`` adds its Zerg-written rule at the end (the cached prefix is unchanged),
+   and the owner's standing instructions, when they set any, come last (:mod:`zerg.agents.settings`:
    after the rules, which win);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;

@@ -86,11 +86,10 @@ VERBOSITY_RULES = {
 
 def system_prompt(background: bool, verbosity: str | None = None, instructions: str = "") -> str:
     """The supervisor's system prompt for a run: the background one for an unattended run; a run a
-    person started with a ``verbosity`` preference gets its rule after the static text; then the
-    owner's standing ``instructions`` (after the rules, which win: :mod:`zerg.agents.settings`)."""
+    person started with a ``verbosity`` preference gets its rule after the static text; the owner's
+    standing ``instructions`` come last (after the rules, which win: :mod:`zerg.agents.settings`)."""
     from zerg.agents.settings import with_standing_instructions
 
-    if background:
-        return with_standing_instructions(BACKGROUND_PROMPT, instructions)
-    rule = VERBOSITY_RULES.get(verbosity or "")
-    return with_standing_instructions(f"{SUPERVISOR_PROMPT}\n\n{rule}" if rule else SUPERVISOR_PROMPT, instructions)
+    rule = None if background else VERBOSITY_RULES.get(verbosity or "")
+    prompt = BACKGROUND_PROMPT if background else f"{SUPERVISOR_PROMPT}\n\n{rule}" if rule else SUPERVISOR_PROMPT
+    return with_standing_instructions(prompt, instructions)
