@@ -27,7 +27,7 @@ from zerg.privacy.export import ExportError, export_owner, secret_column
 from zerg.runs import store as runs
 from zerg.workers import jobs
 
-GLOBAL_TABLES = {"owners", "schema_migrations"}  # the only tables that hang off no owner
+GLOBAL_TABLES = {"owners", "schema_migrations", "push_vapid_keys"}  # the only tables that hang off no owner
 
 
 SEALED_KEY = b"sealed private key bytes"
