@@ -324,6 +324,31 @@ def test_the_vapid_key_is_made_once_kept_sealed_and_the_same_for_racing_runtimes
         rt.sealer.open(1, sealed)
 
 
+def test_a_deployment_secret_and_an_owners_secret_never_open_as_each_other(rt):
+    from zerg.sealing import SealError
+
+    deployment, owners = rt.sealer.seal_deployment(b"vapid"), rt.sealer.seal(7, b"ssh key")
+    assert rt.sealer.open_deployment(deployment) == b"vapid" and rt.sealer.open(7, owners) == b"ssh key"
+    with pytest.raises(SealError):
+        rt.sealer.open_deployment(owners)
+    with pytest.raises(SealError):
+        rt.sealer.open(7, deployment)
+
+
+def test_one_slow_browser_does_not_hold_up_the_others(runtime_env, pool, alice, service):
+    with pool.connection() as conn:
+        conn.execute("DELETE FROM push_vapid_keys")
+    rt = runtime_env(ZERG_PUSH_ALLOW_LOOPBACK="true", ZERG_PUSH_TIMEOUT_S="0.5")
+    tok = token(alice)
+    slow, _ = subscribe(service, tok, "alice-slow-1")
+    fast, _ = subscribe(service, tok, "alice-fast-2")
+    service.delay(slow, 2.0)
+    critical_run(rt, pool, alice.owner_id)
+    assert sorted((r["status"], r["reason"] or "") for r in push_rows(pool, alice.owner_id)) == [
+        ("failed", "the push service did not answer within 0.5 s"), ("sent", "")]  # sent side by side: any order
+    assert len(service.received_by(fast)) == 1
+
+
 def base64_decode(text: str) -> bytes:
     from tests.support.push_service import unb64url
 

@@ -81,12 +81,15 @@ class PushService:
                 if why:
                     with service._lock:
                         service.refused.append((self.path, why))
-                self.send_response(status)
-                if status in (301, 302, 307, 308):
-                    self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
-                self.send_header("content-length", str(len(why.encode())))
-                self.end_headers()
-                self.wfile.write(why.encode())
+                try:
+                    self.send_response(status)
+                    if status in (301, 302, 307, 308):
+                        self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+                    self.send_header("content-length", str(len(why.encode())))
+                    self.end_headers()
+                    self.wfile.write(why.encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a sender that timed out has gone: nothing to answer
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
