@@ -7,7 +7,9 @@ Invariants:
   function but ingress) can neither read the JWT secret nor start a run's execution.
 - The host-keys KMS key: ingress may only Encrypt (the API seals an owner's SSH key), the worker
   may only Decrypt (``ssh_exec`` opens it); both only with a ``zerg_owner_id`` encryption context.
-  No other function can use the key; ``ZERG_KMS_KEY_ID`` is set exactly on those two.
+  No other function can use the key for an owner's secret. The deployment's own secret (the Web
+  Push VAPID key, context ``zerg_owner_id = deployment``) may be sealed and opened by ingress and
+  the supervisor, and only with exactly that context; ``ZERG_KMS_KEY_ID`` is set on those three.
   The background settings (schedules, notifications, escalation) follow the same rule:
   :mod:`infra.stacks.background`.
 - Each state machine is its ``statemachines/*.asl.json`` verbatim, inline in the template, with
@@ -64,6 +66,7 @@ MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 # The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py).
 OWNER_CONTEXT_KEY = "zerg_owner_id"
+DEPLOYMENT_CONTEXT_VALUE = "deployment"  # zerg.sealing.port.DEPLOYMENT_CONTEXT: the deployment's own secrets
 
 
 def function_specs() -> dict[str, FunctionSpec]:
@@ -194,6 +197,19 @@ class WorkflowStack(Stack):
             function = self.functions[name]
             function.add_to_role_policy(iam.PolicyStatement(
                 actions=[action], resources=[key.key_arn], conditions=owner_context))
+            function.add_environment("ZERG_KMS_KEY_ID", key.key_arn)
+        # The deployment's Web Push VAPID key (zerg.alerts.push), sealed with the context
+        # zerg_owner_id = "deployment" (zerg.sealing.port.DEPLOYMENT_CONTEXT), never an owner's id:
+        # whoever pushes (the supervisor's alerts and repeats, the API's test push) opens it, and
+        # whoever may be first to need it makes and seals it. Only with exactly that context.
+        deployment_context = {
+            "StringEquals": {f"kms:EncryptionContext:{OWNER_CONTEXT_KEY}": DEPLOYMENT_CONTEXT_VALUE},
+            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": [OWNER_CONTEXT_KEY]},
+        }
+        for name in ("events", "supervisor"):
+            function = self.functions[name]
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=["kms:Encrypt", "kms:Decrypt"], resources=[key.key_arn], conditions=deployment_context))
             function.add_environment("ZERG_KMS_KEY_ID", key.key_arn)
 
     def _migration(self) -> CustomResource:

@@ -21,7 +21,7 @@ SCHEDULES = {"ZERG_SCHEDULE_GROUP", "ZERG_SCHEDULER_ROLE_ARN", "ZERG_SCHEDULE_DL
 NOTIFIER = {"ZERG_NOTIFIER", "ZERG_SENDER_EMAIL", "ZERG_MAIL_DOMAIN", "ZERG_ALERT_TOPIC_ARN"}  # + ZERG_SMS_ORIGINATION if set
 EXPECTED_ZERG_ENV = {
     "supervisor": COMMON | SCHEDULES | NOTIFIER | {"ZERG_OPENAI_SECRET_ARN", "ZERG_ESCALATION_STATE_MACHINE_ARN",
-                                                   "ZERG_PUBLIC_URL"},
+                                                   "ZERG_PUBLIC_URL", "ZERG_KMS_KEY_ID"},
     "worker": COMMON | NOTIFIER | {"ZERG_OPENAI_SECRET_ARN", "ZERG_KMS_KEY_ID"},
     "summary": COMMON | {"ZERG_OPENAI_SECRET_ARN"},
     "events": COMMON | SCHEDULES | NOTIFIER | {
@@ -93,7 +93,16 @@ def test_only_ingress_seals_and_only_the_worker_opens_host_keys_and_each_must_na
     def key_ref(statement):
         return json.dumps(statement["Resource"])
 
+    deployment = {  # the Web Push VAPID key: the deployment's own secret, never an owner's context
+        "StringEquals": {"kms:EncryptionContext:zerg_owner_id": "deployment"},
+        "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
+    }
     uses = {name: kms_statements(synth.role_of(name)) for name in FUNCTION_DIRS}
+    for name in ("events", "supervisor"):
+        vapid = [s for s in uses[name] if s["Condition"] == deployment]
+        assert [s["Action"] for s in vapid] == [["kms:Encrypt", "kms:Decrypt"]], name
+        assert "HostKeysKey" in key_ref(vapid[0])
+        uses[name] = [s for s in uses[name] if s["Condition"] != deployment]
     assert [s["Action"] for s in uses["events"]] == ["kms:Encrypt"]
     assert [s["Action"] for s in uses["worker"]] == ["kms:Decrypt"]
     assert uses["supervisor"] == uses["summary"] == []
