@@ -3,6 +3,8 @@ worker browser opening a tool output, usage by component, and a screenshot of ev
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.support.browser import api_client, complete_run, screenshot
@@ -41,12 +43,12 @@ def shows(page, marker: str) -> list[str]:
     if page.get_by_role("log", name="Conversation").get_by_text(marker).count():
         where.append("chat")
     page.get_by_role("link", name="Inbox", exact=True).click()
-    if page.get_by_text(marker).count():
+    if page.get_by_text(marker).filter(visible=True).count():
         where.append("inbox")
     for panel in ("Workers", "Runs", "Schedules", "Memory"):
         page.goto(f"/#/dashboard/{panel.lower()}")
         expect(page.get_by_role("heading", name=panel, level=2)).to_be_visible()
-        if page.get_by_text(marker).count():
+        if page.get_by_text(marker).filter(visible=True).count():
             where.append(panel)
     return where
 
@@ -56,11 +58,11 @@ def wait_for_own(page, marker: str) -> None:
     page.goto("/#/")
     expect(page.get_by_role("log", name="Conversation").get_by_text(marker).first).to_be_visible()
     page.get_by_role("link", name="Inbox", exact=True).click()
-    expect(page.get_by_text(f"inbox {marker}")).to_be_visible()
+    expect(page.get_by_text(f"inbox {marker}").filter(visible=True).first).to_be_visible()
     for panel in ("Workers", "Runs", "Schedules", "Memory"):
         page.goto(f"/#/dashboard/{panel.lower()}")
         expect(page.get_by_role("heading", name=panel, level=2)).to_be_visible()
-        expect(page.get_by_text(marker).first).to_be_visible()
+        expect(page.get_by_text(marker).filter(visible=True).first).to_be_visible()
 
 
 def test_a_second_owner_signed_in_sees_none_of_the_first_owners_things(open_page, new_owner, served, pool, conductor):
@@ -90,8 +92,9 @@ def test_the_worker_browser_opens_a_tool_output(open_page, new_owner, conductor)
     expect(page.get_by_role("heading", name="Workers", level=2)).to_be_visible()
     expect(page.get_by_label("Status")).to_be_visible()
     expect(page.get_by_label("Search")).to_be_visible()
-    page.get_by_text("Check disk usage").first.click()
-    tool_file = page.get_by_text("tool_calls/001_container_exec.txt")
+    row = page.get_by_role("row").filter(has_text="Check disk usage").first
+    row.get_by_role("link", name=re.compile(r"^job \d+$")).click()  # the worker's detail
+    tool_file = page.get_by_role("button", name="tool_calls/001_container_exec.txt", exact=True)
     expect(tool_file).to_be_visible()
     screenshot(page, "dashboard-worker-detail")
     tool_file.click()
@@ -128,8 +131,6 @@ def test_usage_shows_the_runs_tokens_by_component(open_page, new_owner, pool):
 
 def _number(value: int):
     """A token count as the table may print it: plain or with thousands separators."""
-    import re
-
     plain = str(int(value))
     grouped = f"{int(value):,}"
     return re.compile(rf"^\s*({re.escape(plain)}|{re.escape(grouped)}|{re.escape(grouped.replace(',', ' '))})\s*$")
