@@ -138,7 +138,7 @@ def main(smoke: bool = False) -> None:
                         ask(page, f"Investigate disk usage and memory on my servers, round {i}")
                     run_id = int(posted.value.json()["run_id"])
                     run_ids.append(run_id)
-                    page.wait_for_function(f"window.__zergBench.rows.length > {rows}", timeout=120_000)
+                    page.wait_for_function("(n) => window.__zergBench.rows.length > n", arg=rows, timeout=120_000)
                     marks = page.evaluate("window.__zergBench")
                     first_row.append(marks["rows"][rows] - marks["posts"][posts])
                     expect(answers(page, run_id)).to_have_count(1, timeout=120_000)  # one run at a time
