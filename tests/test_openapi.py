@@ -56,6 +56,8 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/policy", "patch"): (200, {400, 401, 415, 422}),
     ("/api/jarvis/notifications", "get"): (200, {401, 422}),
     ("/api/jarvis/inbound", "get"): (200, {401, 422}),
+    ("/api/jarvis/agents", "get"): (200, {401, 422}),
+    ("/api/jarvis/agents/{agent}", "put"): (200, {400, 401, 404, 415, 422}),
 }
 
 

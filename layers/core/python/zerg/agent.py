@@ -11,6 +11,9 @@ Invariants:
   duration) is added to the :class:`AgentUsage` the caller passes in, as it happens, so a loop
   that raises (model down) still leaves what it spent.
 - Tool failures are text for the model (:func:`zerg.tools.invoke`); only a hook decides to stop.
+- A call to a tool in ``refused`` (one the owner's agent configuration removed) never runs, and is
+  never handed to a hook: its result is the error "tool X is not allowed for this agent". The
+  filter is here, in code, whatever a prompt says.
 - Every message is handed to :meth:`LoopHooks.message` the moment it is appended.
 - What the model is shown is assembled per inference by :func:`model_view`: tool results and
   ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), with a marker
@@ -136,6 +139,9 @@ class AgentLoop:
     max_steps: int
     hooks: LoopHooks = field(default_factory=LoopHooks)
     answer_on_last_step: bool = False  # the last step keeps the tools visible but must answer
+    temperature: float | None = None  # None: the model's own default
+    max_tokens: int | None = None  # of each answer; None: the model's own default
+    refused: frozenset[str] = frozenset()  # tools the agent has that its configuration does not allow
 
     def run(self, messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult:
         schemas = [t.schema() for t in self.tools.values()]
@@ -148,12 +154,18 @@ class AgentLoop:
             reply = self.llm.complete(
                 model_view(hooks.request(messages)), model=self.model, tools=schemas, timeout=hooks.timeout(),
                 tool_choice="none" if last and self.answer_on_last_step else None, tag=self.tag,
+                temperature=self.temperature, max_tokens=self.max_tokens,
             )
             spent.add_model_call(reply.model, reply.usage, (time.perf_counter() - started) * 1000)
             self._append(messages, reply.as_message())
             if not reply.tool_calls:
                 return LoopResult(answer=reply.content.strip())
             for call in reply.tool_calls:
+                if call.name in self.refused:  # never run, never handled: the configuration removed it
+                    spent.add_tool_run(call.name, False, 0.0)
+                    self._append(messages, {"role": "tool", "tool_call_id": call.id,
+                                            "content": f"ERROR: tool {call.name} is not allowed for this agent"})
+                    continue
                 handled = hooks.handle(call)
                 if handled is not None:
                     self._append(messages, handled)

@@ -619,6 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.inbound.commands import add_commands as add_inbound_commands
 
     add_inbound_commands(groups, _add_owner_option, _owner)  # zerg inbound email|sms|list
+    from zerg.agents.commands import add_commands as add_agent_commands
+
+    add_agent_commands(groups, _add_owner_option, _owner)  # zerg agents show|set|reset
     return parser
 
 

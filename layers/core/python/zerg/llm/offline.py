@@ -85,8 +85,8 @@ class OfflineChatModel:
         self._ids += 1
         return ToolCall(id=f"offline_{self._ids}", name=name, arguments=json.dumps(args))
 
-    def complete(self, messages, *, model, tools=None, max_tokens=None, timeout=None, tool_choice=None,
-                 tag=None) -> ChatResult:
+    def complete(self, messages, *, model, tools=None, max_tokens=None, temperature=None, timeout=None,
+                 tool_choice=None, tag=None) -> ChatResult:
         names = set() if tool_choice == "none" else {t["function"]["name"] for t in tools or []}
         if "spawn_worker" in names or any(m["role"] == "tool" for m in messages) and "container_exec" not in names:
             content, calls = self._supervise(messages, "spawn_worker" in names)

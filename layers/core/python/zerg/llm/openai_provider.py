@@ -45,6 +45,7 @@ class OpenAIChatModel:
         model: str,
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
+        temperature: float | None = None,
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,  # the ledger's concern, not the provider's
@@ -56,6 +57,8 @@ class OpenAIChatModel:
                 kwargs["tool_choice"] = tool_choice
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
+        if temperature is not None:  # 0 is a choice, not "unset"
+            kwargs["temperature"] = temperature
         resp = self._create(kwargs, model, timeout)
         if not resp.choices:
             raise LLMError(f"model {model} at {self.base_url} returned no choices")

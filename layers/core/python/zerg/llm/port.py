@@ -77,6 +77,7 @@ class ChatModel(Protocol):
         model: str,
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
+        temperature: float | None = None,  # None: the model's own default
         timeout: float | None = None,
         tool_choice: str | None = None,  # "none": tools stay visible but the model must answer
         tag: CallTag | None = None,  # whose call this is (the ledger records it; providers ignore it)

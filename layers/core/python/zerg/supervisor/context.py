@@ -6,7 +6,9 @@ Plan, resume and the last answer at the run's deadline all build every request h
    provider's prompt cache can serve it (one per mode, both beginning with the same text: a run a
    person started gets the directive rules after it, an unattended run started by a schedule the
    background rules, :data:`~zerg.supervisor.prompts.BACKGROUND_PROMPT`); a request's
-   ``preferences.verbosity`` adds its Zerg-written rule at the end (the cached prefix is unchanged);
+   ``preferences.verbosity`` adds its Zerg-written rule at the end (the cached prefix is unchanged),
+   and the owner's standing instructions, when they set any, come last (:mod:`zerg.agents.settings`:
+   after the rules, which win);
 2. the thread: the compaction summaries (one message), then the thread messages that no summary
    covers yet;
 3. the task, preceded for a reply's run (trigger ``email``/``sms``) by the ``[REPLY CONTEXT]``
@@ -338,10 +340,11 @@ class SupervisorContext:
     reply: str | None = None  # a reply's run: the [REPLY CONTEXT] text (untrusted)
     previous_messages: list[dict[str, Any]] | None = None  # the request's context.previous_messages (untrusted)
     verbosity: str | None = None  # the request's preferences.verbosity
+    instructions: str = ""  # the owner's standing instructions (zerg.agents.settings), after the rules
     layout: Layout = field(default_factory=Layout)
 
     def messages(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        system = {"role": "system", "content": system_prompt(self.background, self.verbosity)}
+        system = {"role": "system", "content": system_prompt(self.background, self.verbosity, self.instructions)}
         task = {"role": "user", "content": self.task}
         fixed = message_bytes(system) + message_bytes(task) + 1
         available = max(0, self.budget - fixed)

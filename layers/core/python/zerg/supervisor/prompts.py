@@ -84,10 +84,12 @@ VERBOSITY_RULES = {
 }
 
 
-def system_prompt(background: bool, verbosity: str | None = None) -> str:
+def system_prompt(background: bool, verbosity: str | None = None, instructions: str = "") -> str:
     """The supervisor's system prompt for a run: the background one for an unattended run; a run a
-    person started with a ``verbosity`` preference gets its rule after the static text."""
-    if background:
-        return BACKGROUND_PROMPT
-    rule = VERBOSITY_RULES.get(verbosity or "")
-    return f"{SUPERVISOR_PROMPT}\n\n{rule}" if rule else SUPERVISOR_PROMPT
+    person started with a ``verbosity`` preference gets its rule after the static text; the owner's
+    standing ``instructions`` come last (after the rules, which win: :mod:`zerg.agents.settings`)."""
+    from zerg.agents.settings import with_standing_instructions
+
+    rule = None if background else VERBOSITY_RULES.get(verbosity or "")
+    prompt = BACKGROUND_PROMPT if background else f"{SUPERVISOR_PROMPT}\n\n{rule}" if rule else SUPERVISOR_PROMPT
+    return with_standing_instructions(prompt, instructions)

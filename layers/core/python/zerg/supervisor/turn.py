@@ -35,6 +35,9 @@ Invariants:
   answer (followed by a system-written line naming them) ends the run ``timeout`` on the thread.
 - Past the owner's daily spending cap (:mod:`zerg.alerts.budget`) the model port refuses the call:
   the run ends ``failed`` with the cap's message at once (no answer, no retry).
+- The owner's agent configuration (:mod:`zerg.agents.settings`), read once per turn, decides the
+  supervisor's model, temperature, max tokens, tools and standing instructions, and the default
+  model of the workers it spawns. A tool the configuration removed is refused by the loop.
 - ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
   ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
   of it stays ``running`` in the index.
@@ -49,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
 from zerg.alerts.background import is_background
 from zerg.alerts.budget import SpendingCapReached
@@ -170,8 +174,10 @@ def _outcome_text(rt: Runtime, job: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool) -> tuple[str | None, int | None, bool]:
-    """(error text, job id, is new). Reuses an identical task's job within the run."""
+def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool,
+           worker_model: str) -> tuple[str | None, int | None, bool]:
+    """(error text, job id, is new). Reuses an identical task's job within the run. A worker runs
+    ``args.model`` when the supervisor named one, else ``worker_model`` (the owner's worker config)."""
     settings = rt.settings
     with rt.pool.connection() as conn:
         existing = jobs.find_run_job_by_task(conn, run["owner_id"], run["id"], args.task)
@@ -183,7 +189,7 @@ def _spawn(rt: Runtime, run: dict[str, Any], args: SpawnArgs, rounds_left: bool)
         if jobs.count_run_jobs(conn, run["id"]) >= settings.supervisor_max_workers:
             return (f"ERROR: worker limit reached ({settings.supervisor_max_workers} per run): "
                     "answer with the evidence you have"), None, False
-        model = args.model or settings.worker_model
+        model = args.model or worker_model
         job_id = jobs.create_job(conn, run["owner_id"], args.task, model=model, run_id=run["id"])
         events.emit(conn, run["id"], run["owner_id"], "worker_spawned", {"job_id": job_id, "task": args.task, "model": model})
     return None, job_id, True
@@ -202,10 +208,11 @@ class _SupervisorHooks(LoopHooks):
         settings = rt.settings
         with rt.pool.connection() as conn:  # the thread does not change during a turn: read it once
             thread = load_thread(conn, run["owner_id"], run["thread_id"])
+            self.agents = agent_settings.resolve_all(conn, settings, run["owner_id"])  # so is the config
         self.context = SupervisorContext(
             budget=settings.context_budget_bytes, thread=thread, task=run["task"], memory=memory,
             mount=self._mount, evidence_cap=settings.evidence_budget_bytes, background=is_background(run),
-            reply=reply_layer(rt, run),
+            reply=reply_layer(rt, run), instructions=self.agents["supervisor"].instructions,
             # The request's own context and preferences (POST /api/jarvis/supervisor): this run's only.
             previous_messages=(run.get("context") or {}).get("previous_messages"),
             verbosity=(run.get("preferences") or {}).get("verbosity"),
@@ -247,7 +254,8 @@ class _SupervisorHooks(LoopHooks):
         if self.answering or self.out_of_time():
             return {"role": "tool", "tool_call_id": call.id,
                     "content": "ERROR: the run's deadline is near: answer with the evidence you have"}
-        err, job_id, is_new = _spawn(self.rt, self.run, args, self.rounds < self.rt.settings.supervisor_max_rounds)
+        err, job_id, is_new = _spawn(self.rt, self.run, args, self.rounds < self.rt.settings.supervisor_max_rounds,
+                                     self.agents["worker"].model)
         if err:
             return {"role": "tool", "tool_call_id": call.id, "content": err}
         if is_new:
@@ -311,8 +319,12 @@ def _stop_at_cap(rt: Runtime, run: dict[str, Any], capped: SpendingCapReached) -
 
 
 def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:
+    config = hooks.agents["supervisor"]
+    # This run's own tool set first (a scheduled run has no person-only tools), then the owner's filter.
+    tools, refused = config.tools(supervisor_tools(background=is_background(run)))
     return AgentLoop(
-        llm=rt.llm, model=rt.settings.supervisor_model, tools=supervisor_tools(background=is_background(run)), hooks=hooks,
+        llm=rt.llm, model=config.model, tools=tools, refused=refused, hooks=hooks,
+        temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
                         agent="supervisor"),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),

@@ -19,6 +19,9 @@ Invariants:
 - The run's deadline bounds every worker (:mod:`zerg.runs.deadline`): a worker still running at
   the run's answer-by time stops and its job is ``cancelled`` with that reason (in the index and in
   ``metadata.json``); a job that had not started by then never starts.
+- The owner's worker configuration (:mod:`zerg.agents.settings`) decides the model when the job
+  names none, the temperature, max tokens, tools (a removed one is refused by the loop, never run)
+  and the standing instructions after the worker's rules.
 - The database is bookkeeping, not the work: a worker keeps working through an outage (its cancel
   watcher asks again at its next poll), and its start and final bookkeeping retry with back-off for
   ``ZERG_DB_RETRY_S`` (:func:`zerg.db.retry_unavailable`). What still cannot be written is
@@ -38,6 +41,7 @@ from psycopg import OperationalError
 
 from zerg import observability
 from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.agents import settings as agent_settings
 from zerg.alerts.budget import SpendingCapReached
 from zerg.config import Settings
 from zerg.db import retry_unavailable
@@ -143,10 +147,11 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     store, settings = rt.store, rt.settings
     with rt.pool.connection() as conn:
         run = runs.get_run(conn, owner_id, run_id)
+        config = agent_settings.resolve(conn, settings, owner_id, "worker")
     deadline = _Deadline.of(settings, run["started_at"] if run else None)
     if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
         return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
-    model = job["model"] or settings.worker_model
+    model = job["model"] or config.model
     started = utcnow()
     worker_id = store.create_worker(job["task"], owner_id, job_id=job_id, run_id=run_id, model=model, now=started)
 
@@ -173,7 +178,7 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     loop = _Loop()
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
         try:
-            _agent_loop(rt, job, worker_id, model, deadline, loop, cancel)
+            _agent_loop(rt, job, worker_id, model, config, deadline, loop, cancel)
         except SpendingCapReached as exc:  # the owner's cap, not the model: fails as is, never retried
             loop.status, loop.error = "failed", str(exc)
         except LLMError as exc:
@@ -231,16 +236,19 @@ class _WorkerHooks(LoopHooks):
         return self.deadline.stop if time.monotonic() >= self.deadline.at else None
 
 
-def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, deadline: _Deadline, loop: _Loop,
-                cancel: CancelSignal) -> None:
+def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, config: agent_settings.AgentSettings,
+                deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
     settings = rt.settings
     hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
     messages: list[dict[str, Any]] = []
-    for message in ({"role": "system", "content": WORKER_SYSTEM_PROMPT}, {"role": "user", "content": job["task"]}):
+    for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
+                    {"role": "user", "content": job["task"]}):
         messages.append(message)
         hooks.message(message)
+    tools, refused = config.tools(worker_tools())
     agent = AgentLoop(
-        llm=rt.llm, model=model, tools=worker_tools(), hooks=hooks, max_steps=settings.worker_max_iterations,
+        llm=rt.llm, model=model, tools=tools, refused=refused, hooks=hooks, max_steps=settings.worker_max_iterations,
+        temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], run_id=job["run_id"],
                         runtime=rt, open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel,
                         agent="worker"),

@@ -1,0 +1,43 @@
+"""Agent configuration per owner (seed 6.3, 8.3): read both agents, change one, through
+:mod:`zerg.agents.settings` (the same validation as ``zerg agents set``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from zerg.agents.settings import AgentConfigChange
+from zerg.api.deps import Owner, Rt, json_response
+from zerg.api.errors import ApiError, not_found
+from zerg.api.models import AgentConfig, AgentConfigList, responses
+
+router = Router()
+
+# Not constrained here: an agent that does not exist is 404 (not found), not 422.
+Agent = Annotated[str, Path(description="supervisor or worker")]
+
+
+@router.get("/api/jarvis/agents", summary="The owner's supervisor and worker configuration (the defaults until changed)",
+            responses=responses(200, "Both agents", AgentConfigList, 401))
+def list_agents(owner_id: Owner, rt: Rt):
+    from zerg.agents import settings as agent_settings
+
+    with rt.pool.connection() as conn:
+        return json_response({"agents": agent_settings.list_agents(conn, rt.settings, owner_id)})
+
+
+@router.put("/api/jarvis/agents/<agent>",
+            summary="Change an agent's configuration (the fields given; null resets one to the default)",
+            responses=responses(200, "The agent's configuration after the change", AgentConfig, 400, 401, 404, 415))
+def put_agent(agent: Agent, body: AgentConfigChange, owner_id: Owner, rt: Rt):
+    from zerg.agents import settings as agent_settings
+
+    if agent not in agent_settings.AGENTS:
+        raise not_found(f"agent {agent[:100]!r} (supervisor or worker)")
+    try:
+        with rt.pool.connection() as conn:
+            return json_response(agent_settings.change(conn, rt.settings, owner_id, agent, body))
+    except agent_settings.AgentConfigError as exc:
+        raise ApiError(422, "validation_error", str(exc)) from None
