@@ -140,7 +140,7 @@ def test_lambda_mode_events_long_poll_parsed_by_an_sse_client_gives_the_same_eve
     token = client.headers["Authorization"].split()[1]
     status, body, raw = call("GET", run["stream_url"], token=token)
     assert status == 200 and raw["headers"]["Content-Type"] == "text/event-stream"
-    assert raw["body"].rstrip().endswith("retry: 1000")
+    assert raw["body"].rstrip().endswith("retry: 5000")
     parsed = EventSource(httpx.Response(200, content=raw["body"].encode(), headers={"content-type": "text/event-stream"}))
     got = [(int(e.id), e.event, json.loads(e.data)) for e in parsed.iter_sse() if e.event not in ("message", "heartbeat")]
     assert got == live
@@ -160,7 +160,7 @@ def test_lambda_mode_long_poll_returns_within_its_bound_when_nothing_happens(run
     token = _token(alice)
     status, _, raw = call("GET", f"/api/jarvis/supervisor/events?run_id={started.run_id}", token=token,
                           headers={"last-event-id": "1"})
-    assert status == 200 and "event: heartbeat" in raw["body"] and raw["body"].rstrip().endswith("retry: 1000")
+    assert status == 200 and "event: heartbeat" in raw["body"] and raw["body"].rstrip().endswith("retry: 5000")
 
 
 def _token(owner):

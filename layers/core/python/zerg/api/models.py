@@ -109,6 +109,15 @@ class RunWorker(BaseModel):
     error: str | None
 
 
+class ComponentUsage(BaseModel):
+    component: str = Field(description="supervisor, worker, summary, memory, intent or quick")
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float = Field(description="USD; a call of unknown price counts 0")
+    cost_known: bool = Field(description="False when some of these calls had no known price")
+
+
 class RunDocument(BaseModel):
     run_id: int
     thread_id: int
@@ -125,6 +134,8 @@ class RunDocument(BaseModel):
     tokens_in: int
     tokens_out: int
     cost_usd: float | None
+    usage_by_component: list[ComponentUsage] = Field(
+        description="From the usage ledger: every model call of the run (summaries, memory, intent too)")
 
 
 class WorkerFile(BaseModel):
@@ -457,3 +468,61 @@ def responses(status: int, description: str, model: type[BaseModel] | None = Non
     documented[500] = {"description": "Unexpected error; the request id is in the logs",
                        "content": {"application/json": {"model": ErrorBody}}}
     return documented
+
+
+class UsageRow(BaseModel):
+    key: str = Field(description="A UTC day (YYYY-MM-DD), a model or a component, per group_by")
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float = Field(description="USD; a call of unknown price counts 0")
+    cost_known: bool = Field(description="False when some of these calls had no known price")
+
+
+class UsageReport(BaseModel):
+    from_: str = Field(alias="from", description="The first UTC day (YYYY-MM-DD), inclusive")
+    to: str = Field(description="The last UTC day (YYYY-MM-DD), inclusive")
+    group_by: Literal["day", "model", "component"]
+    rows: list[UsageRow] = Field(description="Sorted by key; only keys with calls")
+
+
+class RunListItem(BaseModel):
+    id: int
+    thread_id: int
+    task: str
+    trigger: str
+    status: RunStatus
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+class RunList(BaseModel):
+    runs: list[RunListItem] = Field(description="Newest first")
+    next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
+
+
+class TimelineEvent(BaseModel):
+    id: int = Field(description="The event's id (its SSE id)")
+    event_type: str
+    payload: dict[str, Any]
+    created_at: datetime
+
+
+class RunTimeline(BaseModel):
+    run_id: int
+    events: list[TimelineEvent] = Field(description="Oldest first")
+    truncated: bool = Field(description="True when the run has more events than the timeline shows (2,000)")
+
+
+class FeedFrame(BaseModel):
+    """One Server-Sent Event of the owner-wide feed (a sequence of these, then ``retry:``)."""
+
+    id: str | None = Field(default=None, description="The run event's id (resume after it); absent on heartbeats")
+    event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}; "
+                                   "heartbeat. A first frame with only an id tells a new client where it starts")
+    data: str = Field(description="The payload, a JSON object")

@@ -7,7 +7,8 @@ cached, USD, latency) and one EMF metric line. Every SQL statement on ``llm_call
 Invariants:
 - The ledger never changes the outcome of a call: a row that cannot be written is logged and
   dropped, the model's answer is returned as is.
-- Reads are scoped by owner.
+- Reads are scoped by owner. Usage reports count days in UTC; a call of unknown price adds 0 USD
+  and marks its row ``cost_known: false``.
 - Before a tagged call the owner's daily spending cap is checked (:mod:`zerg.alerts.budget`): past
   it the call is not made and :class:`~zerg.alerts.budget.SpendingCapReached` is raised. A check
   that cannot be made (database down) lets the call through, with a log line.
@@ -17,11 +18,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import date, datetime, time as clock, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from zerg import observability
 from zerg.llm.port import CallTag, ChatModel, ChatResult
@@ -49,6 +50,49 @@ def calls_of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str,
            FROM llm_calls WHERE owner_id = %s AND run_id = %s ORDER BY id""",
         (owner_id, run_id),
     ).fetchall()
+
+
+# What a usage report groups by, and the key of each row (a day is a UTC day, ``YYYY-MM-DD``).
+USAGE_GROUPS = {
+    "day": "(created_at AT TIME ZONE 'UTC')::date",  # a date, not to_char's text: 3x cheaper per row
+    "model": "model",
+    "component": "component",
+}
+
+
+def usage_report(conn: Connection, owner_id: int, from_day: date, to_day: date, group_by: str) -> list[dict[str, Any]]:
+    """The owner's model calls from ``from_day`` to ``to_day`` (UTC days, inclusive), one row per
+    key of ``group_by`` (day, model or component), sorted by key: ``{key, calls, tokens_in,
+    tokens_out, cost_usd, cost_known}``."""
+    key = sql.SQL(USAGE_GROUPS[group_by])  # KeyError for anything else: callers validate first
+    start = datetime.combine(from_day, clock.min, timezone.utc)
+    end = datetime.combine(to_day + timedelta(days=1), clock.min, timezone.utc)
+    rows = conn.execute(sql.SQL(
+        """SELECT {key} AS key, count(*) AS calls, SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
+                  COALESCE(SUM(cost_usd), 0) AS cost_usd, bool_and(cost_usd IS NOT NULL) AS cost_known
+           FROM llm_calls WHERE owner_id = %s AND created_at >= %s AND created_at < %s
+           GROUP BY 1 ORDER BY 1""").format(key=key),
+        (owner_id, start, end),
+    ).fetchall()
+    return [_usage_row(r) for r in rows]
+
+
+def usage_by_component(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """The owner's run's model calls per component (supervisor, worker, summary, memory, intent,
+    ...), sorted by component: ``{component, calls, tokens_in, tokens_out, cost_usd, cost_known}``."""
+    rows = conn.execute(
+        """SELECT component AS key, count(*) AS calls, SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
+                  COALESCE(SUM(cost_usd), 0) AS cost_usd, bool_and(cost_usd IS NOT NULL) AS cost_known
+           FROM llm_calls WHERE owner_id = %s AND run_id = %s GROUP BY component ORDER BY component""",
+        (owner_id, run_id),
+    ).fetchall()
+    return [{"component": r.pop("key"), **r} for r in map(_usage_row, rows)]
+
+
+def _usage_row(row: dict[str, Any]) -> dict[str, Any]:
+    key = row["key"].isoformat() if isinstance(row["key"], date) else row["key"]
+    return {"key": key, "calls": row["calls"], "tokens_in": int(row["tokens_in"]),
+            "tokens_out": int(row["tokens_out"]), "cost_usd": float(row["cost_usd"]), "cost_known": row["cost_known"]}
 
 
 def spent_since(conn: Connection, owner_id: int, since: datetime) -> Decimal:

@@ -4,10 +4,11 @@ Invariants:
 - Every request becomes an API Gateway HTTP API v2 event for ``functions/events`` and its answer
   becomes the HTTP response: local and AWS share one code path. The adapter adds no routes, no
   auth and no validation of its own beyond the body cap.
-- The one difference is the event stream: Lambda cannot stream a Python response, so there it
-  long-polls; here ``run_events`` stream live from the same SSE generator, after the same
-  authentication and ownership checks (``stream_request``); a live stream ends once its session
-  is revoked (asked every few seconds), as a long-poll would be refused at its next request.
+- The one difference is the event streams (``STREAM_PATHS``: a run's events and the owner-wide
+  feed): Lambda cannot stream a Python response, so there they long-poll; here they stream live
+  from the same SSE generators, after the same authentication, parameter and ownership checks
+  (``routes.runs.live_stream``); a live stream ends once its session is revoked (asked every few
+  seconds), as a long-poll would be refused at its next request.
 - The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread, one request
   at a time (``_HANDLER_LOCK``: Powertools keeps request state process-wide); a live stream holds
   one thread of its own, and that thread ends within one poll interval of the client leaving or
@@ -45,6 +46,8 @@ from zerg.api.errors import error_body
 logger = logging.getLogger(__name__)
 
 EVENTS_PATH = "/api/jarvis/supervisor/events"
+FEED_PATH = "/api/jarvis/events"
+STREAM_PATHS = frozenset({EVENTS_PATH, FEED_PATH})  # streamed live here, long-polled under Lambda
 MAX_BODY = 1_000_000
 MAX_HEADER_BYTES = 32 * 1024  # the request line and headers together (JWT cookies fit easily)
 KEEP_ALIVE_S = 5
@@ -216,7 +219,7 @@ class ZergASGI:
         target = raw_path + (f"?{query}" if query else "")
         client = scope.get("client") or ("127.0.0.1", 0)
         event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
-        live = scope["method"] == "GET" and event["rawPath"] == EVENTS_PATH
+        live = scope["method"] == "GET" and event["rawPath"] in STREAM_PATHS
         try:
             result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
                                                     limiter=self._handler_threads)
@@ -230,18 +233,15 @@ class ZergASGI:
         del payload
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
-    async def _stream(self, checked: tuple[Any, int, int], receive, send) -> None:
-        """Live SSE for a checked request: frames until the run ends, the client leaves, the server
-        stops or the caller's session is revoked."""
+    async def _stream(self, checked: Any, receive, send) -> None:
+        """Live SSE for a checked request (``routes.runs.LiveStream``): frames until the stream
+        ends, the client leaves, the server stops or the caller's session is revoked."""
         from zerg.api import sse
         from zerg.auth import still_valid
         from zerg.runtime import get_runtime
 
-        caller, run_id, after = checked
-        rt = get_runtime()
         stop = threading.Event()
-        frames = sse.stream(rt.pool, caller.owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s, stop=stop,
-                            still_valid=partial(still_valid, rt.pool, caller))
+        frames = checked.frames(stop=stop, still_valid=partial(still_valid, get_runtime().pool, checked.caller))
         self._live.add(stop)
         if self._closing:
             stop.set()
@@ -308,24 +308,22 @@ def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
-    """The API's own checks for the events endpoint (auth, ownership, Last-Event-ID): an answer in
-    the handler's result shape, or ``{"stream": (caller, run, after)}`` to follow live."""
+    """The API's own checks for an event stream (auth, parameters, ownership, Last-Event-ID): an
+    answer in the handler's result shape, or ``{"stream": LiveStream}`` to follow live."""
     from psycopg import OperationalError
 
-    from zerg.api import sse
     from zerg.api.errors import ApiError, unavailable
-    from zerg.api.routes.runs import stream_request
-    from zerg.runtime import get_runtime
+    from zerg.api.routes.runs import live_stream
 
     try:
-        caller, run_id, after = stream_request(event)
-        if after and sse.terminal_delivered(get_runtime().pool, caller.owner_id, run_id, after):
-            return {"statusCode": 204, "headers": {}, "body": ""}
+        checked = live_stream(event)
     except OperationalError as exc:  # the database is unreachable: the API's 503, as on every route
         return _error_result(unavailable(exc))
     except ApiError as exc:
         return _error_result(exc)
-    return {"stream": (caller, run_id, after)}
+    if checked is None:  # the run's final event was already delivered: stop reconnecting
+        return {"statusCode": 204, "headers": {}, "body": ""}
+    return {"stream": checked}
 
 
 def _error_result(exc: Any) -> dict[str, Any]:

@@ -6,13 +6,19 @@ Invariants:
 - A run's events become visible in id order: ids come from a sequence, so two concurrent
   transactions could otherwise commit ids 11 before 10, and a reader that saw 11 would never ask
   for 10. :func:`emit` takes a per-run transaction lock first, so a later id of the same run can
-  only be allocated after the earlier one's transaction has ended.
+  only be allocated after the earlier one's transaction has ended. A run's start and end
+  (``FEED_EVENTS``) also take a per-owner lock, so those become visible in id order across the
+  owner's runs too (the owner-wide feed, :func:`owner_feed`, reads them by id); other events never
+  wait for another run. (A transaction emitting for two runs must not emit a feed event first.)
 - There is one way to emit an event (:func:`emit`) and one list of event types (the seed's
   contract); an unknown type is a programming error, refused.
 - Nothing follows a run's terminal event (``supervisor_complete`` or ``error``): under the same
   per-run lock, :func:`emit` drops an event for a run whose last event is terminal (a worker of a
   cancelled or failed run that finished late) and returns None.
 - Reads are scoped by owner.
+- The owner-wide feed announces runs: ``run_started`` (from ``supervisor_started``, with the
+  run's trigger) and ``run_finished`` (from the terminal event, with the run's final status);
+  its ids are the ``run_events`` ids, so it resumes like a run's stream.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ EVENT_TYPES = frozenset(
 TERMINAL_EVENTS = frozenset({"supervisor_complete", "error"})
 NOTIFY_CHANNEL = "zerg_run_events"
 _LOCK_SPACE = 0x5A455645  # advisory-lock namespace for "events of run N"
+_OWNER_LOCK_SPACE = 0x5A45564F  # advisory-lock namespace for "events of owner N"
+FEED_EVENTS = frozenset({"supervisor_started", *TERMINAL_EVENTS})  # what the owner-wide feed announces
+TIMELINE_MAX = 2000  # a run's timeline (GET /api/jarvis/runs/{id}/events) shows at most this many events
 
 
 def lock_run(conn: Connection, run_id: int) -> None:
@@ -62,6 +71,8 @@ def emit(conn: Connection, run_id: int, owner_id: int, event_type: str, payload:
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     lock_run(conn, run_id)
+    if event_type in FEED_EVENTS:  # then the owner's (always in this order): the feed's ids appear in order
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_OWNER_LOCK_SPACE, owner_id % 2**31))
     row = conn.execute(  # inserted only while the run's last event is not terminal (one round trip)
         """INSERT INTO run_events (run_id, owner_id, event_type, payload)
            SELECT %s, %s, %s, %s
@@ -96,6 +107,40 @@ def list_events(
            WHERE owner_id = %s AND run_id = %s AND id > %s ORDER BY id LIMIT %s""",
         (owner_id, run_id, after_id, limit),
     ).fetchall()
+
+
+def timeline(conn: Connection, owner_id: int, run_id: int) -> tuple[list[dict[str, Any]], bool]:
+    """The owner's run's events, oldest first, at most :data:`TIMELINE_MAX`, and whether more exist."""
+    rows = list_events(conn, owner_id, run_id, limit=TIMELINE_MAX + 1)
+    return rows[:TIMELINE_MAX], len(rows) > TIMELINE_MAX
+
+
+def latest_event_id(conn: Connection, owner_id: int) -> int:
+    """The id of the owner's newest event (0 when none): where a new feed client starts."""
+    row = conn.execute("SELECT max(id) AS id FROM run_events WHERE owner_id = %s", (owner_id,)).fetchone()
+    return row["id"] or 0
+
+
+def owner_feed(conn: Connection, owner_id: int, *, after_id: int, limit: int = 500) -> list[dict[str, Any]]:
+    """The owner's run starts and ends after ``after_id``, oldest first: ``{id, kind, payload}``
+    with ``kind`` ``run_started`` (``{run_id, thread_id, task, trigger}``) or ``run_finished``
+    (``{run_id, status}``: the run's status for ``supervisor_complete``, the event's for ``error``)."""
+    rows = conn.execute(
+        """SELECT e.id, e.run_id, e.event_type, e.payload, r.thread_id, r.task, r.trigger, r.status
+           FROM run_events e JOIN runs r ON r.id = e.run_id AND r.owner_id = e.owner_id
+           WHERE e.owner_id = %s AND e.id > %s AND e.event_type = ANY(%s)
+           ORDER BY e.id LIMIT %s""",
+        (owner_id, after_id, list(FEED_EVENTS), limit),
+    ).fetchall()
+    return [_announcement(r) for r in rows]
+
+
+def _announcement(row: dict[str, Any]) -> dict[str, Any]:
+    if row["event_type"] == "supervisor_started":
+        return {"id": row["id"], "kind": "run_started", "payload": {
+            "run_id": row["run_id"], "thread_id": row["thread_id"], "task": row["task"], "trigger": row["trigger"]}}
+    status = row["status"] if row["event_type"] == "supervisor_complete" else row["payload"].get("status", row["status"])
+    return {"id": row["id"], "kind": "run_finished", "payload": {"run_id": row["run_id"], "status": status}}
 
 
 def export_run_events(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:

@@ -28,16 +28,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from zerg import observability
 from zerg.llm import Usage
+from zerg.llm.ledger import usage_by_component
 from zerg.runs import events, threads
 from zerg.statuses import RUN_FINAL, RUN_UNFINISHED
 from zerg.workers import jobs
+
+
+# What started a run (the CHECK on ``runs.trigger``; tests/test_runs_list.py holds the two in step).
+RunTrigger = Literal["api", "cli", "schedule", "email", "sms"]
+RUN_TRIGGERS: tuple[str, ...] = get_args(RunTrigger)
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,25 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
         "tokens_in": run["tokens_in"],
         "tokens_out": run["tokens_out"],
         "cost_usd": float(run["cost_usd"]) if run["cost_usd"] is not None else None,
+        # From the ledger: every call of the run, its summaries', memory's and intent's too.
+        "usage_by_component": usage_by_component(conn, owner_id, run_id),
     }
+
+
+def list_runs(conn: Connection, owner_id: int, *, status: str | None = None, trigger: str | None = None,
+              limit: int = 20, before_id: int | None = None) -> list[dict[str, Any]]:
+    """The owner's runs, newest first (``runs_owner_id``), optionally of one status and trigger,
+    with ids below ``before_id`` (the next page)."""
+    rows = conn.execute(
+        """SELECT id, thread_id, task, trigger, status, created_at, started_at, finished_at, duration_ms,
+                  tokens_in, tokens_out, cost_usd
+           FROM runs
+           WHERE owner_id = %s AND (%s::text IS NULL OR status = %s) AND (%s::text IS NULL OR trigger = %s)
+             AND (%s::bigint IS NULL OR id < %s)
+           ORDER BY id DESC LIMIT %s""",
+        (owner_id, status, status, trigger, trigger, before_id, before_id, limit),
+    ).fetchall()
+    return [{**r, "cost_usd": float(r["cost_usd"]) if r["cost_usd"] is not None else None} for r in rows]
 
 
 def cancel_run(conn: Connection, owner_id: int, run_id: int, *,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
@@ -14,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found, validation_message
-from zerg.api.models import RunAccepted, RunCancelled, RunDocument, RunEventFrame, responses
+from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
+                             responses)
 from zerg.auth import Caller
 from zerg.runs import store as runs
 from zerg.runs.launch import LaunchError, start_execution
+from zerg.runs.store import RunTrigger
 from zerg.runtime import Runtime
-from zerg.statuses import RUN_FINAL
+from zerg.statuses import RUN_FINAL, RunStatus
 
 router = Router()
 CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end their commands
@@ -161,23 +166,29 @@ def check_stream(owner_id: int, run_id: int) -> None:
             raise not_found(f"run {run_id}")
 
 
+def _stream_params(event: Any, model: type[BaseModel]) -> BaseModel:
+    """A raw events request's query parameters and Last-Event-ID (the header wins over the
+    ``last_event_id`` query), validated by ``model`` with the messages Powertools would give (422)."""
+    query = event.get("queryStringParameters") or {}
+    header = (event.get("headers") or {}).get("last-event-id")
+    source, name, after = ("header", "last-event-id", header) if header else ("query", "last_event_id", query.get("last_event_id"))
+    given = {**{k: query.get(k) for k in model.model_fields if k != "last_event_id"}, "last_event_id": after}
+    try:  # blank means absent, as in ``app.without_blanks``
+        return model.model_validate({k: v for k, v in given.items() if v not in (None, "")})
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("query", *e["loc"]) if e["loc"] != ("last_event_id",) else (source, name)}
+                  for e in exc.errors()]
+        raise ApiError(*validation_message(errors)) from None
+
+
 def stream_request(event: Any) -> tuple[Caller, int, int]:
     """(caller, run, last event id) of a raw events request, checked as the route checks them:
     401, then 422 (the same messages as Powertools' validation), then 404, as ApiError.
 
     For the local server's live stream, which does not go through the Lambda route."""
     caller = caller_of(event)
-    owner_id = caller.owner_id
-    query = event.get("queryStringParameters") or {}
-    header = (event.get("headers") or {}).get("last-event-id")
-    source, name, after = ("header", "last-event-id", header) if header else ("query", "last_event_id", query.get("last_event_id"))
-    given = {"run_id": query.get("run_id"), "last_event_id": after}
-    try:  # blank means absent, as in ``app.without_blanks``
-        params = _StreamParams.model_validate({k: v for k, v in given.items() if v not in (None, "")})
-    except ValidationError as exc:
-        errors = [{**e, "loc": ("query", "run_id") if e["loc"] == ("run_id",) else (source, name)} for e in exc.errors()]
-        raise ApiError(*validation_message(errors)) from None
-    check_stream(owner_id, params.run_id)
+    params = _stream_params(event, _StreamParams)
+    check_stream(caller.owner_id, params.run_id)
     return caller, params.run_id, params.last_event_id or 0
 
 
@@ -243,3 +254,92 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
         if run["status"] == "cancelled":  # a request with notify_on_complete hears that it ended
             mail_answer(rt, owner_id, run_id)
     return json_response({"run_id": run_id, "status": run["status"]})
+
+
+# ---- The runs list, a run's timeline and the owner-wide feed (issue 16) ----
+
+FEED_PATH = "/api/jarvis/events"
+StatusFilter = Annotated[RunStatus | None, Query(description="Only runs with this status")]
+TriggerFilter = Annotated[RunTrigger | None, Query(description="Only runs started this way")]
+
+
+@router.get("/api/jarvis/runs", summary="The owner's runs, newest first",
+            responses=responses(200, "Newest first; next_before_id pages on", RunList, 401))
+def list_runs(
+    owner_id: Owner,
+    rt: Rt,
+    status: StatusFilter = None,
+    trigger: TriggerFilter = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="How many")] = 20,
+    before_id: Annotated[int | None, Query(ge=1, le=MAX_ID, description="Only ids below this (the next page)")] = None,
+):
+    with rt.pool.connection() as conn:
+        rows = runs.list_runs(conn, owner_id, status=status, trigger=trigger, limit=limit, before_id=before_id)
+    return json_response({"runs": rows, "next_before_id": rows[-1]["id"] if len(rows) == limit else None})
+
+
+@router.get("/api/jarvis/runs/<run_id>/events", summary="A run's timeline: its events with their times",
+            responses=responses(200, "Oldest first, at most 2,000 (truncated says so)", RunTimeline, 401, 404))
+def run_timeline(run_id: RunId, owner_id: Owner, rt: Rt):
+    from zerg.runs import events
+
+    with rt.pool.connection() as conn:
+        if runs.get_run(conn, owner_id, run_id) is None:
+            raise not_found(f"run {run_id}")
+        rows, truncated = events.timeline(conn, owner_id, run_id)
+    return json_response({"run_id": run_id, "events": rows, "truncated": truncated})
+
+
+class _FeedParams(BaseModel):
+    """The feed's parameters, for the local server's live stream (not routed by Powertools)."""
+
+    last_event_id: LastEventId = None
+
+
+def feed_request(event: Any) -> tuple[Caller, int | None]:
+    """(caller, last event id or None) of a raw feed request: 401, then 422, as ApiError."""
+    caller = caller_of(event)
+    return caller, _stream_params(event, _FeedParams).last_event_id
+
+
+@dataclass(frozen=True)
+class LiveStream:
+    """A checked request for a live stream (``zerg serve``): whose it is, and its frames once the
+    server gives the stop event and the session check (``frames(stop=..., still_valid=...)``)."""
+
+    caller: Caller
+    frames: Callable[..., Iterator[str]]
+
+
+def live_stream(event: Any) -> LiveStream | None:
+    """The live stream a raw request asks for (the run's or the owner's feed), checked as its route
+    checks it (ApiError otherwise); None: the run's final event was already delivered (204)."""
+    rt = runtime()
+    if event["rawPath"] == FEED_PATH:
+        caller, after = feed_request(event)
+        start = sse.feed_start(rt.pool, caller.owner_id) if after is None else after
+        return LiveStream(caller, partial(sse.owner_stream, rt.pool, caller.owner_id, start, announce=after is None,
+                                          heartbeat_s=rt.settings.heartbeat_s))
+    caller, run_id, after = stream_request(event)
+    if after and sse.terminal_delivered(rt.pool, caller.owner_id, run_id, after):
+        return None
+    return LiveStream(caller, partial(sse.stream, rt.pool, caller.owner_id, run_id, after,
+                                      heartbeat_s=rt.settings.heartbeat_s))
+
+
+@router.get(FEED_PATH, summary="The owner's runs starting and finishing, as Server-Sent Events",
+            responses=responses(200, "The announcements after Last-Event-ID, then retry:", FeedFrame, 401,
+                                media_type="text/event-stream"))
+def owner_events_stream(owner_id: Owner, rt: Rt, last_event_id: LastEventId = None,
+                        last_event_id_header: LastEventIdHeader = None):
+    """Every run of the owner (started by this device, another, a schedule or a reply):
+    ``run_started`` and ``run_finished``. Long-poll under Lambda (live under ``zerg serve``): the
+    body holds what happened after Last-Event-ID (header or ``last_event_id`` query) and ends with
+    ``retry:``. Without an id the feed starts now (no history) and says where in an id-only frame."""
+    after = last_event_id_header if last_event_id_header is not None else last_event_id
+    start = sse.feed_start(rt.pool, owner_id) if after is None else after
+    deadline = time.monotonic() + long_poll_seconds(rt.settings.sse_poll_s, router.lambda_context)
+    body = "".join(sse.owner_stream(rt.pool, owner_id, start, announce=after is None,
+                                    heartbeat_s=rt.settings.heartbeat_s, deadline=deadline, linger_s=1.0))
+    return Response(status_code=200, content_type="text/event-stream", body=body + f"retry: {sse.RETRY_MS}\n\n",
+                    headers={"Cache-Control": "no-cache"})
