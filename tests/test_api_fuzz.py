@@ -46,7 +46,8 @@ def _ssh_keys() -> tuple[str, str]:
 @pytest.fixture
 def fuzzed(api_server, llm, pool):
     """(base url, a session token) of a server whose owner has data."""
-    base, _ = api_server
+    base, configure = api_server
+    configure(OPENAI_API_KEY="sk-fuzz")  # voice sessions are minted by the scripted server (else 503: no key)
     with pool.connection() as conn:
         owner = create_owner(conn, unique_name("fuzzed"))
     client = httpx.Client(base_url=base, timeout=30)

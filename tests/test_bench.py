@@ -53,6 +53,9 @@ FIGURES = {
              "30 days, group_by=day", "366 days, group_by=component", "== runs list (GET /api/jarvis/runs) ==",
              "first page of 20", "a page 100 runs deep", "== owner-wide feed (GET /api/jarvis/events) ==",
              "one poll, nothing new", "one poll, the last 100 runs' events"],
+    "jarvis": ["== Jarvis fast paths, through the API handler ==", "POST /api/jarvis/route (rules, no model)",
+               "POST /api/jarvis/quick (clock, no model)", "POST /api/jarvis/quick (scripted model)",
+               "rules alone, hostile 4,000-char inputs (worst p95)"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
                 "summary", "events", "from source", "with .pyc"],
 }

@@ -62,6 +62,9 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/runs", "get"): (200, {401, 422}),
     ("/api/jarvis/runs/{run_id}/events", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/events", "get"): (200, {401, 422}),
+    ("/api/jarvis/route", "post"): (200, {400, 401, 415, 422, 503}),
+    ("/api/jarvis/quick", "post"): (200, {400, 401, 404, 409, 415, 422, 429, 503}),
+    ("/api/jarvis/realtime/session", "post"): (200, {401, 422, 503}),
 }
 
 

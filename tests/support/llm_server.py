@@ -18,6 +18,11 @@ Script entries::
     {"status": 500, "message": "down"}
     {"until": threading.Event(), "vectors": [...]}   # answer only once the test sets the event
 
+``/v1/realtime/client_secrets`` (minting a voice session) records each request, its body and its
+``Authorization`` header, in ``realtime_requests`` and answers ``{value: "ek_scripted_N", expires_at,
+session}`` unless :meth:`ScriptedLLM.script_realtime` queued ``{"status": 401, "message": ...}`` or
+``{"delay": s}``.
+
 A function (:meth:`ScriptedLLM.respond_embeddings_with`) can answer by content instead, e.g. refuse
 any request whose input holds a marker. Otherwise unscripted embedding requests get deterministic pseudo-random unit vectors (1536 numbers, or the
 request's ``dimensions``), the same for the same text.
@@ -46,6 +51,8 @@ class ScriptedLLM:
         self.embedding_requests: list[dict[str, Any]] = []
         self._embedding_queue: deque[dict[str, Any]] = deque()
         self.embeddings_answered = 0  # responses written (or attempted) by /embeddings
+        self.realtime_requests: list[dict[str, Any]] = []  # {"body", "authorization"}
+        self._realtime_queue: deque[dict[str, Any]] = deque()
         self._responder: Responder | None = None
         self._embedding_responder: Responder | None = None
         self._lock = threading.Lock()
@@ -68,6 +75,11 @@ class ScriptedLLM:
     def script_embeddings(self, *responses: dict[str, Any]) -> "ScriptedLLM":
         with self._lock:
             self._embedding_queue.extend(responses)
+        return self
+
+    def script_realtime(self, *responses: dict[str, Any]) -> "ScriptedLLM":
+        with self._lock:
+            self._realtime_queue.extend(responses)
         return self
 
     def respond_embeddings_with(self, responder: Responder) -> "ScriptedLLM":
@@ -105,6 +117,18 @@ class ScriptedLLM:
         if self._embedding_responder is not None and (spec := self._embedding_responder(request)) is not None:
             return spec
         return {"vectors": [_pseudo_vector(str(t), int(request.get("dimensions") or 1536)) for t in inputs]}
+
+    def _next_realtime(self, request: dict[str, Any], authorization: str | None) -> dict[str, Any]:
+        with self._lock:
+            self.realtime_requests.append({"body": request, "authorization": authorization})
+            spec = self._realtime_queue.popleft() if self._realtime_queue else {}
+        if "status" in spec:
+            return spec
+        session = request.get("session") or {}
+        ttl = int((request.get("expires_after") or {}).get("seconds") or 600)
+        return {"delay": spec.get("delay"),
+                "body": {"value": f"ek_scripted_{next(self._ids)}", "expires_at": int(time.time()) + ttl,
+                         "session": {"id": f"sess_{next(self._ids)}", "object": "realtime.session", **session}}}
 
     def _embeddings(self, request: dict[str, Any], vectors: list[list[float]]) -> dict[str, Any]:
         tokens = sum(len(str(t)) // 4 + 1 for t in (request.get("input") or []))
@@ -151,6 +175,8 @@ class ScriptedLLM:
             def do_POST(self) -> None:  # noqa: N802
                 if self.path.rstrip("/").endswith("/embeddings"):
                     return self._embeddings()
+                if self.path.rstrip("/").endswith("/realtime/client_secrets"):
+                    return self._realtime()
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 length = int(self.headers.get("Content-Length") or 0)
@@ -162,6 +188,17 @@ class ScriptedLLM:
                     body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
                 self._send(200, outer._completion(request, spec))
+
+            def _realtime(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                spec = outer._next_realtime(request, self.headers.get("Authorization"))
+                if spec.get("delay"):
+                    time.sleep(spec["delay"])
+                if "status" in spec:
+                    body = {"error": {"message": spec.get("message", "error"), "type": "invalid_request_error"}}
+                    return self._send(spec["status"], body)
+                self._send(200, spec["body"])
 
             def _embeddings(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -265,6 +265,36 @@ class Settings(BaseModel):
         description="estimated_duration_seconds of a run when the owner has no comparable finished run yet.",
     )
 
+    # --- Jarvis: intent routing, quick mode, voice ------------------------------------------------
+    intent_model: str = Field(
+        default="gpt-4o-mini", alias="ZERG_INTENT_MODEL",
+        description="The model POST /api/jarvis/route asks when its rules cannot tell quick from supervisor.",
+    )
+    intent_timeout_s: float = Field(
+        default=2.0, gt=0, le=30, alias="ZERG_INTENT_TIMEOUT_S",
+        description="Budget of that one intent call; past it (or on any failure) the request goes to the supervisor.",
+    )
+    quick_model: str | None = Field(
+        default=None, alias="ZERG_QUICK_MODEL",
+        description="The model of POST /api/jarvis/quick; unset = ZERG_SUPERVISOR_MODEL.",
+    )
+    quick_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, alias="ZERG_QUICK_TIMEOUT_S",
+        description="Budget of a quick answer's model call (retries included); past it the answer is 503.",
+    )
+    realtime_model: str = Field(
+        default="gpt-realtime", alias="ZERG_REALTIME_MODEL",
+        description="The OpenAI Realtime model of the voice sessions POST /api/jarvis/realtime/session mints.",
+    )
+    realtime_voice: str = Field(
+        default="alloy", min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", alias="ZERG_REALTIME_VOICE",
+        description="The voice of those sessions (alloy, ash, ballad, coral, echo, sage, shimmer, verse, marin, cedar).",
+    )
+    realtime_ttl_s: int = Field(
+        default=120, ge=10, le=7200, alias="ZERG_REALTIME_TTL_S",
+        description="How long a minted voice session's client secret can open a session (OpenAI allows 10-7200 s).",
+    )
+
     # --- workers and their tools -----------------------------------------------------------
     worker_timeout_s: float = Field(default=300.0, gt=0, le=900, alias="ZERG_WORKER_TIMEOUT_S")
     worker_max_iterations: int = Field(default=12, ge=1, le=100, alias="ZERG_WORKER_MAX_ITERATIONS")

@@ -430,6 +430,32 @@ class AgentConfig(BaseModel):
 
 class AgentConfigList(BaseModel):
     agents: list[AgentConfig] = Field(description="The supervisor, then the worker")
+class RouteDecision(BaseModel):
+    mode: Literal["quick", "supervisor"] = Field(description="quick: POST /api/jarvis/quick; supervisor: POST /api/jarvis/supervisor")
+    reason: str = Field(description="Why, in a few words (a rule's reason, or the intent model's)")
+    decided_by: Literal["rules", "model"] = Field(description="rules: the deterministic pre-check (no model call), "
+                                                              "or its default when the intent model failed")
+
+
+class QuickReply(BaseModel):
+    mode: Literal["quick"]
+    answer: str = Field(description="Plain text (may hold markdown)")
+    thread_id: int
+    message_ids: list[int] = Field(description="[the user's message, the answer] on the owner's thread")
+
+
+class RealtimeTool(BaseModel):
+    type: Literal["function"]
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class RealtimeSession(BaseModel):
+    client_secret: str = Field(description="Ephemeral OpenAI Realtime secret (never the server's key)")
+    expires_at: int = Field(description="When the secret stops opening sessions, seconds since the epoch")
+    model: str
+    tools: list[RealtimeTool] = Field(description="The session's one tool: route_to_supervisor(task)")
 
 
 ERRORS: dict[int, str] = {

@@ -354,6 +354,13 @@ def run_status(conn: Connection, owner_id: int, run_id: int) -> str | None:
     return None if row is None else row["status"]
 
 
+def has_running_run(conn: Connection, owner_id: int) -> bool:
+    """Whether the owner has a run in status ``running`` (intent routing: a follow-up stays with it)."""
+    return conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE owner_id = %s AND status = 'running') AS running", (owner_id,)
+    ).fetchone()["running"]
+
+
 def set_execution_arn(conn: Connection, run_id: int, arn: str) -> None:
     conn.execute("UPDATE runs SET execution_arn = %s WHERE id = %s", (arn, run_id))
 

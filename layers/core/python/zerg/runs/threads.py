@@ -43,19 +43,19 @@ def get_thread(conn: Connection, owner_id: int) -> dict[str, Any] | None:
 def append_messages(
     conn: Connection, owner_id: int, thread_id: int, run_id: int | None,
     messages: list[tuple[str, str, dict[str, Any]]],
-) -> None:
-    """Append ``(role, content, metadata)`` messages in order and touch the thread.
+) -> list[int]:
+    """Append ``(role, content, metadata)`` messages in order and touch the thread; their ids, in order.
 
     Touching comes first: its row lock, held until the caller's transaction ends, makes appends to
     one thread take turns, so the messages of one call get adjacent ids even when runs of the owner
     end at the same moment (ids come from a sequence: without the lock, two runs' inserts could
     interleave as task, task, answer, answer)."""
     conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s AND owner_id = %s", (thread_id, owner_id))
-    for role, content, meta in messages:
-        conn.execute(
-            "INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
-            (thread_id, owner_id, run_id, role, content, Jsonb(meta)),
-        )
+    return [conn.execute(
+        """INSERT INTO thread_messages (thread_id, owner_id, run_id, role, content, metadata)
+           VALUES (%s, %s, %s, %s, %s, %s) RETURNING id""",
+        (thread_id, owner_id, run_id, role, content, Jsonb(meta)),
+    ).fetchone()["id"] for role, content, meta in messages]
 
 
 def messages_after(conn: Connection, owner_id: int, thread_id: int, after_id: int, *, limit: int,

@@ -1,0 +1,1 @@
+"""Jarvis, the face: intent routing (quick or supervisor), quick answers, voice sessions."""
