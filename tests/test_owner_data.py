@@ -27,7 +27,7 @@ from zerg.privacy.export import ExportError, export_owner, secret_column
 from zerg.runs import store as runs
 from zerg.workers import jobs
 
-GLOBAL_TABLES = {"owners", "schema_migrations"}  # the only tables that hang off no owner
+GLOBAL_TABLES = {"owners", "schema_migrations", "push_vapid_keys"}  # the only tables that hang off no owner
 
 
 SEALED_KEY = b"sealed private key bytes"
@@ -53,6 +53,8 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
         fill_replies(conn, owner_id, run_id, tag)
         conn.execute("""INSERT INTO agent_configs (owner_id, agent, model, instructions)
                         VALUES (%s, 'worker', 'gpt-4o-mini', %s) ON CONFLICT DO NOTHING""", (owner_id, f"{tag} instructions"))
+        conn.execute("""INSERT INTO push_subscriptions (owner_id, endpoint, p256dh_secret, auth_secret)
+                        VALUES (%s, %s, %s, %s)""", (owner_id, f"https://push.example.com/{tag}", "B" * 87, "A" * 22))
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 

@@ -28,6 +28,7 @@ def test_an_owner_without_a_row_has_the_documented_defaults(rt, alice):
     assert status == 200 and body == {
         "timezone": "UTC", "channels": {"info": [], "warning": ["email", "sms"], "critical": ["email", "sms"]},
         "quiet_hours": None, "daily_email_limit": 50, "daily_sms_limit": 10, "daily_usd_cap": None,
+        "push": ["warning", "critical"], "daily_push_limit": 50,
         "escalation_repeats": 3, "escalation_every_s": 900, "updated_at": None}
 
 

@@ -23,6 +23,7 @@ TABLE_MODULES |= {"schedules/store.py", "schedules/fires.py"}
 TABLE_MODULES |= {f"alerts/{m}.py" for m in ("policy", "limits", "notifications", "inbox", "escalations")}
 TABLE_MODULES |= {"inbound/messages.py", "inbound/pending.py"}
 TABLE_MODULES |= {"agents/configs.py"}
+TABLE_MODULES |= {"alerts/push_subscriptions.py", "alerts/push_keys.py"}
 TABLE_MODULES |= {"local/pg_upgrade.py"}  # like the migrator: catalog reads and row counts of every table
 # SQL keywords are upper case in this code base, which keeps English ("show the schema") out.
 SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|SHOW\s+[a-z_]+)",

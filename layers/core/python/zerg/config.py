@@ -238,6 +238,19 @@ class Settings(BaseModel):
                     "SPF, DKIM, spam or virus check failed; off = do not look. On AWS the SES verdicts always apply.",
     )
 
+    push_contact: str | None = Field(
+        default=None, alias="ZERG_PUSH_CONTACT", max_length=200,
+        description="Web Push: the VAPID contact (sub claim), mailto: or https:; unset = mailto:ZERG_SENDER_EMAIL.",
+    )
+    push_allow_loopback: bool = Field(
+        default=False, alias="ZERG_PUSH_ALLOW_LOOPBACK",
+        description="Web Push: accept http:// subscription endpoints on loopback (tests only; refused on AWS).",
+    )
+    push_timeout_s: float = Field(
+        default=10.0, gt=0, le=60, alias="ZERG_PUSH_TIMEOUT_S",
+        description="Web Push: how long one send to a push service may take (connect and read).",
+    )
+
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
     jwt_secret_arn: str | None = Field(default=None, alias="ZERG_JWT_SECRET_ARN")
@@ -378,6 +391,9 @@ class Settings(BaseModel):
                                     ("ZERG_SCHEDULE_DLQ_ARN", self.schedule_dlq_arn)):
                 if not value:
                     raise ConfigError(f"{variable} must be set when ZERG_SCHEDULE_GROUP is set")
+        if self.push_allow_loopback and (self.lambda_function_name or self.lambda_runtime_api or self.lambda_task_root):
+            raise ConfigError("ZERG_PUSH_ALLOW_LOOPBACK=true is refused on Lambda: push endpoints there are public "
+                              "push services only (the setting is for tests on one machine)")
         if self.artifact_backend == "s3" and not self.artifact_bucket:
             raise ConfigError(
                 "ZERG_ARTIFACT_BUCKET must be set when ZERG_ARTIFACT_BACKEND=s3"

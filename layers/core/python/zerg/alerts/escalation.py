@@ -5,9 +5,13 @@
   an SMS in the owner's quiet hours is held until they end (``hold_in_quiet_hours``).
 - ``critical``: each channel of the ``critical`` list (or the override), now, never held; then
   the escalation state machine repeats it until acknowledged (:func:`zerg.alerts.repeats.start_escalation`).
+- Push (Web Push, :mod:`zerg.alerts.push`): beside those channels, to every subscription of the
+  owner when the policy's ``push`` names the severity (default: warning and critical), the first
+  alert and each repeat alike; never held (quiet hours hold only SMS, as for email). An owner
+  without a subscription gets no push row at all (push is on "when the owner has a subscription").
 
 Invariants:
-- Every send goes through :func:`zerg.alerts.deliver.deliver`: only the owner's verified
+- Every email or SMS goes through :func:`zerg.alerts.deliver.deliver`: only the owner's verified
   contacts, the daily limits, one ``notifications`` row per contact (sent, held, suppressed or
   failed, and why). Nothing here talks to a provider.
 - Called once per inbox item, by whoever wrote it (:func:`zerg.alerts.background.on_run_end`).
@@ -77,6 +81,20 @@ def channels_for(policy: Any, schedule: dict[str, Any] | None, severity: str) ->
     return [c for c in dict.fromkeys(chosen) if c in CHANNELS]
 
 
+def push_alert(rt: "Runtime", owner_id: int, policy: Any, item: dict[str, Any], message: AlertMessage, *,
+               purpose: str = "alert", attempt: int = 0) -> list[dict[str, Any]]:
+    """Push ``message`` (an inbox ``item``'s alert) to the owner's browsers when the policy pushes
+    its severity; the notifications rows (none without a subscription, or when not pushed)."""
+    if item["severity"] not in policy.push:
+        return []
+    from zerg.alerts.push import PushMessage, notify
+
+    run_id = item["run_id"]
+    push = PushMessage(title=message.subject, body=message.sms, url=f"{base_url(rt.settings)}/#/",
+                       severity=item["severity"], run_id=run_id, tag=f"zerg-run-{run_id}")
+    return notify(rt, owner_id, push, purpose=purpose, schedule_id=item.get("schedule_id"), attempt=attempt)
+
+
 def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str, Any] | None) -> dict[str, Any]:
     """Send what ``item``'s severity calls for; a report: the notifications rows' statuses per
     channel, and whether an escalation started."""
@@ -96,6 +114,14 @@ def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str
                        run_id=item["run_id"], schedule_id=item.get("schedule_id"),
                        hold_in_quiet_hours=severity == "warning")
         report["sent"][channel] = [r["status"] for r in rows]
+    try:  # a push bug never keeps the escalation from starting; its rows say what happened
+        pushed = push_alert(rt, owner_id, policy, item, message)
+    except Exception as exc:
+        log.warning("run %s: push failed", item["run_id"], exc_info=True)
+        report["push"] = f"failed: {type(exc).__name__}: {exc}"[:300]
+        pushed = []
+    if pushed:
+        report["sent"]["push"] = [r["status"] for r in pushed]
     if severity == "critical":
         try:  # the first alert is out whatever happens here; a failed start is logged and reported
             from zerg.alerts.repeats import start_escalation

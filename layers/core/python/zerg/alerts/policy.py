@@ -47,13 +47,15 @@ class Policy:
     quiet_end: time | None = None
     daily_email_limit: int = 50
     daily_sms_limit: int = 10
+    push: list[str] = field(default_factory=lambda: ["warning", "critical"])  # severities pushed (with a subscription)
+    daily_push_limit: int = 50
     daily_usd_cap: Decimal | None = None
     escalation_repeats: int = 3
     escalation_every_s: int = 900
     updated_at: datetime | None = None  # None: never changed (the defaults)
 
     def limit(self, channel: str) -> int:
-        return self.daily_email_limit if channel == "email" else self.daily_sms_limit
+        return {"email": self.daily_email_limit, "push": self.daily_push_limit}.get(channel, self.daily_sms_limit)
 
     @property
     def quiet_hours(self) -> str | None:
@@ -106,6 +108,10 @@ class PolicyChange(BaseModel):
     quiet_hours: str | None = Field(default=None, max_length=20, description='"22:00-07:00" (may wrap midnight) or "off"')
     daily_email_limit: int | None = Field(default=None, ge=0, le=10_000, description="Emails per UTC day, every purpose")
     daily_sms_limit: int | None = Field(default=None, ge=0, le=10_000, description="SMS per UTC day, every purpose")
+    push: list[Severity] | None = Field(
+        default=None, max_length=3, description='Severities pushed to the owner\'s browsers (Web Push) when they have a '
+                                                 'subscription, e.g. ["critical"]; [] turns push off')
+    daily_push_limit: int | None = Field(default=None, ge=0, le=10_000, description="Pushes per UTC day, every purpose")
     daily_usd_cap: Decimal | None = Field(default=None, ge=0, le=1_000_000, max_digits=12, decimal_places=4,
                                           description="Model spending per day in the policy's time zone, USD; null: no cap")
     escalation_repeats: int | None = Field(default=None, ge=0, le=20, description="Repeats of a critical alert until acknowledged")
@@ -122,6 +128,11 @@ class PolicyChange(BaseModel):
         if value is not None:
             parse_quiet_hours(value)
         return value
+
+    @field_validator("push")
+    @classmethod
+    def _push(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [s for s in SEVERITIES if s in value]  # ordered, no repeats
 
     @field_validator("channels")
     @classmethod
@@ -143,8 +154,8 @@ def change_from(values: dict[str, Any]) -> PolicyChange:
 
 # --- reads and writes ---------------------------------------------------------------------------
 
-_COLUMNS = ("timezone, channels, quiet_start, quiet_end, daily_email_limit, daily_sms_limit, daily_usd_cap, "
-            "escalation_repeats, escalation_every_s, updated_at")
+_COLUMNS = ("timezone, channels, quiet_start, quiet_end, daily_email_limit, daily_sms_limit, push, daily_push_limit, "
+            "daily_usd_cap, escalation_repeats, escalation_every_s, updated_at")
 
 
 def _policy(row: dict[str, Any] | None) -> Policy:

@@ -18,7 +18,8 @@ Invariants:
 - Repeats are the first alert again (:func:`zerg.alerts.escalation.compose`, marked "repeat n") on
   the same channels (:func:`zerg.alerts.escalation.channels_for`: the schedule's critical override,
   else the policy's), to the owner's verified contacts through ``deliver``, purpose
-  ``escalation``, ``attempt`` = n, never held by quiet hours (critical never is).
+  ``escalation``, ``attempt`` = n, never held by quiet hours (critical never is); and pushed to
+  the owner's browsers when the policy pushes critical (:func:`zerg.alerts.escalation.push_alert`).
 - Stopping is best effort: the status change is what counts; the next Repeat step ends an
   execution whose StopExecution was lost.
 """
@@ -71,7 +72,7 @@ def repeat(rt: "Runtime", owner_id: int, run_id: int, escalation_id: int) -> dic
     """The Repeat step: send the next repeat if it is due; ``{"done": True}`` when nothing more will be sent."""
     from zerg.alerts import inbox
     from zerg.alerts.background import schedule_of
-    from zerg.alerts.escalation import channels_for, compose
+    from zerg.alerts.escalation import channels_for, compose, push_alert
     from zerg.alerts.policy import get_policy
 
     with rt.pool.connection() as conn:
@@ -96,12 +97,17 @@ def repeat(rt: "Runtime", owner_id: int, run_id: int, escalation_id: int) -> dic
                 escalations.finish(conn, owner_id, escalation_id, "exhausted")  # the last sender stopped before saying so
                 return {"done": True}
             return {"done": current is None or current["status"] != "running"}
-        channels = channels_for(get_policy(conn, owner_id), schedule_of(conn, owner_id, run_id), "critical")
+        policy = get_policy(conn, owner_id)
+        channels = channels_for(policy, schedule_of(conn, owner_id, run_id), "critical")
     attempt, last = claimed["repeats_sent"], claimed["max_repeats"]
     message = compose(rt.settings, item, attempt=attempt)  # the first alert's texts, marked "(repeat n)"
     for channel in channels:
         _deliver(rt, owner_id, channel, message.subject, message.text if channel == "email" else message.sms,
                  run_id, item.get("schedule_id"), attempt)
+    try:
+        push_alert(rt, owner_id, policy, {**item, "severity": "critical"}, message, purpose="escalation", attempt=attempt)
+    except Exception:  # a push bug never stops the repeats; its rows say what happened
+        log.warning("escalation %s of run %s: push failed", escalation_id, run_id, exc_info=True)
     if attempt >= last:
         with rt.pool.connection() as conn:
             escalations.finish(conn, owner_id, escalation_id, "exhausted")

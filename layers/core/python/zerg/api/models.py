@@ -345,6 +345,9 @@ class NotificationPolicy(BaseModel):
                                                 "Holds warning SMS until they end")
     daily_email_limit: int
     daily_sms_limit: int
+    push: list[Literal["info", "warning", "critical"]] = Field(
+        description="Severities pushed to the owner's browsers (Web Push) when they have a subscription")
+    daily_push_limit: int
     daily_usd_cap: float | None = Field(description="Model spending per day in the policy's time zone, USD; null: no cap")
     escalation_repeats: int = Field(description="Repeats of a critical alert until acknowledged")
     escalation_every_s: int = Field(description="Seconds between the repeats")
@@ -352,15 +355,17 @@ class NotificationPolicy(BaseModel):
 
 
 class Notification(BaseModel):
-    """One email or SMS Zerg sent, held or suppressed (never its reply token)."""
+    """One email, SMS or push Zerg sent, held or suppressed (never its reply token)."""
 
     id: int
-    channel: Literal["email", "sms"]
-    purpose: Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer"]
+    channel: Literal["email", "sms", "push"]
+    purpose: Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer",
+                     "test"] = Field(description="test: POST /api/jarvis/push/test")
     severity: Literal["info", "warning", "critical"] | None
     status: Literal["sent", "suppressed", "held", "failed"]
     reason: str | None = Field(description="Why it was suppressed, held or failed")
-    address: str | None = Field(description="The verified contact it went to; null when there was none")
+    address: str | None = Field(description="The verified contact it went to (push: the push service's origin "
+                                            "only); null when there was none")
     subject: str | None
     body: str = Field(description="What was sent (a verification code masked)")
     run_id: int | None
@@ -456,6 +461,30 @@ class RealtimeSession(BaseModel):
     expires_at: int = Field(description="When the secret stops opening sessions, seconds since the epoch")
     model: str
     tools: list[RealtimeTool] = Field(description="The session's one tool: route_to_supervisor(task)")
+# --- Web Push (issue 16) ------------------------------------------------------------------------
+
+class PushKey(BaseModel):
+    public_key: str = Field(description="The deployment's VAPID public key: the uncompressed P-256 point, base64url "
+                                        "(PushManager.subscribe's applicationServerKey)")
+
+
+class PushSubscription(BaseModel):
+    """One of the owner's browser subscriptions (its keys are never returned)."""
+
+    id: int
+    endpoint: str = Field(description="The push service URL")
+    device_id: int | None = Field(description="The device whose session subscribed")
+    created_at: datetime
+    last_sent_at: datetime | None = Field(description="The last push the service accepted")
+    failures: int = Field(description="Failed pushes since the last accepted one")
+
+
+class PushSubscriptionList(BaseModel):
+    subscriptions: list[PushSubscription] = Field(description="Oldest first")
+
+
+class PushTestResult(BaseModel):
+    notifications: list[Notification] = Field(description="One per subscription: sent, failed (and why) or suppressed")
 
 
 ERRORS: dict[int, str] = {

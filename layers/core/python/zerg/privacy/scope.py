@@ -26,7 +26,7 @@ from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
 from zerg.inbound import pending
 from zerg.artifacts.store import WorkerArtifactStore
-from zerg.alerts import escalations, inbox, limits, notifications, policy
+from zerg.alerts import escalations, inbox, limits, notifications, policy, push_subscriptions
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
 from zerg.runs import events, threads
@@ -69,6 +69,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("inbound_messages", inbound_messages.export_inbound_messages),
     OwnerTable("pending_directives", pending.export_pending_directives),
     OwnerTable("agent_configs", agent_configs.export_agent_configs),
+    OwnerTable("push_subscriptions", push_subscriptions.export_push_subscriptions),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

@@ -45,7 +45,7 @@ class LocalSealer(Sealer):
     def _load_or_create(self) -> bytes:
         path = self.key_file
         if not path.parent.exists():
-            path.parent.mkdir(parents=True, mode=0o700)
+            path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)  # two cold starts may race here
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -9,6 +9,9 @@ Invariants:
   blob, or a blob sealed by the other backend raises :class:`SealError`.
 - A sealed blob starts with its backend's tag (``SEAL_TAGS``), so a deployment that changed backend
   says so instead of reporting corruption.
+- A deployment's own secret (the Web Push VAPID key) is sealed with :meth:`Sealer.seal_deployment`,
+  bound to :data:`DEPLOYMENT_CONTEXT` (the same key, a value no owner id can take): it never opens
+  as an owner's secret, nor an owner's as it.
 - Neither the plaintext nor key material appears in a sealed blob's tag, in an exception message,
   or in a log line.
 """
@@ -20,6 +23,11 @@ from abc import ABC, abstractmethod
 LOCAL_TAG = b"zl1"  # AES-256-GCM under the local key file
 KMS_TAG = b"zk1"  # an AWS KMS ciphertext blob
 SEAL_TAGS = {LOCAL_TAG: "the local key file", KMS_TAG: "AWS KMS"}
+
+
+# The context of the deployment's own secrets: the owner key the infra's IAM conditions require,
+# with a value that is not a number, so it is never an owner's.
+DEPLOYMENT_CONTEXT = {"zerg_owner_id": "deployment"}
 
 
 class SealError(Exception):
@@ -44,12 +52,23 @@ class Sealer(ABC):
     def open(self, owner_id: int, sealed: bytes) -> bytes:
         """The plaintext, if ``sealed`` was sealed by this backend for ``owner_id``."""
         context = owner_context(owner_id)
+        return self._open(context, self._untag(sealed))
+
+    def seal_deployment(self, plaintext: bytes) -> bytes:
+        """``plaintext`` sealed as the deployment's own secret (no owner's)."""
+        return self.tag + self._seal(dict(DEPLOYMENT_CONTEXT), plaintext)
+
+    def open_deployment(self, sealed: bytes) -> bytes:
+        """The plaintext of a secret sealed by :meth:`seal_deployment`."""
+        return self._open(dict(DEPLOYMENT_CONTEXT), self._untag(sealed))
+
+    def _untag(self, sealed: bytes) -> bytes:
         sealed = bytes(sealed)
         if not sealed.startswith(self.tag):
             other = next((name for tag, name in SEAL_TAGS.items() if sealed.startswith(tag)), None)
             raise SealError(f"sealed with {other}, but this deployment uses {SEAL_TAGS[self.tag]}" if other
                             else "not a sealed secret (unknown format)")
-        return self._open(context, sealed[len(self.tag):])
+        return sealed[len(self.tag):]
 
     @abstractmethod
     def _seal(self, context: dict[str, str], plaintext: bytes) -> bytes: ...
