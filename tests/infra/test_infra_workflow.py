@@ -139,9 +139,7 @@ def test_the_deployment_context_is_the_one_zerg_sealing_uses(synth):
     from infra.stacks.workflow import DEPLOYMENT_CONTEXT_VALUE, OWNER_CONTEXT_KEY
 
     assert port.owner_context(7) == {OWNER_CONTEXT_KEY: "7"}
-    # The push part adds port.DEPLOYMENT_CONTEXT; until it is merged only the key is shared.
-    deployment = getattr(port, "DEPLOYMENT_CONTEXT", {OWNER_CONTEXT_KEY: DEPLOYMENT_CONTEXT_VALUE})
-    assert deployment == {OWNER_CONTEXT_KEY: DEPLOYMENT_CONTEXT_VALUE}
+    assert port.DEPLOYMENT_CONTEXT == {OWNER_CONTEXT_KEY: DEPLOYMENT_CONTEXT_VALUE}
 
 
 def test_only_ingress_starts_runs_and_only_the_supervisor_and_ingress_start_escalations(synth):
