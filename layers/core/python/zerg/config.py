@@ -326,6 +326,10 @@ class Settings(BaseModel):
         default=(), alias="ZERG_HTTP_ALLOW_HOSTS",
         description="Host patterns http_request may reach (api.github.com, *.example.org); empty = any public host.",
     )
+    web_dir: Path | None = Field(
+        default=None, alias="ZERG_WEB_DIR",
+        description="The built web app `zerg serve` serves outside /api/; unset = web/dist of the source checkout.",
+    )
     sandbox_network: bool = Field(
         default=False, alias="ZERG_SANDBOX_NETWORK",
         description="on: container_exec commands get the host's network; off: only their own lo.",

@@ -18,6 +18,8 @@ Invariants:
   both Content-Length and Transfer-Encoding (400: h11 would follow the chunks, a proxy in front
   might follow the length, and the difference is a smuggled request), and a body that is not
   complete within ``BODY_TIMEOUT_S`` (408).
+- A GET or HEAD outside ``/api/`` is the built web app (:mod:`zerg.local.static`), never the
+  handler: the same origin serves the page and the API, so the session cookie stays first-party.
 - Every answer the server gives itself is ``{"error", "message"}`` JSON too: malformed requests and
   slow heads (``http11``), the connection cap (503 with ``Retry-After``), and a bug in this adapter
   (500, logged; never a trace to the client).
@@ -215,6 +217,8 @@ class ZergASGI:
         if body is None:
             return
         raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        if not raw_path.startswith("/api/") and raw_path != "/api":
+            return await _serve_static(scope, send, raw_path)
         query = scope.get("query_string", b"").decode("latin-1")
         target = raw_path + (f"?{query}" if query else "")
         client = scope.get("client") or ("127.0.0.1", 0)
@@ -273,6 +277,21 @@ class ZergASGI:
         finally:
             stop.set()
             self._live.discard(stop)
+
+
+async def _serve_static(scope, send, raw_path: str) -> None:
+    """The built web app (:mod:`zerg.local.static`) for a path outside /api/."""
+    from zerg.config import get_settings
+    from zerg.local import static
+
+    answer = await anyio.to_thread.run_sync(static.serve, scope["method"], raw_path, _request_headers(scope),
+                                            get_settings().web_dir)
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers]
+    if any(k == "content-length" for k, _ in answer.headers):  # HEAD: the length of the body not sent
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await _send_whole(send, answer.status, headers, answer.body)
 
 
 def _pump(frames: Iterator[str], loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]") -> None:

@@ -1,0 +1,42 @@
+// The user's answer preferences (sent with each supervisor run): kept on this device.
+import { useState } from 'preact/hooks';
+
+const KEY = 'jarvis.preferences';
+
+export function loadPreferences() {
+  try {
+    const p = JSON.parse(localStorage.getItem(KEY) || '{}');
+    return { verbosity: p.verbosity === 'detailed' ? 'detailed' : 'concise', notify: p.notify === true };
+  } catch {
+    return { verbosity: 'concise', notify: false };
+  }
+}
+
+export function Settings() {
+  const [open, setOpen] = useState(false);
+  const [prefs, setPrefs] = useState(loadPreferences);
+  const save = (next) => {
+    setPrefs(next);
+    localStorage.setItem(KEY, JSON.stringify(next));
+  };
+  return (
+    <div class="popover-wrap">
+      <button type="button" class="secondary" aria-expanded={open} aria-controls="prefs" onClick={() => setOpen(!open)}>Preferences</button>
+      {open && (
+        <div id="prefs" class="popover" role="group" aria-label="Answer preferences"
+          onKeyDown={(e) => { if (e.key === 'Escape') setOpen(false); }}>
+          <label>Answer length{' '}
+            <select value={prefs.verbosity} onChange={(e) => save({ ...prefs, verbosity: e.currentTarget.value })}>
+              <option value="concise">Concise</option>
+              <option value="detailed">Detailed</option>
+            </select>
+          </label>
+          <label>
+            <input type="checkbox" checked={prefs.notify} onChange={(e) => save({ ...prefs, notify: e.currentTarget.checked })} />
+            {' '}Email me the answer when a run ends
+          </label>
+        </div>
+      )}
+    </div>
+  );
+}
