@@ -1,4 +1,4 @@
-"""CDK entry point (``cdk.json``: ``python -m infra.app``): builds the four stacks of one stage.
+"""CDK entry point (``cdk.json``: ``python -m infra.app``): builds the five stacks of one stage.
 
 Stacks are environment-agnostic (no account/region lookups), so ``cdk synth`` needs no AWS
 credentials; ``cdk deploy`` takes the account and region from the CLI's credentials.
@@ -17,6 +17,7 @@ from infra.config import StageConfig  # noqa: E402
 from infra.stacks.api import ApiStack  # noqa: E402
 from infra.stacks.data import DataStack  # noqa: E402
 from infra.stacks.messaging import MessagingStack  # noqa: E402
+from infra.stacks.web import WebStack  # noqa: E402
 from infra.stacks.workflow import WorkflowStack  # noqa: E402
 
 
@@ -26,9 +27,10 @@ class ZergStacks:
     workflow: WorkflowStack
     api: ApiStack
     messaging: MessagingStack
+    web: WebStack
 
     def all(self) -> list:
-        return [self.data, self.workflow, self.api, self.messaging]
+        return [self.data, self.workflow, self.api, self.messaging, self.web]
 
 
 def build(app: App) -> ZergStacks:
@@ -45,7 +47,9 @@ def build(app: App) -> ZergStacks:
         ingress=workflow.ingress, ingress_failures=workflow.ingress_failures,
         description="Zerg: alerts, inbound mail/SMS, schedules, alarms",
     )
-    stacks = ZergStacks(data, workflow, api, messaging)
+    web = WebStack(app, f"{name}-Web", config=config, api=api.api,
+                   description="Zerg: the Jarvis web app on S3 + CloudFront, /api/* to the HTTP API")
+    stacks = ZergStacks(data, workflow, api, messaging, web)
     for stack in stacks.all():
         for key, value in (("project", "zerg"), ("stage", config.stage)):
             # CDK's own template validator rejects Tags on proxy target groups (cfn-lint's newer

@@ -52,6 +52,13 @@ class StageConfig:
     db_max_capacity: float = 4.0
     api_rate_limit: int = 20
     api_burst_limit: int = 40
+    # The web app (Zerg-{stage}-Web): the built files (`npm run build` in web/) relative to the
+    # repo root, or absolute; a missing directory synthesizes the distribution without content.
+    web_dist: str = "web/dist"
+    # Optional custom domain of the distribution, with an ACM certificate for it in us-east-1
+    # (CloudFront's requirement). Both or neither; DNS (a CNAME/alias to the distribution) is yours.
+    web_domain: str = ""
+    web_certificate_arn: str = ""
 
     @property
     def is_prod(self) -> bool:
@@ -59,8 +66,11 @@ class StageConfig:
 
     @property
     def links_base(self) -> str:
-        """What links in alerts and digests start with (ZERG_PUBLIC_URL)."""
-        return self.public_url or self.jarvis_origin
+        """What links in alerts and digests start with (ZERG_PUBLIC_URL): the app's custom domain
+        serves /api through the distribution, so it is the default when set."""
+        if self.public_url:
+            return self.public_url
+        return f"https://{self.web_domain}" if self.web_domain else self.jarvis_origin
 
     def prefix(self, name: str) -> str:
         """Physical names are ``zerg-{stage}-{name}`` so stages share an account safely."""
@@ -92,6 +102,13 @@ class StageConfig:
             ("artifact_retention_days", 0 <= self.artifact_retention_days <= 36_500),
             ("db_min_capacity", 0 <= self.db_min_capacity <= self.db_max_capacity <= 256),
             ("api_rate_limit", 1 <= self.api_rate_limit <= self.api_burst_limit),
+            ("web_dist", self.web_dist.strip() != ""),
+            ("web_domain", not self.web_domain or re.fullmatch(
+                r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}", self.web_domain)),
+            # CloudFront takes certificates from us-east-1 only; a domain needs one and vice versa.
+            ("web_certificate_arn", bool(self.web_domain) == bool(self.web_certificate_arn) and (
+                not self.web_certificate_arn or re.fullmatch(
+                    r"arn:aws[a-z-]*:acm:us-east-1:[0-9]{12}:certificate/[0-9a-f-]{36}", self.web_certificate_arn))),
         ]
         for key, ok in checks:
             if not ok:

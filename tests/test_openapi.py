@@ -64,7 +64,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/events", "get"): (200, {401, 422}),
     ("/api/jarvis/route", "post"): (200, {400, 401, 415, 422, 503}),
     ("/api/jarvis/quick", "post"): (200, {400, 401, 404, 409, 415, 422, 429, 503}),
-    ("/api/jarvis/realtime/session", "post"): (200, {401, 422, 503}),
+    ("/api/jarvis/realtime/session", "post"): (200, {401, 422, 429, 503}),
     ("/api/jarvis/push/key", "get"): (200, {401, 422, 503}),
     ("/api/jarvis/push/subscriptions", "post"): (201, {400, 401, 409, 413, 415, 422}),
     ("/api/jarvis/push/subscriptions", "get"): (200, {401, 422}),

@@ -204,6 +204,22 @@ def test_an_owners_run_starts_and_ends_become_visible_in_id_order_across_runs(po
     assert [e["payload"]["run_id"] for e in feed] == [ids["a"], ids["b"]]
 
 
+def test_a_new_client_starts_below_a_run_start_still_committing_while_other_runs_log_work(pool, alice):
+    """A worker event of another run can commit with a higher id while a run start is in flight:
+    a client connecting then must start below that start, or it never sees it."""
+    with pool.connection() as conn:
+        other = runs.start_run(conn, alice.owner_id, "a run already at work").run_id
+    with pool.connection() as holder:
+        with holder.transaction():
+            started = runs.start_run(holder, alice.owner_id, "started, not yet committed").run_id
+            with pool.connection() as conn:  # commits with a higher id than the start's
+                events.emit(conn, other, alice.owner_id, "worker_started", {"job_id": 1, "worker_id": "w"})
+            start_at = _latest(pool, alice.owner_id)
+    with pool.connection() as conn:
+        feed = events.owner_feed(conn, alice.owner_id, after_id=start_at)
+    assert [(e["kind"], e["payload"]["run_id"]) for e in feed] == [("run_started", started)]
+
+
 class _DownFor:
     """The pool, refusing its first ``failures`` checkouts as an unreachable database does."""
 

@@ -85,6 +85,16 @@ def test_an_unreachable_provider_is_503(runtime_env, alice):
     assert SERVER_KEY not in raw["body"]
 
 
+def test_an_owner_past_the_spending_cap_gets_no_session_429(token, llm, pool, alice):
+    from zerg.alerts.policy import PolicyChange, set_policy
+
+    with pool.connection() as conn:
+        set_policy(conn, alice.owner_id, PolicyChange(daily_usd_cap=0))
+    status, body, _ = call("POST", SESSION, token=token)
+    assert status == 429 and body["error"] == "spending_cap_reached" and "no voice session" in body["message"]
+    assert llm.realtime_requests == []
+
+
 def test_realtime_needs_a_session(token):
     status, body, _ = call("POST", SESSION)
     assert status == 401 and body["error"] == "unauthorized"

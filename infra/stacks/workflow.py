@@ -5,11 +5,14 @@ Invariants:
 - Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
   a function's environment if and only if its role may read that secret. The worker (and every
   function but ingress) can neither read the JWT secret nor start a run's execution.
-- The host-keys KMS key: ingress may only Encrypt (the API seals an owner's SSH key), the worker
-  may only Decrypt (``ssh_exec`` opens it); both only with a ``zerg_owner_id`` encryption context.
-  No other function can use the key for an owner's secret. The deployment's own secret (the Web
-  Push VAPID key, context ``zerg_owner_id = deployment``) may be sealed and opened by ingress and
-  the supervisor, and only with exactly that context; ``ZERG_KMS_KEY_ID`` is set on those three.
+- The host-keys KMS key (the sealing key), owners' secrets: ingress may only Encrypt (the API seals
+  an owner's SSH key), the worker may only Decrypt (``ssh_exec`` opens it); both only with a
+  ``zerg_owner_id`` encryption context that names an owner (never ``deployment``).
+  The deployment's own secret (the Web Push VAPID private key, sealed with
+  ``zerg_owner_id=deployment``): the push senders, ingress and the supervisor, may Encrypt (the
+  first to need it generates it) and Decrypt (signing a push) only with exactly that context, so
+  neither can open an owner's SSH key, and the worker cannot open the VAPID key.
+  ``ZERG_KMS_KEY_ID`` is set exactly on the functions that may use the key.
   The background settings (schedules, notifications, escalation) follow the same rule:
   :mod:`infra.stacks.background`.
 - Each state machine is its ``statemachines/*.asl.json`` verbatim, inline in the template, with
@@ -64,9 +67,14 @@ ASL_PATH = ROOT / "statemachines" / "run.asl.json"
 ESCALATION_ASL_PATH = ROOT / "statemachines" / "escalation.asl.json"
 MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
-# The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py).
+# The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py), and
+# the value it takes for the deployment's own secrets (port.DEPLOYMENT_CONTEXT) instead of an owner id.
 OWNER_CONTEXT_KEY = "zerg_owner_id"
-DEPLOYMENT_CONTEXT_VALUE = "deployment"  # zerg.sealing.port.DEPLOYMENT_CONTEXT: the deployment's own secrets
+DEPLOYMENT_CONTEXT_VALUE = "deployment"
+# Who uses the sealing key for what (functions/* directory names).
+OWNER_SECRET_SEALERS, OWNER_SECRET_OPENERS = ("events",), ("worker",)  # SSH keys: the API; ssh_exec
+PUSH_SENDERS = ("events", "supervisor")  # VAPID key: the API (key, test push, closing runs, held
+# notifications) and the supervisor (background results, escalation repeats)
 
 
 def function_specs() -> dict[str, FunctionSpec]:
@@ -189,27 +197,24 @@ class WorkflowStack(Stack):
 
     def _grant_host_keys(self) -> None:
         key = self.data.host_keys_key
-        owner_context = {
-            "Null": {f"kms:EncryptionContext:{OWNER_CONTEXT_KEY}": "false"},
-            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": [OWNER_CONTEXT_KEY]},
+        context = f"kms:EncryptionContext:{OWNER_CONTEXT_KEY}"
+        only_that_key = {"kms:EncryptionContextKeys": [OWNER_CONTEXT_KEY]}
+        owner_secrets = {
+            "Null": {context: "false"},
+            "ForAllValues:StringEquals": only_that_key,
+            "StringNotEquals": {context: DEPLOYMENT_CONTEXT_VALUE},
         }
-        for name, action in (("events", "kms:Encrypt"), ("worker", "kms:Decrypt")):
+        deployment_secret = {
+            "StringEquals": {context: DEPLOYMENT_CONTEXT_VALUE},
+            "ForAllValues:StringEquals": only_that_key,
+        }
+        grants = [(name, ["kms:Encrypt"], owner_secrets) for name in OWNER_SECRET_SEALERS]
+        grants += [(name, ["kms:Decrypt"], owner_secrets) for name in OWNER_SECRET_OPENERS]
+        grants += [(name, ["kms:Encrypt", "kms:Decrypt"], deployment_secret) for name in PUSH_SENDERS]
+        for name, actions, conditions in grants:
             function = self.functions[name]
             function.add_to_role_policy(iam.PolicyStatement(
-                actions=[action], resources=[key.key_arn], conditions=owner_context))
-            function.add_environment("ZERG_KMS_KEY_ID", key.key_arn)
-        # The deployment's Web Push VAPID key (zerg.alerts.push), sealed with the context
-        # zerg_owner_id = "deployment" (zerg.sealing.port.DEPLOYMENT_CONTEXT), never an owner's id:
-        # whoever pushes (the supervisor's alerts and repeats, the API's test push) opens it, and
-        # whoever may be first to need it makes and seals it. Only with exactly that context.
-        deployment_context = {
-            "StringEquals": {f"kms:EncryptionContext:{OWNER_CONTEXT_KEY}": DEPLOYMENT_CONTEXT_VALUE},
-            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": [OWNER_CONTEXT_KEY]},
-        }
-        for name in ("events", "supervisor"):
-            function = self.functions[name]
-            function.add_to_role_policy(iam.PolicyStatement(
-                actions=["kms:Encrypt", "kms:Decrypt"], resources=[key.key_arn], conditions=deployment_context))
+                actions=actions, resources=[key.key_arn], conditions=conditions))
             function.add_environment("ZERG_KMS_KEY_ID", key.key_arn)
 
     def _migration(self) -> CustomResource:

@@ -33,6 +33,9 @@ CONTEXT = {
 }
 
 
+STACKS = ("Data", "Workflow", "Api", "Messaging", "Web")
+
+
 # What the pseudo parameters resolve to in :func:`resolve` (any account and region would do).
 ACCOUNT, REGION = "123456789012", "eu-west-1"
 
@@ -109,6 +112,16 @@ def _names_role(ref: Any, role_id: str, stack: str) -> bool:
     return "Fn::ImportValue" in ref and f"Ref{role_id}" in json.dumps(ref)
 
 
+def built_web_app(dist: Path) -> Path:
+    """What ``npm run build`` leaves in web/dist, in miniature: the page, a hashed asset, the
+    service worker (the synth must not depend on whether the real app was built)."""
+    (dist / "assets").mkdir()
+    (dist / "index.html").write_text('<!doctype html><script type="module" src="/assets/index-3f2a9c.js"></script>')
+    (dist / "assets" / "index-3f2a9c.js").write_text("console.log('zerg')")
+    (dist / "sw.js").write_text("self.addEventListener('push', () => {})")
+    return dist
+
+
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     from aws_cdk import App
@@ -116,11 +129,12 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     from infra.app import build
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(outdir), context=CONTEXT, builtin_cloud_formation_validation=False)
+    context = {**CONTEXT, "web_dist": str(built_web_app(tmp_path_factory.mktemp("web-dist")))}
+    app = App(outdir=str(outdir), context=context, builtin_cloud_formation_validation=False)
     stacks = build(app)
     app.synth()
-    result = Synthesized(outdir=outdir, stacks=stacks)
-    for name in ("Data", "Workflow", "Api", "Messaging"):
+    result = Synthesized(outdir=outdir, stacks=stacks, context=context)
+    for name in STACKS:
         result.templates[name] = json.loads(result.template_file(name).read_text())
     for path in outdir.glob("*.metadata.json"):
         result.metadata.update(json.loads(path.read_text()))

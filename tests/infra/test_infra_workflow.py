@@ -86,35 +86,60 @@ def test_worker_cannot_read_the_jwt_secret_and_ingress_can(synth):
         assert not reads_jwt(synth.role_of(name)), name
 
 
+OWNER_SECRETS = {
+    "Null": {"kms:EncryptionContext:zerg_owner_id": "false"},
+    "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
+    "StringNotEquals": {"kms:EncryptionContext:zerg_owner_id": "deployment"},
+}
+DEPLOYMENT_SECRET = {
+    "StringEquals": {"kms:EncryptionContext:zerg_owner_id": "deployment"},
+    "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
+}
+
+
+def _kms_uses(synth) -> dict[str, list[tuple[list[str], dict]]]:
+    """function -> [(actions, conditions)] of its statements on the sealing key."""
+    uses = {}
+    for name in FUNCTION_DIRS:
+        statements = [s for s in synth.statements_of_role(synth.role_of(name)) if "kms:" in json.dumps(s["Action"])]
+        for statement in statements:
+            assert "HostKeysKey" in json.dumps(statement["Resource"]), (name, statement)
+        uses[name] = [([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"],
+                       statement["Condition"]) for statement in statements]
+    return uses
+
+
 def test_only_ingress_seals_and_only_the_worker_opens_host_keys_and_each_must_name_an_owner(synth):
-    def kms_statements(role_id):
-        return [s for s in synth.statements_of_role(role_id) if "kms:" in json.dumps(s["Action"])]
-
-    def key_ref(statement):
-        return json.dumps(statement["Resource"])
-
-    deployment = {  # the Web Push VAPID key: the deployment's own secret, never an owner's context
-        "StringEquals": {"kms:EncryptionContext:zerg_owner_id": "deployment"},
-        "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
-    }
-    uses = {name: kms_statements(synth.role_of(name)) for name in FUNCTION_DIRS}
-    for name in ("events", "supervisor"):
-        vapid = [s for s in uses[name] if s["Condition"] == deployment]
-        assert [s["Action"] for s in vapid] == [["kms:Encrypt", "kms:Decrypt"]], name
-        assert "HostKeysKey" in key_ref(vapid[0])
-        uses[name] = [s for s in uses[name] if s["Condition"] != deployment]
-    assert [s["Action"] for s in uses["events"]] == ["kms:Encrypt"]
-    assert [s["Action"] for s in uses["worker"]] == ["kms:Decrypt"]
-    assert uses["supervisor"] == uses["summary"] == []
-    for statement in uses["events"] + uses["worker"]:
-        assert "HostKeysKey" in key_ref(statement)
-        assert statement["Condition"] == {
-            "Null": {"kms:EncryptionContext:zerg_owner_id": "false"},
-            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["zerg_owner_id"]},
-        }
-    for name in ("events", "worker"):
+    uses = _kms_uses(synth)
+    owner_uses = {name: [actions for actions, condition in found if condition == OWNER_SECRETS]
+                  for name, found in uses.items()}
+    assert owner_uses == {"events": [["kms:Encrypt"]], "worker": [["kms:Decrypt"]], "supervisor": [], "summary": []}
+    assert uses["summary"] == []
+    for name in ("events", "worker", "supervisor"):
         env = synth.function(name)[1]["Properties"]["Environment"]["Variables"]
         assert "HostKeysKey" in json.dumps(env["ZERG_KMS_KEY_ID"])
+    assert "ZERG_KMS_KEY_ID" not in synth.function("summary")[1]["Properties"]["Environment"]["Variables"]
+
+
+def test_the_push_senders_seal_and_open_the_vapid_key_only_under_the_deployment_context(synth):
+    uses = _kms_uses(synth)
+    deployment_uses = {name: [actions for actions, condition in found if condition == DEPLOYMENT_SECRET]
+                       for name, found in uses.items()}
+    # Ingress makes the key on first use (GET /push/key) and signs pushes; so does the supervisor
+    # (background results, escalation repeats). The worker cannot open it, nor they an SSH key.
+    assert deployment_uses == {"events": [["kms:Encrypt", "kms:Decrypt"]],
+                               "supervisor": [["kms:Encrypt", "kms:Decrypt"]], "worker": [], "summary": []}
+    every_condition = [condition for found in uses.values() for _, condition in found]
+    assert all(condition in (OWNER_SECRETS, DEPLOYMENT_SECRET) for condition in every_condition)
+
+
+def test_the_deployment_context_is_the_one_zerg_sealing_uses(synth):
+    from zerg.sealing import port
+
+    from infra.stacks.workflow import DEPLOYMENT_CONTEXT_VALUE, OWNER_CONTEXT_KEY
+
+    assert port.owner_context(7) == {OWNER_CONTEXT_KEY: "7"}
+    assert port.DEPLOYMENT_CONTEXT == {OWNER_CONTEXT_KEY: DEPLOYMENT_CONTEXT_VALUE}
 
 
 def test_only_ingress_starts_runs_and_only_the_supervisor_and_ingress_start_escalations(synth):

@@ -1,6 +1,7 @@
-// Voice through the browser's own speech APIs, where it has them; OpenAI Realtime when the server
-// can mint a session (POST /api/jarvis/realtime/session).
-import { useEffect, useRef, useState } from 'preact/hooks';
+// Voice through the browser's own speech APIs, where it has them; OpenAI Realtime when the user asks
+// for it and the server can mint a session (POST /api/jarvis/realtime/session: each one is a paid,
+// short-lived OpenAI session, so it is minted on that click, never on page load).
+import { useRef, useState } from 'preact/hooks';
 import { describe, post } from '../api.js';
 
 const Recognition = typeof window !== 'undefined' ? (window.SpeechRecognition || window.webkitSpeechRecognition) : null;
@@ -16,15 +17,18 @@ export function speak(text) {
 export function Voice({ onText, readAloud, setReadAloud }) {
   const [listening, setListening] = useState(false);
   const [problem, setProblem] = useState('');
-  const [realtime, setRealtime] = useState(null); // the minted session, when available
-  const [realtimeOn, setRealtimeOn] = useState(false);
+  const [realtime, setRealtime] = useState(null); // the minted session, once asked for
+  const [minting, setMinting] = useState(false);
   const rec = useRef(null);
 
-  useEffect(() => {
-    let stop = false;
-    post('/api/jarvis/realtime/session').then((s) => { if (!stop) setRealtime(s); }).catch(() => {});
-    return () => { stop = true; };
-  }, []);
+  const useRealtime = () => {
+    setMinting(true);
+    setProblem('');
+    post('/api/jarvis/realtime/session')
+      .then((s) => setRealtime(s))
+      .catch((err) => setProblem(describe(err)))
+      .finally(() => setMinting(false));
+  };
 
   const listen = () => {
     if (listening) { rec.current?.stop(); return; }
@@ -49,8 +53,8 @@ export function Voice({ onText, readAloud, setReadAloud }) {
       {synth && (
         <label><input type="checkbox" checked={readAloud} onChange={(e) => setReadAloud(e.currentTarget.checked)} /> Read answers aloud</label>
       )}
-      {realtime && !realtimeOn && <button type="button" class="secondary" onClick={() => setRealtimeOn(true)}>Use OpenAI voice</button>}
-      {realtime && realtimeOn && (
+      {!realtime && <button type="button" class="secondary" disabled={minting} onClick={useRealtime}>Use OpenAI voice</button>}
+      {realtime && (
         <span class="muted">OpenAI voice session ready ({realtime.model}, until {new Date(realtime.expires_at * 1000 || realtime.expires_at).toLocaleTimeString()})</span>
       )}
       {problem && <span class="error">{problem}</span>}

@@ -411,6 +411,30 @@ class InboundPage(BaseModel):
     messages: list[InboundMessage] = Field(description="Newest first")
     next_before_id: int | None = Field(description="Pass as before_id for the next page; null on the last")
 
+
+class AgentDefaults(BaseModel):
+    model: str = Field(description="The deployment's model for this agent")
+    temperature: float | None = Field(description="null: the model's own default")
+    max_tokens: int | None = Field(description="null: the model's own default")
+
+
+class AgentConfig(BaseModel):
+    """One agent's configuration for the owner: the effective values (the defaults until changed)."""
+
+    agent: Literal["supervisor", "worker"]
+    model: str
+    temperature: float | None = Field(description="0 to 2; null: the model's own default")
+    max_tokens: int | None = Field(description="Most tokens of each answer; null: the model's own default")
+    instructions: str = Field(description="The owner's standing instructions, after Zerg's rules (which win)")
+    allowed_tools: list[str] = Field(description="The tools the agent may call (all of available_tools by default); "
+                                                 "a scheduled run never gets the person-only ones")
+    available_tools: list[str] = Field(description="Every tool the agent can have")
+    defaults: AgentDefaults
+    updated_at: datetime | None = Field(description="null: never changed (the defaults)")
+
+
+class AgentConfigList(BaseModel):
+    agents: list[AgentConfig] = Field(description="The supervisor, then the worker")
 class RouteDecision(BaseModel):
     mode: Literal["quick", "supervisor"] = Field(description="quick: POST /api/jarvis/quick; supervisor: POST /api/jarvis/supervisor")
     reason: str = Field(description="Why, in a few words (a rule's reason, or the intent model's)")
@@ -437,33 +461,6 @@ class RealtimeSession(BaseModel):
     expires_at: int = Field(description="When the secret stops opening sessions, seconds since the epoch")
     model: str
     tools: list[RealtimeTool] = Field(description="The session's one tool: route_to_supervisor(task)")
-
-
-class AgentDefaults(BaseModel):
-    model: str = Field(description="The deployment's model for this agent")
-    temperature: float | None = Field(description="null: the model's own default")
-    max_tokens: int | None = Field(description="null: the model's own default")
-
-
-class AgentConfig(BaseModel):
-    """One agent's configuration for the owner: the effective values (the defaults until changed)."""
-
-    agent: Literal["supervisor", "worker"]
-    model: str
-    temperature: float | None = Field(description="0 to 2; null: the model's own default")
-    max_tokens: int | None = Field(description="Most tokens of each answer; null: the model's own default")
-    instructions: str = Field(description="The owner's standing instructions, after Zerg's rules (which win)")
-    allowed_tools: list[str] = Field(description="The tools the agent may call (all of available_tools by default); "
-                                                 "a scheduled run never gets the person-only ones")
-    available_tools: list[str] = Field(description="Every tool the agent can have")
-    defaults: AgentDefaults
-    updated_at: datetime | None = Field(description="null: never changed (the defaults)")
-
-
-class AgentConfigList(BaseModel):
-    agents: list[AgentConfig] = Field(description="The supervisor, then the worker")
-
-
 # --- Web Push (issue 16) ------------------------------------------------------------------------
 
 class PushKey(BaseModel):

@@ -58,6 +58,11 @@ class LocalEmbedder:
     dimension = DIMENSION
     max_chars = 4 * 1024  # 256 word pieces are rarely more than ~1,500 characters
 
+    def warm(self) -> None:
+        """Load the model (once per process; seconds on a slow machine): not part of any call's
+        timeout, which bounds a forward pass (see BoundedEmbedder)."""
+        _load()
+
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
         """The timeout is the caller's (see BoundedEmbedder): a CPU pass cannot be interrupted."""
         global _in_flight

@@ -8,11 +8,14 @@ Invariants:
   worker threads and the caller waits at most ``timeout`` seconds. A call still running then
   is abandoned (its thread finishes on its own, never joined) and the caller gets an
   :class:`EmbeddingError`, so a slow or failing embedder degrades search to full-text and never
-  delays a run by more than the timeout.
+  delays a run by more than the timeout. The one exception is a local model's one-time load
+  (``warm``, seconds, once per process), done before the timed call: a first search on a slow
+  machine must not lose its vector to loading the weights.
 - Queries never wait behind batches: calls made inside :func:`background` (the indexer) run on
   their own pool, a query's on another.
 - The pools' threads are daemon threads: a process exits without waiting for an abandoned call
-  (``concurrent.futures`` pools are joined at interpreter exit).
+  (``concurrent.futures`` pools are joined at interpreter exit); the local model's own exit hook
+  waits for a pass in flight (:mod:`zerg.embeddings.local`).
 - Every failure a caller can see is an :class:`EmbeddingError` (timeout, HTTP error, a missing
   model file, a vector of the wrong size): callers catch that one class and fall back.
 """
@@ -114,6 +117,12 @@ class BoundedEmbedder:
             return []
         texts = [t[: self.max_chars] for t in texts]
         inner = self.inner
+        warm = getattr(inner, "warm", None)
+        if warm is not None:  # a local model's one-time load is not what the timeout bounds
+            try:
+                warm()
+            except Exception as exc:
+                raise EmbeddingError(f"{self.model}: {type(exc).__name__}: {exc}") from exc
         future = _executor().submit(lambda: inner.embed(texts, timeout=timeout))
         try:
             vectors = future.result(timeout=timeout)

@@ -116,8 +116,13 @@ def timeline(conn: Connection, owner_id: int, run_id: int) -> tuple[list[dict[st
 
 
 def latest_event_id(conn: Connection, owner_id: int) -> int:
-    """The id of the owner's newest event (0 when none): where a new feed client starts."""
-    row = conn.execute("SELECT max(id) AS id FROM run_events WHERE owner_id = %s", (owner_id,)).fetchone()
+    """The id of the owner's newest feed event (0 when none): where a new feed client starts.
+
+    Only feed events count: they commit in id order (each holds the owner's lock until its
+    transaction ends), while a worker event of another run may commit with a higher id before a
+    run start with a lower one does; starting past that start would lose it for good."""
+    row = conn.execute("SELECT max(id) AS id FROM run_events WHERE owner_id = %s AND event_type = ANY(%s)",
+                       (owner_id, sorted(FEED_EVENTS))).fetchone()
     return row["id"] or 0
 
 

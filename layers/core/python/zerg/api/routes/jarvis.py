@@ -70,10 +70,18 @@ def quick_answer(body: QuickBody, owner_id: Owner, rt: Rt):
 
 
 @router.post("/api/jarvis/realtime/session", summary="Mint a short-lived OpenAI Realtime voice session",
-             responses=responses(200, "An ephemeral client secret for the browser", RealtimeSession, 401, 503))
+             responses=responses(200, "An ephemeral client secret for the browser", RealtimeSession, 401, 429, 503))
 def realtime_session(owner_id: Owner, rt: Rt):
+    """An owner past their daily spending cap gets no session (429): voice is paid on the server's key."""
+    from zerg.alerts import budget
     from zerg.jarvis import realtime
 
+    with rt.pool.connection() as conn:
+        state = budget.today(conn, owner_id)
+    try:
+        state.check()
+    except budget.SpendingCapReached as exc:
+        raise ApiError(429, "spending_cap_reached", exc.state.message("no voice session was made")) from None
     try:
         return json_response(realtime.mint_session(rt.settings))
     except realtime.RealtimeUnavailable as exc:
