@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's two entry points (see README): each creates/updates .venv, then runs.
 #   ./dev.sh run "task"   run a task end to end on the embedded runtime
-#   ./dev.sh test [args]  run the whole test suite (extra args go to pytest)
+#   ./dev.sh test [args]  run the whole test suite (extra args go to pytest); first builds the web
+#                         app when web/ changed and makes sure Debian's chromium is there (browser tests)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -28,6 +29,41 @@ ensure_venv() {
   fi
 }
 
+# The web app (web/, built by npm into web/dist): rebuilt only when its sources changed. The stamp
+# hashes every file under web/ but node_modules/ and dist/ (package-lock.json, src/, the configs) and
+# lives inside dist/, so a deleted or half-written build is rebuilt too.
+ensure_web() {
+  [ -f web/package.json ] || return 0
+  local stamp=web/dist/.zerg-built want
+  want=$(find web \( -path web/node_modules -o -path web/dist \) -prune -o -type f -print0 \
+         | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "dev.sh: the web app needs Node.js 20+ and npm to build (sudo apt-get install nodejs npm);" \
+         "the browser tests cannot run without it" >&2
+    return 0
+  fi
+  echo "dev.sh: building the web app (npm ci, npm run build in web/)" >&2
+  (cd web && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run build --silent >/dev/null) \
+    || { echo "dev.sh: the web app failed to build (cd web && npm ci && npm run build shows why)" >&2; exit 1; }
+  echo "$want" > "$stamp"
+}
+
+# The browser tests drive Debian's chromium through Playwright (never `playwright install`: its CDN
+# is not reachable). Installed with apt when missing and we are root (as on CI); otherwise say what
+# to install. tests/support/browser.py fails (CI=true) or skips the browser tests without it.
+CHROMIUM=/usr/bin/chromium
+ensure_chromium() {
+  [ -x "$CHROMIUM" ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "dev.sh: installing chromium with apt-get (for the browser tests)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+      || echo "dev.sh: could not install chromium; the browser tests will fail (CI) or skip" >&2
+  else
+    echo "dev.sh: the browser tests need Debian's chromium: sudo apt-get install chromium" >&2
+  fi
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -37,6 +73,8 @@ case "$cmd" in
     ;;
   test)
     ensure_venv
+    ensure_web
+    ensure_chromium
     exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
     ;;
   *)

@@ -50,6 +50,7 @@ export function follow(url, { types = RUN_EVENTS, terminal = TERMINAL, onEvent, 
   };
 
   const handle = (type) => (e) => {
+    if (typeof e.data !== 'string') return; // EventSource's own 'error' (a drop) is no server 'error' event
     const id = e.lastEventId ? Number(e.lastEventId) : 0;
     if (id) {
       if (seen.has(id)) return;
