@@ -7,6 +7,8 @@ Waits are on page state (Playwright's expectations); the scripted workers are he
 
 from __future__ import annotations
 
+import re
+
 
 from playwright.sync_api import expect
 
@@ -107,6 +109,8 @@ def test_cancel_from_the_page_stops_the_run_and_no_answer_follows(open_page, new
     wait_for(lambda: last_event(pool, run_id) == "error", "the run's terminal error event", 60)
     expect(page.get_by_role("button", name="Cancel")).to_have_count(0)  # the page saw the run end
     expect(worker_rows(page)).to_have_count(2)
+    for row in worker_rows(page).all():  # no row is left "running": each ends as its job did
+        expect(row).to_have_attribute("data-status", re.compile(r"^(success|failed|timeout|cancelled)$"))
     expect(answers(page, run_id)).to_have_count(0)
     screenshot(page, "client-cancelled")
 
