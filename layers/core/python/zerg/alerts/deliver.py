@@ -95,7 +95,7 @@ def deliver(rt: "Runtime", owner_id: int, *, channel: Channel, purpose: Purpose,
             reason = (OPTED_OUT if opted_out else f"no verified {channel} contact" if contact_id is None
                       else f"contact {contact_id} is not a verified {channel} contact of the owner")
             row = notifications.record(conn, owner_id, **msg.row_fields(), status="suppressed", reason=reason)
-            _log(row)
+            log_row(row)
             return [row]
         release_at = in_quiet_hours(policy, now) if hold_in_quiet_hours and channel == "sms" else None
         if release_at is not None:
@@ -104,7 +104,7 @@ def deliver(rt: "Runtime", owner_id: int, *, channel: Channel, purpose: Purpose,
                                          reason=f"quiet hours ({policy.quiet_hours} {policy.timezone})")
                     for c in recipients]
             for row in rows:
-                _log(row)
+                log_row(row)
             return rows
     return [_send(rt, owner_id, contact, msg, policy, now) for contact in recipients]
 
@@ -166,7 +166,7 @@ def _release_one(rt: "Runtime", held: dict[str, Any], now: datetime) -> str:
             reason = "held for quiet hours; acknowledged meanwhile"  # the owner has seen it: no text at 7 am
         if reason is not None:
             row = notifications.finish(conn, held["id"], status="suppressed", reason=reason)
-            _log(row)
+            log_row(row)
             return row["status"]
     return _send(rt, owner_id, contact, msg, policy, now, held=held)["status"]
 
@@ -186,7 +186,7 @@ def _send(rt: "Runtime", owner_id: int, contact: dict[str, Any], msg: _Message, 
             else:
                 row = notifications.record(conn, owner_id, **msg.row_fields(), status="suppressed", reason=reason,
                                            contact_id=contact["id"], address=contact["address"])
-            _log(row)
+            log_row(row)
             return row
         if held is None:
             row = notifications.record(conn, owner_id, **msg.row_fields(), status="failed", reason=notifications.IN_FLIGHT,
@@ -214,7 +214,7 @@ def _send(rt: "Runtime", owner_id: int, contact: dict[str, Any], msg: _Message, 
         else:
             limits.release(conn, owner_id, channel, day)
             row = notifications.finish(conn, row["id"], status="failed", reason=reason)
-    _log(row)
+    log_row(row)
     if reason is not None and settings.alert_topic_arn:
         from zerg.alerts.sns import publish_alert
 
@@ -229,7 +229,8 @@ def _message_id(domain: str) -> str:
     return make_msgid(idstring=secrets.token_hex(4), domain=domain)
 
 
-def _log(row: dict[str, Any]) -> None:
+def log_row(row: dict[str, Any]) -> None:
+    """One log line per notification row written (every channel: email, SMS, push)."""
     extra = {k: row.get(k) for k in ("id", "owner_id", "channel", "purpose", "severity", "status", "reason", "run_id")}
     if row["status"] == "failed":
         observability.logger().warning("notification failed", extra=extra)

@@ -41,9 +41,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerg import observability
 from zerg.alerts import limits, notifications
 from zerg.alerts import push_keys, push_subscriptions
+from zerg.alerts.deliver import log_row
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ def _send(rt: "Runtime", owner_id: int, sub: dict[str, Any], message: PushMessag
         if not limits.reserve(conn, owner_id, "push", limit, day):
             row = notifications.record(conn, owner_id, **fields, status="suppressed", address=address,
                                        reason=f"daily push limit of {limit} reached")
-            _log(row)
+            log_row(row)
             return row
         row = notifications.record(conn, owner_id, **fields, status="failed", reason=notifications.IN_FLIGHT,
                                    address=address)
@@ -293,7 +293,7 @@ def _send(rt: "Runtime", owner_id: int, sub: dict[str, Any], message: PushMessag
             else:
                 push_subscriptions.failed(conn, owner_id, sub["id"])
             row = notifications.finish(conn, row["id"], status="failed", reason=reason)
-    _log(row)
+    log_row(row)
     return row
 
 
@@ -348,11 +348,3 @@ def _session_class() -> type:
 def _session() -> Any:
     """A fresh :class:`NoRedirects` session (the class is made on first use: requests is imported where used)."""
     return _session_class()()
-
-
-def _log(row: dict[str, Any]) -> None:
-    extra = {k: row.get(k) for k in ("id", "owner_id", "channel", "purpose", "severity", "status", "reason", "run_id")}
-    if row["status"] == "failed":
-        observability.logger().warning("notification failed", extra=extra)
-    else:
-        observability.logger().info(f"notification {row['status']}", extra=extra)
