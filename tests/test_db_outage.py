@@ -19,6 +19,7 @@ from httpx_sse import connect_sse
 
 from tests.support.disposable_pg import DisposablePostgres
 from tests.support.factories import unique_name
+from tests.support.push_service import Subscriber
 from tests.support.scripts import role_of, run_script
 from zerg import config, db, runtime
 from zerg.migrate import migrate
@@ -90,7 +91,9 @@ def _valid_bodies() -> dict[str, Any]:
             "PairBody": {"code": "ABCDE-23456", "device_name": "laptop"},
             "AddContactBody": {"kind": "email", "address": "owner@example.com"},
             "VerifyContactBody": {"kind": "email", "address": "owner@example.com", "code": "123456"},
-            "ScheduleSpec": {"name": "daily", "task": "check the disks", "cron": "0 6 * * *"}}
+            "ScheduleSpec": {"name": "daily", "task": "check the disks", "cron": "0 6 * * *"},
+            "SubscriptionIn": {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}}
+
 
 
 def _example(schema: dict[str, Any], doc: dict[str, Any]) -> Any:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.api import call
 from tests.support.factories import unique_name
+from tests.support.push_service import Subscriber
 from zerg.api.app import openapi_document
 from zerg.api.deps import PUBLIC_PATHS
 from zerg.identity import pairing
@@ -42,6 +43,9 @@ BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts
           ("/api/jarvis/policy", "patch"): {"quiet_hours": "off"}}
 BODIES[("/api/jarvis/schedules", "post")] = {"name": "n", "task": "t", "rate": "1 hour"}
 BODIES[("/api/jarvis/schedules/{schedule_id}", "patch")] = {}
+BODIES[("/api/jarvis/agents/{agent}", "put")] = {"temperature": 0.5}
+BODIES[("/api/jarvis/route", "post")] = BODIES[("/api/jarvis/quick", "post")] = {"utterance": "what time is it"}
+BODIES[("/api/jarvis/push/subscriptions", "post")] = {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}
 
 
 def zerg(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -34,6 +34,10 @@ PYTHON_VERSION = "3.12"
 # Lambda's python3.12 runtime is Amazon Linux 2023 (glibc 2.34): both tags are loadable.
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 HOST_CACHE = ROOT / ".zerg" / "layer-deps"
+# Pure-Python dependencies that publish only a source archive, by the requirement that pulls them
+# in: built into a py3-none-any wheel first (any platform can load it), then offered to the
+# ``--only-binary`` install with ``--find-links``. Only pure Python may be listed here.
+SOURCE_ONLY = {"pywebpush": ("http-ece>=1.1",)}
 
 
 @dataclass(frozen=True)
@@ -80,19 +84,33 @@ def shipped_files(source: Path = LIBRARY) -> list[Path]:
     return sorted(shipped)
 
 
-def pip_command(target: Path, requirements: list[str], platform: Target = LAMBDA) -> list[str]:
+def pip_command(target: Path, requirements: list[str], platform: Target = LAMBDA,
+                find_links: Path | None = None) -> list[str]:
     return [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         # No .pyc: pip would compile with the build machine's Python (3.11 here), whose
         # bytecode the 3.12 runtime ignores.
         "--no-compile",
+        *(["--find-links", str(find_links)] if find_links else []),
         "--target", str(target), *platform.pip_flags(), *requirements,
     ]
 
 
+def source_only(requirements: list[str]) -> list[str]:
+    """The pure-Python source-only dependencies (:data:`SOURCE_ONLY`) these requirements pull in."""
+    names = {r.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip().lower()
+             for r in requirements}
+    return [spec for name, specs in SOURCE_ONLY.items() if name in names for spec in specs]
+
+
 def install_dependencies(target: Path, requirements: list[str], platform: Target = LAMBDA) -> None:
     target.mkdir(parents=True, exist_ok=True)
-    subprocess.run(pip_command(target, requirements, platform), check=True)
+    with tempfile.TemporaryDirectory(prefix="zerg-wheels-") as wheels:
+        built = source_only(requirements)
+        if built:
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+                            "--no-deps", "--wheel-dir", wheels, *built], check=True)
+        subprocess.run(pip_command(target, requirements, platform, Path(wheels) if built else None), check=True)
     # Console scripts carry the build machine's interpreter path: useless in a layer.
     shutil.rmtree(target / "bin", ignore_errors=True)
     for cache in list(target.rglob("__pycache__")):
