@@ -171,7 +171,13 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
 
     def _exec(channel, command: str) -> None:
         """Like sshd: the command in its own session (its own process group, which a ``signal``
-        request kills), each stream forwarded as the command writes it, then the exit status."""
+        request kills), each stream forwarded as the command writes it, then the exit status.
+
+        paramiko sends the exec request's success reply only after ``check_channel_exec_request``
+        returns, on the transport thread; a command that ended and closed the channel before that
+        made the client's ``exec_command`` fail with "Channel closed" on a loaded machine. sshd
+        replies first, so this waits for the reply (a short grace) before running the command."""
+        time.sleep(0.2)
         proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
         commands[channel] = proc
