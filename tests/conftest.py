@@ -209,6 +209,18 @@ def api_server(runtime_env):
     server.stop()
 
 
+@pytest.fixture
+def zerg_server(runtime_env):
+    """``zerg serve`` in-process on an ephemeral loopback port: the server object itself (its
+    ``url``, its ASGI app), with 30 s heartbeats."""
+    from zerg.local.server import make_server
+
+    runtime_env(ZERG_HEARTBEAT_S="30")
+    server = make_server("127.0.0.1", 0).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module")
 def ssh_server(tmp_path_factory):
     """A real SSH server on loopback (OpenSSH when installed as root, else the in-process one),

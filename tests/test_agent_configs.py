@@ -10,19 +10,13 @@ import json
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from zerg.agents.settings import HEADING, STANDING_RULE
 from zerg.runs import store as runs
 from zerg.workers import jobs
 
 SUPERVISOR_RULES_START = "You are the Zerg supervisor"
 WORKER_RULES_START = "You are a Zerg worker"
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 def put(token: str, agent: str, body) -> tuple[int, dict]:

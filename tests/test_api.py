@@ -10,17 +10,9 @@ import httpx
 import pytest
 from httpx_sse import EventSource, connect_sse
 
-from tests.support.api import call
+from tests.support.api import call, http_login
 from tests.support.factories import unique_name
 from tests.support.scripts import run_script
-
-
-def login(base, owner) -> httpx.Client:
-    client = httpx.Client(base_url=base, timeout=30)
-    resp = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret})
-    assert resp.status_code == 200, resp.text
-    client.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return client
 
 
 def read_stream(client, url, last_id=None, stop_after=None):
@@ -49,7 +41,7 @@ def test_full_flow_auth_start_stream_and_details(api_server, llm, alice, pool):
     assert resp.status_code == 200
     cookie = resp.headers["set-cookie"]
     assert "zerg_session=" in cookie and "HttpOnly" in cookie
-    client = login(base, alice)
+    client = http_login(base, alice)
     started = client.post("/api/jarvis/supervisor", json={"task": "check disk and memory"})
     assert started.status_code == 202
     body = started.json()
@@ -85,7 +77,7 @@ def test_full_flow_auth_start_stream_and_details(api_server, llm, alice, pool):
 def test_reconnecting_with_last_event_id_loses_and_duplicates_nothing(api_server, llm, alice, pool):
     base, _ = api_server
     llm.respond_with(run_script(["a", "b"], commands={"a": "sleep 0.5; echo a", "b": "sleep 0.5; echo b"}))
-    client = login(base, alice)
+    client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "two slow things"}).json()
     first = read_stream(client, run["stream_url"], stop_after=2)  # then the client drops the connection
     rest = read_stream(client, run["stream_url"], last_id=first[-1][0])
@@ -98,7 +90,7 @@ def test_reconnecting_with_last_event_id_loses_and_duplicates_nothing(api_server
 def test_idempotency_key_replay_returns_the_same_run_and_starts_one_execution(api_server, llm, alice, pool):
     base, _ = api_server
     llm.respond_with(run_script(["x"]))
-    client = login(base, alice)
+    client = http_login(base, alice)
     a = client.post("/api/jarvis/supervisor", json={"task": "once"}, headers={"Idempotency-Key": "k-123"})
     b = client.post("/api/jarvis/supervisor", json={"task": "once"}, headers={"Idempotency-Key": "k-123"})
     assert a.status_code == b.status_code == 202 and a.json()["run_id"] == b.json()["run_id"]
@@ -114,11 +106,11 @@ def test_idempotency_key_replay_returns_the_same_run_and_starts_one_execution(ap
 def test_two_owners_cannot_see_each_others_anything(api_server, llm, alice, bob, pool):
     base, _ = api_server
     llm.respond_with(run_script(["alice's private check"]))
-    a = login(base, alice)
+    a = http_login(base, alice)
     run = a.post("/api/jarvis/supervisor", json={"task": "alice secret task"}).json()
     read_stream(a, run["stream_url"])
     job = a.get(f"/api/jarvis/runs/{run['run_id']}").json()["workers"][0]["job_id"]
-    b = login(base, bob)
+    b = http_login(base, bob)
     for path in (f"/api/jarvis/runs/{run['run_id']}", run["stream_url"], f"/api/jarvis/workers/{job}",
                  f"/api/jarvis/workers/{job}/files/result.txt"):
         resp = b.get(path)
@@ -134,7 +126,7 @@ def test_two_owners_cannot_see_each_others_anything(api_server, llm, alice, bob,
 def test_lambda_mode_events_long_poll_parsed_by_an_sse_client_gives_the_same_events(api_server, llm, alice, pool):
     base, configure = api_server
     llm.respond_with(run_script(["x"]))
-    client = login(base, alice)
+    client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "lambda mode"}).json()
     live = read_stream(client, run["stream_url"])
     token = client.headers["Authorization"].split()[1]
@@ -180,7 +172,7 @@ def test_cancel_stops_the_run_and_its_unfinished_jobs(api_server, llm, alice, po
 
     script = run_script(["slow"], commands={"slow": "sleep 3"})
     llm.respond_with(respond)
-    client = login(base, alice)
+    client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "slow thing"}).json()
     deadline = time.monotonic() + 20
     while not any(k == "worker_started" for _, k, _ in db_events(pool, run["run_id"])):
@@ -213,7 +205,7 @@ def _expired_token(owner_id):
 def test_bad_input_gets_precise_json_errors(api_server, alice, bob, pool, llm):
     base, _ = api_server
     llm.respond_with(run_script(["x"]))
-    client = login(base, alice)
+    client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "mine"}).json()
     read_stream(client, run["stream_url"])
     job = client.get(f"/api/jarvis/runs/{run['run_id']}").json()["workers"][0]["job_id"]
@@ -226,7 +218,7 @@ def test_bad_input_gets_precise_json_errors(api_server, alice, bob, pool, llm):
         (anon.post("/api/jarvis/supervisor", json={"task": "hi"}), 401, "unauthorized", "missing credentials"),
         (anon.get("/api/jarvis/runs/1", headers={"Authorization": "Bearer not.a.token"}), 401, "unauthorized", "invalid token"),
         (anon.get("/api/jarvis/runs/1", headers={"Authorization": f"Bearer {_expired_token(alice.owner_id)}"}), 401, "unauthorized", "expired"),
-        (login(base, bob).get(f"/api/jarvis/runs/{run['run_id']}"), 404, "not_found", "not found"),
+        (http_login(base, bob).get(f"/api/jarvis/runs/{run['run_id']}"), 404, "not_found", "not found"),
         (client.get(f"/api/jarvis/workers/{job}/files/..%2F..%2Fetc%2Fpasswd"), 400, "bad_path", "'..'"),
         (client.get(f"/api/jarvis/workers/{job}/files/%2Fetc%2Fpasswd"), 400, "bad_path", "absolute"),
         (client.get("/api/jarvis/nothing-here"), 404, "not_found", "no route"),
@@ -316,7 +308,7 @@ def test_a_failed_start_frees_the_idempotency_key_so_the_retry_starts_a_new_run(
             return self.inner.close()
 
     monkeypatch.setattr(rt, "starter", FailingOnce())
-    client = login(base, alice)
+    client = http_login(base, alice)
     first = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "retry-me"})
     assert first.status_code == 503 and first.json()["error"] == "unavailable"
     second = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "retry-me"})
@@ -332,7 +324,7 @@ def test_a_replay_starts_the_execution_the_first_attempt_never_started(api_serve
     llm.respond_with(run_script(["x"]))
     with pool.connection() as conn:  # the ingress died after inserting the run
         orphan = runs.start_run(conn, alice.owner_id, "t", idempotency_key="crashed")
-    client = login(base, alice)
+    client = http_login(base, alice)
     resp = client.post("/api/jarvis/supervisor", json={"task": "t"}, headers={"Idempotency-Key": "crashed"})
     assert resp.status_code == 202 and resp.json()["run_id"] == orphan.run_id
     assert read_stream(client, resp.json()["stream_url"])[-1][1] == "supervisor_complete"
@@ -341,7 +333,7 @@ def test_a_replay_starts_the_execution_the_first_attempt_never_started(api_serve
 def test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path(api_server, llm, alice, bob):
     base, _ = api_server
     llm.respond_with(run_script(["private"]))
-    clients = {"alice": login(base, alice), "bob": login(base, bob)}
+    clients = {"alice": http_login(base, alice), "bob": http_login(base, bob)}
     runs_of = {}
     for name, client in clients.items():
         run = client.post("/api/jarvis/supervisor", json={"task": f"{name} task"}).json()
@@ -361,7 +353,7 @@ def test_zerg_ask_stops_at_once_on_an_api_error_from_the_stream(api_server, alic
     from zerg.local.client import ClientError, follow
 
     base, _ = api_server
-    client = login(base, alice)
+    client = http_login(base, alice)
     with pytest.raises(ClientError, match="HTTP 404 .*run 987654 not found"):
         follow(client, "/api/jarvis/supervisor/events?run_id=987654", lambda kind, payload: None, max_reconnects=3)
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from tests.support.factories import make_run
 from zerg.jarvis import intent
 from zerg.llm.untrusted import WORD
@@ -32,12 +32,6 @@ RULE_EXAMPLES = {
 }
 FOLLOW_UPS = ["and what about it?", "also the other one", "how is that going", "any news?"]
 SHORT_FOLLOW_UPS = ["sure", "the second one", "go ahead"]
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 @pytest.fixture

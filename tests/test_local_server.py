@@ -13,29 +13,11 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from tests.support.api import http_login
 from tests.support.factories import unique_name
 from zerg.owners import create_owner
 from zerg.runs import store as runs
 from zerg.runs.events import emit
-
-
-@pytest.fixture
-def served(runtime_env):
-    """The server object itself (the api_server fixture only yields its URL)."""
-    from zerg.local.server import make_server
-
-    runtime_env(ZERG_HEARTBEAT_S="30")
-    server = make_server("127.0.0.1", 0).start()
-    yield server
-    server.stop()
-
-
-def login(base: str, owner, **kwargs) -> httpx.Client:
-    client = httpx.Client(base_url=base, timeout=30, **kwargs)
-    resp = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret})
-    assert resp.status_code == 200, resp.text
-    client.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return client
 
 
 def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
@@ -65,10 +47,10 @@ def json_body(response: bytes) -> dict:
     return json.loads(body)
 
 
-def test_sse_streams_live_and_a_leaving_client_frees_its_thread(served, alice, pool):
+def test_sse_streams_live_and_a_leaving_client_frees_its_thread(zerg_server, alice, pool):
     with pool.connection() as conn:
         run = runs.start_run(conn, alice.owner_id, "live")  # event 1: supervisor_started
-    client = login(served.url, alice)
+    client = http_login(zerg_server.url, alice)
     url = f"/api/jarvis/supervisor/events?run_id={run.run_id}"
     got: list[tuple[str, float]] = []
 
@@ -96,9 +78,9 @@ def test_sse_streams_live_and_a_leaving_client_frees_its_thread(served, alice, p
     assert len(thinking) == 3 and all(0 <= t - e < 1.0 for t, e in zip(thinking, emitted))
 
     deadline = time.monotonic() + 5
-    while served.app.live_streams and time.monotonic() < deadline:
+    while zerg_server.app.live_streams and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not served.app.live_streams, "the stream of a client that left is still running"
+    assert not zerg_server.app.live_streams, "the stream of a client that left is still running"
 
     with pool.connection() as conn:
         emit(conn, run.run_id, alice.owner_id, "supervisor_complete", {"run_id": run.run_id, "result": "ok"})
@@ -107,13 +89,13 @@ def test_sse_streams_live_and_a_leaving_client_frees_its_thread(served, alice, p
     assert kinds[-1] == "supervisor_complete" and len(kinds) == 5  # the stream ends at the final event
 
 
-def test_sse_checks_auth_and_ownership_before_streaming(served, alice, pool):
+def test_sse_checks_auth_and_ownership_before_streaming(zerg_server, alice, pool):
     with pool.connection() as conn:
         run = runs.start_run(conn, alice.owner_id, "mine")
         bob = create_owner(conn, unique_name("bob"))
     url = f"/api/jarvis/supervisor/events?run_id={run.run_id}"
-    assert httpx.get(served.url + url).status_code == 401
-    resp = login(served.url, bob).get(url)
+    assert httpx.get(zerg_server.url + url).status_code == 401
+    resp = http_login(zerg_server.url, bob).get(url)
     assert resp.status_code == 404 and resp.json()["error"] == "not_found"
 
 
@@ -154,40 +136,40 @@ def test_serve_refuses_a_missing_tls_key_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "zerg-data" / "pg").exists()  # refused before any database was started
 
 
-def test_an_oversized_body_gets_one_413_and_smuggles_nothing(served, alice):
-    token = login(served.url, alice).headers["Authorization"]
+def test_an_oversized_body_gets_one_413_and_smuggles_nothing(zerg_server, alice):
+    token = http_login(zerg_server.url, alice).headers["Authorization"]
     hidden = (f"GET /api/jarvis/thread HTTP/1.1\r\nHost: x\r\nAuthorization: {token}\r\n\r\n").encode()
     head = (b"POST /api/jarvis/supervisor HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: 2000000\r\n\r\n")
-    response = raw_exchange(served.port, head + hidden * 50)
+    response = raw_exchange(zerg_server.port, head + hidden * 50)
     assert [line[:12] for line in status_lines(response)] == ["HTTP/1.1 413"], response[:500]
     body = response.split(b"\r\n\r\n", 1)[1]
     assert json.loads(body)["error"] == "payload_too_large"
 
 
-def test_a_chunked_body_is_a_body_not_a_next_request(served, alice):
+def test_a_chunked_body_is_a_body_not_a_next_request(zerg_server, alice):
     payload = json.dumps({"device_secret": alice.device_secret}).encode()
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[:10], payload[10:])) + b"0\r\n\r\n"
     request = (b"POST /api/jarvis/auth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-    response = raw_exchange(served.port, request + chunked)
+    response = raw_exchange(zerg_server.port, request + chunked)
     assert status_lines(response) == ["HTTP/1.1 200 OK"] and b'"token"' in response
 
     hidden = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
     smuggle = b"%x\r\n%s\r\n0\r\n\r\n" % (len(hidden), hidden)
-    response = raw_exchange(served.port, request + smuggle)
+    response = raw_exchange(zerg_server.port, request + smuggle)
     lines = status_lines(response)
     assert len(lines) == 1 and lines[0].startswith("HTTP/1.1 4"), response[:500]  # the auth route's own 4xx
 
 
-def test_a_chunked_body_over_the_cap_is_refused(served):
+def test_a_chunked_body_over_the_cap_is_refused(zerg_server):
     # A real client (httpx sends a generator chunked): it reads the 413 even though the server
     # closes the connection before the rest of the body arrives.
     def body():
         for _ in range(32):
             yield b"x" * 65536  # 2 MiB, no Content-Length
 
-    resp = httpx.post(f"{served.url}/api/jarvis/auth", content=body(), timeout=10)
+    resp = httpx.post(f"{zerg_server.url}/api/jarvis/auth", content=body(), timeout=10)
     assert resp.status_code == 413 and resp.json()["error"] == "payload_too_large"
     assert resp.headers["connection"] == "close"
 
@@ -199,7 +181,7 @@ def test_stopping_the_server_ends_live_streams_promptly(runtime_env, alice, pool
     server = make_server("127.0.0.1", 0).start()
     with pool.connection() as conn:
         run = runs.start_run(conn, alice.owner_id, "never ends")
-    client = login(server.url, alice)
+    client = http_login(server.url, alice)
     with connect_sse(client, "GET", f"/api/jarvis/supervisor/events?run_id={run.run_id}") as source:
         assert next(e for e in source.iter_sse() if e.id).event == "supervisor_started"
         start = time.monotonic()
@@ -208,13 +190,13 @@ def test_stopping_the_server_ends_live_streams_promptly(runtime_env, alice, pool
         assert server.app.live_streams == 0
 
 
-def test_headers_over_the_cap_are_refused_without_a_hang(served):
+def test_headers_over_the_cap_are_refused_without_a_hang(zerg_server):
     start = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n"
     big = b"X-Filler: " + b"a" * 40_000 + b"\r\n"
-    response = raw_exchange(served.port, start + big + b"\r\n")  # one read: a complete head
+    response = raw_exchange(zerg_server.port, start + big + b"\r\n")  # one read: a complete head
     assert status_lines(response)[0].startswith("HTTP/1.1 431"), response[:300]
 
-    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:  # a head that drips in
+    with socket.create_connection(("127.0.0.1", zerg_server.port), timeout=5) as sock:  # a head that drips in
         sock.sendall(start + big[:20_000])
         time.sleep(0.2)
         try:
@@ -252,8 +234,8 @@ HIDDEN = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"  # answered 200 if
     (b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 6000 + b"\r\n", 431, "request line and headers"),
 ], ids=["content-length-abc", "content-length-negative", "two-content-lengths", "unknown-transfer-encoding",
         "content-length-and-chunked", "bad-chunk-size", "nul-in-a-header", "tls-hello", "head-over-the-cap"])
-def test_a_malformed_request_gets_one_json_error_and_nothing_after_it_is_read(served, head, status, fragment, caplog):
-    response = raw_exchange(served.port, head + HIDDEN)  # returns once the server closes
+def test_a_malformed_request_gets_one_json_error_and_nothing_after_it_is_read(zerg_server, head, status, fragment, caplog):
+    response = raw_exchange(zerg_server.port, head + HIDDEN)  # returns once the server closes
     assert [line[:12] for line in status_lines(response)] == [f"HTTP/1.1 {status}"], response[:600]
     body = json_body(response)
     assert set(body) == {"error", "message"} and fragment in body["message"], body
@@ -324,8 +306,8 @@ def test_keep_alive_answers_pipelined_requests_in_order_then_closes_an_idle_conn
     assert b"connection: close" not in response.lower()
 
 
-def test_expect_100_continue_with_an_oversized_body_gets_413_and_no_continue(served):
-    response = raw_exchange(served.port, b"POST /api/jarvis/supervisor HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+def test_expect_100_continue_with_an_oversized_body_gets_413_and_no_continue(zerg_server):
+    response = raw_exchange(zerg_server.port, b"POST /api/jarvis/supervisor HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                          b"Content-Length: 5000000\r\nExpect: 100-continue\r\n\r\n")
     assert [line[:12] for line in status_lines(response)] == ["HTTP/1.1 413"], response[:300]
     assert b"100 Continue" not in response and json_body(response)["error"] == "payload_too_large"
@@ -356,14 +338,14 @@ def test_past_the_connection_cap_a_request_gets_503_json_with_retry_after(runtim
     server.stop()
 
 
-def test_a_bug_in_the_adapter_is_a_json_500_without_a_trace(served, monkeypatch, caplog):
+def test_a_bug_in_the_adapter_is_a_json_500_without_a_trace(zerg_server, monkeypatch, caplog):
     from zerg.local import server as local_server
 
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
     monkeypatch.setattr(local_server, "to_apigw_event", broken)
-    resp = httpx.get(f"{served.url}/api/jarvis/thread", timeout=10)
+    resp = httpx.get(f"{zerg_server.url}/api/jarvis/thread", timeout=10)
     assert (resp.status_code, resp.json()) == (500, {"error": "internal_error", "message": "internal error"})
     assert "Traceback" not in resp.text and "a bug" not in resp.text
     assert "the local server failed a request" in caplog.text  # the bug is in the log, for us
@@ -372,7 +354,7 @@ def test_a_bug_in_the_adapter_is_a_json_500_without_a_trace(served, monkeypatch,
 def test_the_deadlines_never_cut_a_live_stream_or_a_keep_alive_client_that_keeps_asking(quick, alice, pool):
     with pool.connection() as conn:
         run = runs.start_run(conn, alice.owner_id, "long")
-    client = login(quick.url, alice)
+    client = http_login(quick.url, alice)
     with connect_sse(client, "GET", f"/api/jarvis/supervisor/events?run_id={run.run_id}") as source:
         events = (e for e in source.iter_sse() if e.id)
         assert next(events).event == "supervisor_started"
@@ -386,14 +368,14 @@ def test_the_deadlines_never_cut_a_live_stream_or_a_keep_alive_client_that_keeps
             time.sleep(0.2)
 
 
-def test_keep_alive_responses_are_not_held_back_by_nagle(served):
+def test_keep_alive_responses_are_not_held_back_by_nagle(zerg_server):
     """Every accepted connection has TCP_NODELAY: uvicorn writes a response's head and body
     separately, and with Nagle on each keep-alive response after the first waited for the client's
     delayed ACK (~40 ms per request, measured)."""
-    with socket.create_connection(("127.0.0.1", served.port)) as client:
+    with socket.create_connection(("127.0.0.1", zerg_server.port)) as client:
         client.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
         client.recv(65536)  # answered: uvicorn has made the connection
-        connections = list(served.server.server_state.connections)
+        connections = list(zerg_server.server.server_state.connections)
         assert connections
         for protocol in connections:
             sock = protocol.transport.get_extra_info("socket")

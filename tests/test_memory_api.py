@@ -7,16 +7,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from zerg.memory import filesystem as fs
 
 FILE = "/api/jarvis/memory/file"
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 @pytest.fixture

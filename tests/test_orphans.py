@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.api import http_login
 from tests.support.factories import make_job, make_run, run_events, unique_name
 from tests.support.scripts import role_of, worker_task
 from tests.support.waiting import wait_for
@@ -107,14 +108,6 @@ class Served:
         self.log.close()
 
 
-def login(url: str, secret: str) -> httpx.Client:
-    client = httpx.Client(base_url=url, timeout=30)
-    resp = client.post("/api/jarvis/auth", json={"device_secret": secret})
-    assert resp.status_code == 200, resp.text
-    client.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return client
-
-
 def sse_events(client: httpx.Client, run_id: int) -> list[tuple[str, dict]]:
     """Every event of the stream until the server ends it (a stream that never ends fails the read)."""
     found, kind = [], None
@@ -137,7 +130,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
     env = cli_env(database_url, tmp_path, llm)
     first = Served(env, tmp_path / "serve.log")
     try:
-        client = login(first.url, owner.device_secret)
+        client = http_login(first.url, owner)
         accepted = client.post("/api/jarvis/supervisor", json={"task": "check something slow"})
         assert accepted.status_code == 202, accepted.text
         run_id = accepted.json()["run_id"]
@@ -151,7 +144,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
     second = Served(env, tmp_path / "serve.log")
     try:
         assert run_id in recovered(second.lines), second.lines
-        client = login(second.url, owner.device_secret)
+        client = http_login(second.url, owner)
         doc = client.get(f"/api/jarvis/runs/{run_id}").json()
         assert doc["status"] == "interrupted"
         assert f"pid {first.proc.pid}" in doc["error"] and "stopped before it finished" in doc["error"]

@@ -7,34 +7,15 @@ import json
 import threading
 
 import httpx
-import pytest
 from httpx_sse import EventSource, connect_sse
 
-from tests.support.api import call
+from tests.support.api import call, http_login
 from tests.support.waiting import wait_for
 from zerg.runs import events
 from zerg.runs import store as runs
 
 FEED = "/api/jarvis/events"
 ANNOUNCED = ("run_started", "run_finished")
-
-
-@pytest.fixture
-def served(runtime_env):
-    from zerg.local.server import make_server
-
-    runtime_env(ZERG_HEARTBEAT_S="30")
-    server = make_server("127.0.0.1", 0).start()
-    yield server
-    server.stop()
-
-
-def login(base: str, owner) -> httpx.Client:
-    client = httpx.Client(base_url=base, timeout=30)
-    resp = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret})
-    assert resp.status_code == 200, resp.text
-    client.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return client
 
 
 def _latest(pool, owner_id: int) -> int:
@@ -62,10 +43,10 @@ def _announcements(frames, count: int) -> list[tuple[int, str, dict]]:
     raise AssertionError(f"the feed ended after {got}")
 
 
-def test_a_live_feed_announces_a_scheduled_run_and_never_another_owners(served, pool, alice, bob):
+def test_a_live_feed_announces_a_scheduled_run_and_never_another_owners(zerg_server, pool, alice, bob):
     with pool.connection() as conn:
         before = runs.start_run(conn, alice.owner_id, "before the client connected").run_id
-    client = login(served.url, alice)
+    client = http_login(zerg_server.url, alice)
     with connect_sse(client, "GET", FEED) as source:
         assert source.response.headers["content-type"].startswith("text/event-stream")
         frames = source.iter_sse()
@@ -85,8 +66,8 @@ def test_a_live_feed_announces_a_scheduled_run_and_never_another_owners(served, 
     assert got[0][0] > int(cursor.id)
 
 
-def test_reconnecting_with_last_event_id_loses_and_repeats_nothing(served, pool, alice):
-    client = login(served.url, alice)
+def test_reconnecting_with_last_event_id_loses_and_repeats_nothing(zerg_server, pool, alice):
+    client = http_login(zerg_server.url, alice)
     with connect_sse(client, "GET", FEED) as source:
         cursor = next(f for f in source.iter_sse() if f.id).id
     first = _scheduled_run_that_ends(pool, alice.owner_id, "while the client was away")
@@ -99,23 +80,23 @@ def test_reconnecting_with_last_event_id_loses_and_repeats_nothing(served, pool,
     assert [(p["run_id"], kind) for _, kind, p in again] == [(second, "run_started"), (second, "run_finished")]
 
 
-def test_the_live_feed_checks_the_session_and_the_id_before_streaming(served, alice):
-    assert httpx.get(served.url + FEED).status_code == 401
-    client = login(served.url, alice)
+def test_the_live_feed_checks_the_session_and_the_id_before_streaming(zerg_server, alice):
+    assert httpx.get(zerg_server.url + FEED).status_code == 401
+    client = http_login(zerg_server.url, alice)
     resp = client.get(FEED, headers={"Last-Event-ID": "abc"})
     assert resp.status_code == 422 and "last-event-id" in resp.json()["message"]
     resp = client.get(f"{FEED}?last_event_id=-1")
     assert resp.status_code == 422 and "last_event_id" in resp.json()["message"]
 
 
-def test_a_live_feed_ends_when_its_session_is_revoked(served, alice):
-    client = login(served.url, alice)
+def test_a_live_feed_ends_when_its_session_is_revoked(zerg_server, alice):
+    client = http_login(zerg_server.url, alice)
     with connect_sse(client, "GET", FEED) as source:
         frames = source.iter_sse()
         next(f for f in frames if f.id)
         assert client.post("/api/jarvis/logout").status_code == 200
         assert [f.event for f in frames if f.event in ANNOUNCED] == []  # the stream ends by itself
-    wait_for(lambda: not served.app.live_streams, "the revoked feed's thread to end")
+    wait_for(lambda: not zerg_server.app.live_streams, "the revoked feed's thread to end")
     assert client.get(FEED).status_code == 401
 
 

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from tests.support.factories import make_run
 from zerg.alerts.policy import PolicyChange, set_policy
 from zerg.jarvis import quick
@@ -19,12 +19,6 @@ from zerg.llm.untrusted import WORD
 from zerg.runs import threads
 
 QUICK = "/api/jarvis/quick"
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 @pytest.fixture
@@ -188,14 +182,13 @@ def test_bad_quick_bodies_are_422_naming_the_field(tokens, llm, pool, alice, bod
 
 
 def test_a_later_supervisor_run_sees_the_quick_turn_on_the_thread(api_server, llm, alice):
-    import httpx
     from httpx_sse import connect_sse
 
+    from tests.support.api import http_login
     from tests.support.scripts import run_script
 
     base, _ = api_server
-    client = httpx.Client(base_url=base, timeout=30)
-    client.headers["Authorization"] = f"Bearer {client.post('/api/jarvis/auth', json={'device_secret': alice.device_secret}).json()['token']}"
+    client = http_login(base, alice)
     llm.script({"content": "Your cat is called Miso."})
     assert client.post(QUICK, json={"utterance": "my cat is called Miso, remember?"}).status_code == 200
     llm.respond_with(run_script(["Check disk"], answer=lambda r: "Disk fine."))

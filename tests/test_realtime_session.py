@@ -10,17 +10,11 @@ import time
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from zerg.jarvis import realtime
 
 SESSION = "/api/jarvis/realtime/session"
 SERVER_KEY = "sk-server-own-key-never-shown-0123456789"
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 @pytest.fixture

@@ -12,17 +12,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.support.api import call
+from tests.support.api import call, login
 from tests.support.schedules import SCHEDULER_SETTINGS, moto_scheduler, scheduled
 
 GROUP = "zerg-schedules-test"
 ROLE, TARGET, DLQ = (SCHEDULER_SETTINGS[f"ZERG_{k}_ARN"] for k in ("SCHEDULER_ROLE", "SCHEDULE_TARGET", "SCHEDULE_DLQ"))
-
-
-def login(owner) -> str:
-    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
-    assert status == 200, body
-    return body["token"]
 
 
 @pytest.fixture

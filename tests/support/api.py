@@ -1,4 +1,5 @@
-"""Calling the API handler directly with API Gateway v2 events (the Lambda path)."""
+"""Calling the API: the handler directly with API Gateway v2 events (the Lambda path), or a
+``zerg serve`` over HTTP; signing in either way with an owner's device secret."""
 
 from __future__ import annotations
 
@@ -23,3 +24,22 @@ def call(method: str, path: str, body=None, token: str | None = None, headers: d
     except ValueError:
         parsed = text
     return result["statusCode"], parsed, result
+
+
+def login(owner) -> str:
+    """A session token for ``owner`` (anything with a ``device_secret``), through the handler."""
+    status, body, _ = call("POST", "/api/jarvis/auth", {"device_secret": owner.device_secret})
+    assert status == 200, body
+    return body["token"]
+
+
+def http_login(base: str, owner, **kwargs):
+    """An ``httpx.Client`` on ``base`` (a ``zerg serve``) signed in as ``owner`` (bearer token);
+    ``kwargs`` go to the client."""
+    import httpx
+
+    client = httpx.Client(base_url=base, timeout=30, **kwargs)
+    resp = client.post("/api/jarvis/auth", json={"device_secret": owner.device_secret})
+    assert resp.status_code == 200, resp.text
+    client.headers["Authorization"] = f"Bearer {resp.json()['token']}"
+    return client
