@@ -3,7 +3,7 @@
 Two streams share one loop (:func:`_follow`): a run's events (:func:`stream`, ends with the run's
 terminal event) and the owner-wide feed (:func:`owner_stream`: ``run_started`` / ``run_finished``
 of every run of the owner, never ends by itself; a client without an id starts at the owner's
-newest event, told to it by an id-only frame, so a reconnect resumes from there, not from "now").
+newest feed event, told to it by an id-only frame, so a reconnect resumes from there, not from "now").
 The loop serves both transports: the local server writes each frame as it is produced (a
 live stream); the Lambda handler collects frames for one long-poll (bounded below API Gateway's
 timeout) and ends the body with ``retry:`` so a standard EventSource reconnects with the last id.
@@ -70,7 +70,7 @@ def stream(pool: Any, owner_id: int, run_id: int, after_id: int, **follow: Any) 
 
 
 def feed_start(pool: Any, owner_id: int) -> int:
-    """Where a new feed client (no Last-Event-ID) starts: the owner's newest event, no history."""
+    """Where a new feed client (no Last-Event-ID) starts: the owner's newest feed event, no history."""
     with pool.connection() as conn:
         return latest_event_id(conn, owner_id)
 

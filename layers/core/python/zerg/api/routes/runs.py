@@ -213,9 +213,14 @@ def run_events_stream(owner_id: Owner, rt: Rt, run_id: RunIdQuery, last_event_id
     after = last_event_id_header if last_event_id_header is not None else last_event_id or 0
     if after and sse.terminal_delivered(rt.pool, owner_id, run_id, after):
         return Response(status_code=204, content_type="text/event-stream", body="")
+    return _long_poll(rt, partial(sse.stream, rt.pool, owner_id, run_id, after))
+
+
+def _long_poll(rt: Runtime, frames: Callable[..., Iterator[str]]) -> Response:
+    """One long-poll answer under Lambda: the stream's frames until the deadline (what the Lambda
+    has left) or 1 s after the first, then ``retry:`` so an EventSource reconnects with the last id."""
     deadline = time.monotonic() + long_poll_seconds(rt.settings.sse_poll_s, router.lambda_context)
-    body = "".join(sse.stream(rt.pool, owner_id, run_id, after, heartbeat_s=rt.settings.heartbeat_s,
-                              deadline=deadline, linger_s=1.0))
+    body = "".join(frames(heartbeat_s=rt.settings.heartbeat_s, deadline=deadline, linger_s=1.0))
     return Response(status_code=200, content_type="text/event-stream", body=body + f"retry: {sse.RETRY_MS}\n\n",
                     headers={"Cache-Control": "no-cache"})
 
@@ -317,14 +322,20 @@ def live_stream(event: Any) -> LiveStream | None:
     rt = runtime()
     if event["rawPath"] == FEED_PATH:
         caller, after = feed_request(event)
-        start = sse.feed_start(rt.pool, caller.owner_id) if after is None else after
-        return LiveStream(caller, partial(sse.owner_stream, rt.pool, caller.owner_id, start, announce=after is None,
-                                          heartbeat_s=rt.settings.heartbeat_s))
-    caller, run_id, after = stream_request(event)
-    if after and sse.terminal_delivered(rt.pool, caller.owner_id, run_id, after):
-        return None
-    return LiveStream(caller, partial(sse.stream, rt.pool, caller.owner_id, run_id, after,
-                                      heartbeat_s=rt.settings.heartbeat_s))
+        frames = _feed(rt, caller.owner_id, after)
+    else:
+        caller, run_id, after = stream_request(event)
+        if after and sse.terminal_delivered(rt.pool, caller.owner_id, run_id, after):
+            return None
+        frames = partial(sse.stream, rt.pool, caller.owner_id, run_id, after)
+    return LiveStream(caller, partial(frames, heartbeat_s=rt.settings.heartbeat_s))
+
+
+def _feed(rt: Runtime, owner_id: int, after: int | None) -> Callable[..., Iterator[str]]:
+    """The owner's feed after ``after`` as ``frames(**follow)``; no id: from the newest feed event
+    (read now, so an unreachable database is the request's 503), announced in an id-only frame."""
+    start = sse.feed_start(rt.pool, owner_id) if after is None else after
+    return partial(sse.owner_stream, rt.pool, owner_id, start, announce=after is None)
 
 
 @router.get(FEED_PATH, summary="The owner's runs starting and finishing, as Server-Sent Events",
@@ -337,9 +348,4 @@ def owner_events_stream(owner_id: Owner, rt: Rt, last_event_id: LastEventId = No
     body holds what happened after Last-Event-ID (header or ``last_event_id`` query) and ends with
     ``retry:``. Without an id the feed starts now (no history) and says where in an id-only frame."""
     after = last_event_id_header if last_event_id_header is not None else last_event_id
-    start = sse.feed_start(rt.pool, owner_id) if after is None else after
-    deadline = time.monotonic() + long_poll_seconds(rt.settings.sse_poll_s, router.lambda_context)
-    body = "".join(sse.owner_stream(rt.pool, owner_id, start, announce=after is None,
-                                    heartbeat_s=rt.settings.heartbeat_s, deadline=deadline, linger_s=1.0))
-    return Response(status_code=200, content_type="text/event-stream", body=body + f"retry: {sse.RETRY_MS}\n\n",
-                    headers={"Cache-Control": "no-cache"})
+    return _long_poll(rt, _feed(rt, owner_id, after))
