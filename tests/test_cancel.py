@@ -16,7 +16,8 @@ from tests.support.factories import make_job, make_run
 from tests.support.hosts import add_host
 from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
 from tests.support.sandbox import argv_of, require, running, wait_for
-from tests.test_api import db_events, login, read_stream
+from tests.support.api import http_login
+from tests.test_api import db_events, read_stream
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, execute, reaper
@@ -92,14 +93,14 @@ def test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_a
         return script(req)
 
     llm.respond_with(respond)
-    client = login(base, alice)
+    client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "slow thing"}).json()
     run_id = run["run_id"]
     [sleeper] = wait_for(our_sleepers, "the worker's sleep 60 in its sandbox", limit_s=60)
     spy.watched.append(sleeper)
 
     # Another owner can neither cancel the run nor stop its workers.
-    assert login(base, bob).post(f"/api/jarvis/runs/{run_id}/cancel").status_code == 404
+    assert http_login(base, bob).post(f"/api/jarvis/runs/{run_id}/cancel").status_code == 404
     assert cancellation.stop_run_workers(rt, bob.owner_id, run_id, wait_s=0) == []
     assert running(sleeper) and client.get(f"/api/jarvis/runs/{run_id}").json()["status"] == "running"
 
