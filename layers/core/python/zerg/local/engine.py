@@ -411,9 +411,9 @@ class LocalEngine:
                     self._events.discard(threading.current_thread())
 
         thread = threading.Thread(target=work, name=f"zerg-event-{function_name.rsplit(':', 1)[-1]}", daemon=True)
-        with self._lock:
+        with self._lock:  # started under the lock: drain never sees (and joins) a thread not yet started
             self._events.add(thread)
-        thread.start()
+            thread.start()
 
     def drain(self, timeout: float | None = None, on_wait: Callable[[], None] | None = None) -> bool:
         """Wait for the Event invocations running now (and any they start) to end; False when some
