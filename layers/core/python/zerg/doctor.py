@@ -21,6 +21,7 @@ from zerg.config import SSHHost, Settings
 def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
     from zerg.hosting import lambda_environment
     from zerg.sandbox import level
+    from zerg.sandbox.detect import fix
 
     current = level(settings)
     say(f"sandbox: {current.describe()}")
@@ -29,8 +30,7 @@ def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
     for note in current.notes:
         say(f"  passed over: {note}")
     if not current.isolated and not lambda_environment(settings):
-        say("  WARNING: commands are NOT isolated from this host (install bubblewrap, or enable "
-            "unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
+        say(f"  WARNING: commands are NOT isolated from this host; fix: {fix(current.notes)}")
     return True
 
 

@@ -6,16 +6,14 @@ Invariants:
   printed it: an installed tool that the kernel or a container runtime refuses does not count.
 - On Lambda (:func:`zerg.hosting.lambda_environment`) there are no namespaces: best effort, no probe.
 - The probe runs once per process (under a lock); what it found, with the reason each stronger
-  mechanism was passed over, is what ``zerg doctor`` prints. When ``unshare`` fails because the
-  per-call uid cannot run this Python (it lives under a directory others may not enter, such as
-  a 0700 ``/root/.pyenv``), the reason says so and names the directory.
+  mechanism was passed over, is what ``zerg doctor`` prints. Where it falls to best effort,
+  ``zerg run``/``zerg serve`` say so in one line with the one command that fixes it (:func:`fix`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -63,32 +61,16 @@ def _probe(mechanism: str, binary: str) -> str | None:
     return lines[-1] if lines else f"probe exited with {result.exit_code}"
 
 
-def unreachable_interpreter() -> str | None:
-    """As root, why a per-call uid cannot run this Python (the ``unshare`` level execs it as that
-    uid, before its own root exists), else None. That uid is neither owner nor group of anything,
-    so only the "other" permission bits count."""
-    if os.geteuid() != 0:
-        return None
-    python = os.path.realpath(sys.executable)
-    stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    for target, need in ((python, stat.S_IXOTH), (os.path.join(stdlib, "os.py"), stat.S_IROTH)):
-        parts = target.split(os.sep)
-        for depth in range(2, len(parts)):
-            directory = os.sep.join(parts[:depth])
-            try:
-                mode = os.stat(directory).st_mode
-            except OSError:
-                continue
-            if not mode & stat.S_IXOTH:
-                return (f"the per-call uids cannot run {python}: {directory} is mode {stat.S_IMODE(mode):04o} "
-                        f"(others may not enter it); install Python where other users can run it, or "
-                        f"chmod o+x {directory}")
-        try:
-            if not os.stat(target).st_mode & need:
-                return f"the per-call uids cannot {'run' if need == stat.S_IXOTH else 'read'} {target} (mode bits)"
-        except OSError:
-            continue
-    return None
+def fix(notes: tuple[str, ...]) -> str:
+    """The one command that gives this host a namespace sandbox, judged from why each was passed over."""
+    sudo = "" if os.geteuid() == 0 else "sudo "
+    if any(note.startswith("bwrap: not installed") for note in notes):
+        return f"{sudo}apt-get install bubblewrap"
+    for knob, value in (("kernel/apparmor_restrict_unprivileged_userns", "0"),
+                        ("kernel/unprivileged_userns_clone", "1")):
+        if os.path.exists(f"/proc/sys/{knob}"):
+            return f"{sudo}sysctl -w {knob.replace('/', '.')}={value}"
+    return f"{sudo}sysctl -w user.max_user_namespaces=16384"
 
 
 def _detect() -> tuple[str, str | None, tuple[str, ...]]:
@@ -101,8 +83,6 @@ def _detect() -> tuple[str, str | None, tuple[str, ...]]:
         why = _probe(mechanism, binary)
         if why is None:
             return mechanism, binary, tuple(notes)
-        if mechanism == UNSHARE and (python := unreachable_interpreter()):
-            why = f"{python} (probe: {why})"
         notes.append(f"{name}: {why}")
     return BEST_EFFORT, None, tuple(notes)
 
@@ -136,16 +116,8 @@ def announce(settings: Settings) -> Level:
     current = level(settings)
     if not current.isolated and not _announced:
         _announced = True
-        why = "; ".join(current.notes)
-        print(
-            "zerg: WARNING: container_exec has NO sandbox on this host"
-            f" ({why}). Commands run with best effort only: a scrubbed environment and"
-            f" {'a per-call uid' if current.per_call_uid else 'this user'}, but they see the host's network,"
-            " process table and every file that uid may read"
-            f"{'' if current.per_call_uid else ', and a command that leaves its process group and drops its marker keeps running after its call'}."
-            " Install bubblewrap or enable unprivileged user namespaces; `zerg doctor` shows the level.",
-            file=sys.stderr, flush=True,
-        )
+        print(f"zerg: WARNING: container_exec has NO sandbox on this host ({'; '.join(current.notes)});"
+              f" commands run at best effort. Fix: {fix(current.notes)}", file=sys.stderr, flush=True)
     return current
 
 

@@ -159,13 +159,19 @@ def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, wrapped: list[
 
 
 def _unshare_argv(binary: str, call: reaper.CallDir, network: bool, command: str, output_cap: int) -> list[str]:
-    argv = [binary, "--map-current-user", "--keep-caps", "--pid", "--fork", "--kill-child",
-            "--mount", "--ipc", "--uts"]
+    """As root (the call has its own uid) the namespaces are made as root, without a user
+    namespace, and nsinit becomes the call's uid just before the command: so this Python runs as
+    root, wherever it is installed (a 0700 ``/root/.pyenv`` included). Otherwise a user namespace
+    maps us to its root, and nsinit holds capabilities of the new namespaces only."""
+    argv = [binary, "--pid", "--fork", "--kill-child", "--mount", "--ipc", "--uts"]
+    if call.uid is None:
+        argv[1:1] = ["--map-current-user", "--keep-caps"]
     if not network:
         argv.append("--net")
     python = os.path.realpath(sys.executable)
+    become = "-" if call.uid is None else str(call.uid)
     return argv + ["--", python, "-I", "-S", str(_nsinit_program(call.path.parent)), str(call.root), str(call.home),
-                   str(call.tmp), "1" if network else "0", str(output_cap), command]
+                   str(call.tmp), "1" if network else "0", str(output_cap), become, str(uids.PROCESS_LIMIT), command]
 
 
 def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,
@@ -262,7 +268,11 @@ def run(command: str, timeout_s: float, *, mechanism: str, binary: str | None = 
         argv, env, cwd = _command(mechanism, call, network, command, output_cap, binary)
         user = call.uid
         # A launcher dies with us (bwrap: --die-with-parent; unshare: a parent-death signal).
-        argv, as_user = uids.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
+        if mechanism == UNSHARE and user is not None:  # launched as root; nsinit becomes the uid
+            uids.kill_uid(user)  # what the prelude would have done: the uid carries nothing over
+            argv, as_user = uids.as_user(argv, None, die_with_parent=True)
+        else:
+            argv, as_user = uids.as_user(argv, user, die_with_parent=mechanism == UNSHARE)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

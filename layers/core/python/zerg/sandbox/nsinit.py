@@ -1,11 +1,14 @@
 """The first process inside a sandbox built by util-linux ``unshare`` (see :mod:`zerg.sandbox.launch`).
 
-Not imported: compiled once, it is run as ``python -I -S nsinit.pyc ROOT HOME TMP NET FSIZE COMMAND`` by
+Not imported: compiled once, it is run as ``python -I -S nsinit.pyc ROOT HOME TMP NET FSIZE UID NPROC COMMAND`` by
 
-    unshare --map-current-user --keep-caps --pid --fork --kill-child --mount --ipc --uts [--net]
+    unshare [--map-current-user --keep-caps] --pid --fork --kill-child --mount --ipc --uts [--net]
 
-so it starts as PID 1 of fresh user, PID, mount, IPC, UTS (and network) namespaces, holding every
-capability *of those namespaces only*. It imports nothing of zerg and only C modules: it runs
+so it starts as PID 1 of fresh PID, mount, IPC, UTS (and network) namespaces. Not as root (UID is
+``-``): in a fresh user namespace too, holding every capability *of those namespaces only*. As
+root (UID is the call's host uid): as root, with no user namespace, so that this Python may live
+where the call's uid cannot enter (a 0700 ``/root/.pyenv``); it becomes UID, capped at NPROC
+processes, just before the command. It imports nothing of zerg and only C modules: it runs
 once per ``container_exec`` call, and ``import ctypes`` alone would cost a third of its budget, so
 libc is called through ``_ctypes`` directly.
 
@@ -17,7 +20,8 @@ Invariants:
   a path inside.
 - Before ``exec`` every capability is dropped for good (bounding set emptied, ambient and
   inheritable cleared, no-new-privs, securebits locked), so the command cannot unmount, remount or
-  regain anything; it runs as the caller's host uid, unprivileged.
+  regain anything; it runs as the caller's host uid (as root: the call's own uid, no
+  supplementary groups), unprivileged.
 - The command execs in place of this process: it is PID 1, and when it exits the kernel kills
   every process left in the namespace before ``unshare`` sees the exit.
 - Any setup failure exits 125 with one line on stderr naming the step; the command never runs
@@ -142,7 +146,8 @@ def loopback_up():
         sock.close()
 
 
-def drop_capabilities(calls):
+def drop_capabilities(calls, uid):
+    """Empty the bounding set, become ``uid`` (None: stay), then clear every capability for good."""
     pr_set_securebits, pr_capbset_drop, pr_cap_ambient, pr_set_no_new_privs = 28, 24, 47, 38
     # SECBIT_NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED and their locks: uid 0 means nothing later.
     check(libc.prctl(pr_set_securebits, 0x2F, 0, 0, 0), "securebits")
@@ -151,13 +156,20 @@ def drop_capabilities(calls):
     for cap in range(last + 1):
         check(libc.prctl(pr_capbset_drop, cap, 0, 0, 0), f"drop capability {cap}")
     check(libc.prctl(pr_cap_ambient, 4, 0, 0, 0), "clear ambient capabilities")  # CLEAR_ALL
+    if uid is not None:  # NO_SETUID_FIXUP keeps the capabilities over this; capset clears them
+        check(libc.setgroups(0, None), "setgroups")
+        check(libc.setresgid(uid, uid, uid), "setresgid")
+        check(libc.setresuid(uid, uid, uid), "setresuid")
+        # A change of uid clears the parent-death signal unshare --kill-child set: set it again, so
+        # the namespace still dies with its launcher (a crash in between is the reaper's, by uid).
+        check(libc.prctl(1, 9, 0, 0, 0), "parent-death signal")  # PR_SET_PDEATHSIG, SIGKILL
     check(libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0), "no_new_privs")
     header = (0x20080522).to_bytes(4, sys.byteorder) + bytes(4)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = bytes(24)  # effective, permitted, inheritable (x 2 words): all zero
     check(libc.syscall(calls["capset"], header, data), "capset")
 
 
-def main(root, home, tmp, network, fsize, command):
+def main(root, home, tmp, network, fsize, uid, nproc, command):
     calls = SYSCALLS.get(os.uname().machine)
     if calls is None:
         os.write(2, f"zerg sandbox: setup failed: unsupported machine {os.uname().machine}\n".encode())
@@ -181,9 +193,11 @@ def main(root, home, tmp, network, fsize, command):
     limit = int(fsize)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    drop_capabilities(calls)
+    if uid != "-":  # counted per uid: a fork bomb stops there
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(nproc), int(nproc)))
+    drop_capabilities(calls, None if uid == "-" else int(uid))
     os.execve("/bin/sh", ["sh", "-c", command], dict(os.environ))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:7])
+    main(*sys.argv[1:9])

@@ -1,0 +1,90 @@
+"""The main job's commands run inside the namespace sandbox: ``zerg run`` as a user starts it, on a
+host that has one (the README's commands install bubblewrap; the ``unshare`` level works with a
+Python under a 0700 home), and what the command sees of the host is what the sandbox lets it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripts import has_tool_results, role_of, worker_task
+from zerg.config import load_settings
+from zerg.sandbox import detect
+
+
+def _namespace_level() -> str:
+    """This host's sandbox level; a host without a namespace sandbox fails in CI, skips elsewhere."""
+    current = detect.level(load_settings({}))
+    if not current.isolated:
+        why = "; ".join(current.notes)
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have a namespace sandbox (./dev.sh test installs bubblewrap): {why}")
+        pytest.skip(f"no namespace sandbox on this host: {why}")
+    return current.mechanism
+
+
+def _probe(secret: Path, port: int, token: str) -> str:
+    """What the command looks for: another owner's file, the host's listener on loopback (its
+    port in the network namespace's socket table) and a host process. ``sl[e]ep`` keeps the
+    pattern from matching this command's own command line."""
+    return (f'echo "FILE=$(cat {secret} 2>&1)"; '
+            f'echo "LISTENERS=$(grep -ci ":{port:04X} " /proc/net/tcp)"; '
+            f'echo "SLEEPERS=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " " | grep -c "sl[e]ep {token}")"; '
+            f'echo "HOSTNAME=$(cat /proc/sys/kernel/hostname)"')
+
+
+def test_zerg_run_commands_cannot_see_another_owners_files_the_hosts_loopback_or_its_processes(
+        database_url, llm, tmp_path):
+    mechanism = _namespace_level()
+    token = f"{secrets.randbelow(10**6)}.{secrets.randbelow(10**3)}"
+    other = tmp_path / "data" / "artifacts" / "owners" / "someone-else"
+    other.mkdir(parents=True)
+    secret = other / "notes.txt"
+    private = secrets.token_hex(8)
+    secret.write_text(f"the other owner's secret {private}\n")
+    listener = socket.create_server(("127.0.0.1", 0))
+    sleeper = subprocess.Popen(["sleep", token])
+    try:
+        port = listener.getsockname()[1]
+        command = _probe(secret, port, token)
+
+        def respond(request):
+            if role_of(request) == "supervisor":
+                if has_tool_results(request):
+                    return {"content": "Looked around."}
+                return {"tool_calls": [("spawn_worker", {"task": "Look around the host"})]}
+            if role_of(request) == "worker":
+                if has_tool_results(request):
+                    return {"content": f"Finished: {worker_task(request)}"}
+                return {"tool_calls": [("container_exec", {"command": command})]}
+            return {"content": "Looked around."}
+
+        llm.respond_with(respond)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+        env |= {"DATABASE_URL": database_url, "ZERG_DATA_DIR": str(tmp_path / "data"),
+                "ZERG_ARTIFACT_DIR": str(tmp_path / "data" / "artifacts"), "OPENAI_BASE_URL": llm.base_url,
+                "OPENAI_API_KEY": "test", "ZERG_LLM_MAX_RETRIES": "0", "ZERG_EMBEDDINGS": "off"}
+        out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "look around the host"],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "NO sandbox" not in out.stderr, out.stderr
+        # The host itself sees all three (so their absence below is the sandbox's doing).
+        assert f":{port:04X} " in Path("/proc/net/tcp").read_text().upper()
+        assert secret.read_text().startswith("the other owner's secret")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        listener.close()
+    calls = list((tmp_path / "data" / "artifacts").rglob("tool_calls/*container_exec*"))
+    assert len(calls) == 1, out.stdout
+    seen = calls[0].read_text().split("--- stdout ---", 1)[1]
+    assert "FILE=cat: " in seen and "No such file or directory" in seen and private not in seen, seen
+    assert "LISTENERS=0" in seen, seen
+    assert "SLEEPERS=0" in seen, seen
+    assert "HOSTNAME=zerg-sandbox" in seen, (mechanism, seen)
