@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The project's two entry points (see README): each creates/updates .venv, then runs.
-#   ./dev.sh run "task"   run a task end to end on the embedded runtime
-#   ./dev.sh test [args]  run the whole test suite (extra args go to pytest); first builds the web
-#                         app when web/ changed and makes sure Debian's chromium is there (browser tests)
+# The project's entry points (see README): each creates/updates .venv, then runs.
+#   ./dev.sh run "task"   run a task end to end on the embedded runtime (sandboxed)
+#   ./dev.sh serve [args] the assistant for daily use: API, web app, schedules, housekeeping on :8000
+#   ./dev.sh test [args]  run the whole test suite (extra args go to pytest)
+# Each also installs what it needs where it can: the web app is built when web/ changed (and npm is
+# there); as root, Debian's bubblewrap (the container_exec sandbox) and, for the tests, chromium.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -31,22 +33,48 @@ ensure_venv() {
 
 # The web app (web/, built by npm into web/dist): rebuilt only when its sources changed. The stamp
 # hashes every file under web/ but node_modules/ and dist/ (package-lock.json, src/, the configs) and
-# lives inside dist/, so a deleted or half-written build is rebuilt too.
+# lives inside dist/, so a deleted or half-written build is rebuilt too. ensure_web strict: a failed
+# or impossible build stops (the tests need the app); otherwise it is said and the API runs without it.
 ensure_web() {
   [ -f web/package.json ] || return 0
-  local stamp=web/dist/.zerg-built want
+  local strict="${1:-}" stamp=web/dist/.zerg-built want
   want=$(find web \( -path web/node_modules -o -path web/dist \) -prune -o -type f -print0 \
          | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
   if ! command -v npm >/dev/null 2>&1; then
     echo "dev.sh: the web app needs Node.js 20+ and npm to build (sudo apt-get install nodejs npm);" \
-         "the browser tests cannot run without it" >&2
+         "without it zerg serve runs the API only${strict:+, and the browser tests cannot run}" >&2
     return 0
   fi
   echo "dev.sh: building the web app (npm ci, npm run build in web/)" >&2
-  (cd web && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run build --silent >/dev/null) \
-    || { echo "dev.sh: the web app failed to build (cd web && npm ci && npm run build shows why)" >&2; exit 1; }
+  if ! (cd web && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run build --silent >/dev/null); then
+    echo "dev.sh: the web app failed to build (cd web && npm ci && npm run build shows why)" >&2
+    [ -n "$strict" ] && exit 1
+    return 0
+  fi
   echo "$want" > "$stamp"
+}
+
+# Debian packages installed for the project where it can: as root with apt-get (as on CI and on a
+# fresh machine), one `apt-get update` per call of this script. Non-zero when it cannot.
+APT_UPDATED=
+apt_install() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+  if [ -z "$APT_UPDATED" ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+
+# The container_exec sandbox: bubblewrap where it can be installed. Without it the unshare level
+# (util-linux) is used where it works, else best effort, which zerg run/serve say in one line
+# with the command that fixes it.
+ensure_sandbox() {
+  command -v bwrap >/dev/null 2>&1 && return 0
+  [ "$(id -u)" = 0 ] || return 0
+  echo "dev.sh: installing bubblewrap with apt-get (the container_exec sandbox)" >&2
+  apt_install bubblewrap || echo "dev.sh: could not install bubblewrap (zerg doctor shows the sandbox level)" >&2
 }
 
 # The browser tests drive Debian's chromium through Playwright (never `playwright install`: its CDN
@@ -57,8 +85,7 @@ ensure_chromium() {
   [ -x "$CHROMIUM" ] && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "dev.sh: installing chromium with apt-get (for the browser tests)" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
-      || echo "dev.sh: could not install chromium; the browser tests will fail (CI) or skip" >&2
+    apt_install chromium || echo "dev.sh: could not install chromium; the browser tests will fail (CI) or skip" >&2
   else
     echo "dev.sh: the browser tests need Debian's chromium: sudo apt-get install chromium" >&2
   fi
@@ -69,16 +96,25 @@ shift || true
 case "$cmd" in
   run)
     ensure_venv
+    ensure_web
+    ensure_sandbox
     exec "$VENV/bin/zerg" run "$@"
+    ;;
+  serve)
+    ensure_venv
+    ensure_web
+    ensure_sandbox
+    exec "$VENV/bin/zerg" serve "$@"
     ;;
   test)
     ensure_venv
-    ensure_web
+    ensure_web strict
     ensure_chromium
+    ensure_sandbox
     exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
     ;;
   *)
-    echo "usage: ./dev.sh run \"task\" | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh run \"task\" | ./dev.sh serve [zerg serve args] | ./dev.sh test [pytest args]" >&2
     exit 2
     ;;
 esac

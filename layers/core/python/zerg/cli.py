@@ -390,6 +390,21 @@ def _tls_files(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return cert, key
 
 
+def _sign_in_hint(url: str) -> str:
+    """How to sign in: at the very first start, the local owner's new ``browser`` device secret
+    (shown this once); later, where that secret came from and how to get a new one."""
+    from zerg.identity import devices
+    from zerg.owners import LOCAL_OWNER, local_owner
+
+    with _connection() as conn:
+        device = devices.first_browser_device(conn, local_owner(conn))
+    if device is not None:
+        return (f"first start: sign in at {url}/ as {LOCAL_OWNER!r} with this device secret "
+                f"(shown once, store it now): {device.secret}")
+    return (f"sign in at {url}/ with the device secret shown at the first start (lost it? "
+            f"zerg owners rotate {LOCAL_OWNER} --device {devices.BROWSER_DEVICE} prints a new one)")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.local.housekeeping import Housekeeping, default_tasks
     from zerg.local.server import make_server
@@ -407,7 +422,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     _reap_orphans(get_runtime())  # then every minute, as a housekeeping task
-    print(f"Zerg API on {server.url}  (OpenAPI: /api/openapi.json, docs: /api/docs; Ctrl-C stops)", flush=True)
+    print(_sign_in_hint(server.url), flush=True)
+    print(f"Zerg API on {server.url}  (web app: {server.url}/, OpenAPI: /api/openapi.json, docs: /api/docs; "
+          "Ctrl-C stops)", flush=True)
     housekeeping = Housekeeping(default_tasks(get_runtime()))  # retention sweep and the like
     try:  # a Ctrl-C while the tasks start is a normal stop too, not a traceback and exit 130
         housekeeping.start()

@@ -28,6 +28,7 @@ from zerg.identity import names, sessions
 
 SECRET_PREFIX = "zd_"
 FIRST_DEVICE = "primary"  # the device an owner is created with (and the one rotation re-creates)
+BROWSER_DEVICE = "browser"  # the local owner's web sign-in, made at zerg serve's first start
 
 
 class DeviceNotFound(LookupError):
@@ -133,3 +134,15 @@ def rotate(conn: Connection, owner_id: int, device: str | None = None) -> Rotati
         count = sessions.revoke_device_sessions(conn, [r["id"] for r in rows])
         new = create_device(conn, owner_id, rows[0]["name"] if device is not None else FIRST_DEVICE)
     return Rotation(new, sorted(r["name"] for r in rows), count)
+
+
+def first_browser_device(conn: Connection, owner_id: int) -> NewDevice | None:
+    """The owner's ``browser`` device, made now with its secret (returned once), or None when it
+    already has one, live or revoked: the first start of ``zerg serve`` and no later one."""
+    if conn.execute("SELECT 1 FROM devices WHERE owner_id = %s AND lower(name) = lower(%s)",
+                    (owner_id, BROWSER_DEVICE)).fetchone():
+        return None
+    try:
+        return create_device(conn, owner_id, BROWSER_DEVICE)
+    except names.NameTaken:  # another zerg serve made it a moment ago
+        return None

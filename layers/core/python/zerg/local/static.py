@@ -27,7 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote
 
-BUILD_HINT = "the web app is not built: run `npm ci && npm run build` in web/ (or set ZERG_WEB_DIR to a built app)"
+BUILD_HINT = ("the web app is not built: install Node.js 20+ with npm (apt-get install nodejs npm) and start "
+              "./dev.sh serve, which builds it (or run `npm ci && npm run build` in web/)")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
        "connect-src 'self'; worker-src 'self'; manifest-src 'self'; media-src 'self'; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")

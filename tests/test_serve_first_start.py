@@ -1,0 +1,93 @@
+"""``zerg serve`` from a checkout set up by the README (``./dev.sh`` builds web/dist): the assistant's
+face is at ``/``, and the very first start says how to sign in, with a secret that works."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILT = ROOT / "web" / "dist" / "index.html"
+
+
+class Serve:
+    """``zerg serve --port 0`` as its own process; its stdout read up to the line with the URL."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        guard = threading.Timer(120, self.proc.kill)  # a server that never says where it listens
+        guard.start()
+        self.lines: list[str] = []
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("Zerg API on "):
+                break
+        guard.cancel()
+        assert self.lines and self.lines[-1].startswith("Zerg API on "), (self.lines, self.proc.stderr.read())
+        self.url = self.lines[-1].split()[3]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
+    return env | {"DATABASE_URL": database_url, "ZERG_DATA_DIR": str(tmp_path / "data"),
+                  "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"), "PYTHONUNBUFFERED": "1"}
+
+
+def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_sign_in(database_url, tmp_path):
+    if not BUILT.is_file():
+        why = "web/dist is not built (./dev.sh run, serve or test builds it when npm is there)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI builds the web app: {why}")
+        pytest.skip(why)
+    first = Serve(_env(database_url, tmp_path))
+    try:
+        page = httpx.get(first.url + "/", timeout=30)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.text == BUILT.read_text()  # the build's own index.html, not the 503 hint
+        assert re.search(r'<script[^>]+src="/assets/[^"]+\.js"', page.text)
+        said = "\n".join(first.lines)
+        found = re.search(r"first start: sign in at (\S+) as 'local' with this device secret "
+                          r"\(shown once, store it now\): (zd_\S+)", said)
+        assert found and found.group(1) == first.url + "/", said
+        signed_in = httpx.post(first.url + "/api/jarvis/auth", json={"device_secret": found.group(2)}, timeout=30)
+        assert signed_in.status_code == 200, signed_in.text
+    finally:
+        first.stop()
+    again = Serve(_env(database_url, tmp_path))
+    try:
+        said = "\n".join(again.lines)
+        assert "zd_" not in said and "the device secret shown at the first start" in said, said
+        assert "zerg owners rotate local --device browser" in said
+    finally:
+        again.stop()
+
+
+def test_without_a_built_app_the_page_says_in_one_sentence_how_to_get_it(database_url, tmp_path):
+    env = _env(database_url, tmp_path) | {"ZERG_WEB_DIR": str(tmp_path / "no-app")}
+    served = Serve(env)
+    try:
+        page = httpx.get(served.url + "/", timeout=30)
+        api = httpx.get(served.url + "/api/openapi.json", timeout=30)
+    finally:
+        served.stop()
+    assert page.status_code == 503
+    message = page.json()["message"]
+    assert "install Node.js" in message and "./dev.sh serve" in message and message.count(". ") == 0
+    assert api.status_code == 200 and api.json()["paths"]  # the API itself runs
