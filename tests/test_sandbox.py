@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.sandbox import host_pids, require, sleepers, wait_for
+from tests.support.sandbox import host_pids, require, require_root, sleepers, wait_for
 from zerg.config import load_settings
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, detect, execute, reaper
 
@@ -73,8 +73,7 @@ def test_two_owners_calls_at_the_same_time_cannot_list_read_or_signal_each_other
 
 
 def test_each_call_runs_as_its_own_unprivileged_host_uid(mechanism):
-    if os.geteuid() != 0:
-        pytest.skip("per-call host uids need root (this run is not root)")
+    require_root("per-call host uids")
     tok = str(int(secrets.token_hex(3), 16))
     uids = {}
 

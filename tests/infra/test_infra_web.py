@@ -4,6 +4,7 @@ HTTP API, the security headers, the SPA rewrite (run in node), and the file depl
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -129,8 +130,11 @@ def test_deep_links_get_the_spa_rewrite_at_viewer_request(synth):
     assert association == {"EventType": "viewer-request", "FunctionARN": {"Fn::GetAtt": [function_id, "FunctionARN"]}}
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node runs the CloudFront Function's JavaScript")
 def test_the_spa_rewrite_serves_the_app_for_routes_and_leaves_files_and_the_api_alone():
+    if shutil.which("node") is None:  # the README's commands need Node; CDK does too
+        if os.environ.get("CI") == "true":
+            pytest.fail("node runs the CloudFront Function's JavaScript and must be installed in CI")
+        pytest.skip("node runs the CloudFront Function's JavaScript")
     script = SPA_FUNCTION_PATH.read_text() + """
 const cases = JSON.parse(process.argv[1]);
 console.log(JSON.stringify(cases.map(uri => handler({request: {uri, method: 'GET', headers: {}}}).uri)));
