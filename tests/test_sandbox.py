@@ -220,6 +220,8 @@ def test_a_host_without_a_mechanism_says_so_once_and_still_runs_commands(monkeyp
     assert first.mechanism == BEST_EFFORT
     assert err.count("container_exec has NO sandbox") == 1
     assert "bwrap: not installed" in err and "unshare: not installed" in err
+    said = next(line for line in err.splitlines() if "NO sandbox" in line)  # one line, with its fix
+    assert said.endswith("Fix: " + ("" if os.geteuid() == 0 else "sudo ") + "apt-get install bubblewrap"), said
     assert out.stdout == "still-runs\n" and out.mechanism == BEST_EFFORT
 
 
