@@ -117,7 +117,8 @@ def announce(settings: Settings) -> Level:
     if not current.isolated and not _announced:
         _announced = True
         print(f"zerg: WARNING: container_exec has NO sandbox on this host ({'; '.join(current.notes)});"
-              f" commands run at best effort. Fix: {fix(current.notes)}", file=sys.stderr, flush=True)
+              f" commands run at best effort and see this host's processes, network and readable files."
+              f" Fix: {fix(current.notes)}", file=sys.stderr, flush=True)
     return current
 
 
