@@ -2,7 +2,8 @@
 # The project's two entry points (see README): each creates/updates .venv, then runs.
 #   ./dev.sh run "task"   run a task end to end on the embedded runtime
 #   ./dev.sh test [args]  run the whole test suite (extra args go to pytest); first builds the web
-#                         app when web/ changed and makes sure Debian's chromium is there (browser tests)
+#                         app when web/ changed and makes sure Debian's chromium (browser tests) and
+#                         OpenSSH's sshd (SSH tests) are there
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -64,6 +65,34 @@ ensure_chromium() {
   fi
 }
 
+# The SSH tests run OpenSSH's sshd on loopback, started by the tests themselves as root
+# (tests/support/ssh_server.py fails (CI=true) or skips them without it). Installed with apt when
+# missing and we are root, with the package's system service kept from starting: a policy-rc.d
+# that refuses every start (101) is in place for the install, unless the machine already has one.
+SSHD=/usr/sbin/sshd
+POLICY_RC=/usr/sbin/policy-rc.d
+ensure_sshd() {
+  [ -x "$SSHD" ] && return 0
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "dev.sh: the SSH tests need OpenSSH's server and root: sudo apt-get install openssh-server" >&2
+    return 0
+  fi
+  echo "dev.sh: installing openssh-server with apt-get (for the SSH tests; its service is not started)" >&2
+  local policy_ours=""
+  if [ ! -e "$POLICY_RC" ]; then
+    printf '#!/bin/sh\n# dev.sh: no service starts while openssh-server is installed\nexit 101\n' > "$POLICY_RC"
+    chmod 755 "$POLICY_RC"
+    policy_ours=1
+    trap 'rm -f "$POLICY_RC"' EXIT  # also when the install is interrupted
+  fi
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; } >/dev/null 2>&1 \
+    || echo "dev.sh: could not install openssh-server; the SSH tests will fail (CI) or skip" >&2
+  if [ -n "$policy_ours" ]; then
+    rm -f "$POLICY_RC"
+    trap - EXIT
+  fi
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -75,6 +104,7 @@ case "$cmd" in
     ensure_venv
     ensure_web
     ensure_chromium
+    ensure_sshd
     exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
     ;;
   *)

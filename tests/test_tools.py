@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.ssh_server import start_ssh_server
+from tests.support.ssh_server import KINDS, start_ssh_server
 from zerg.config import load_settings
 from zerg.tools import ToolContext, invoke, worker_tools
 from zerg.tools.http import HTTPRequestArgs, make_http_request
@@ -21,10 +21,10 @@ def ctx_for(**env) -> ToolContext:
     return ToolContext(settings=load_settings({k: v for k, v in env.items()}))
 
 
-@pytest.fixture(scope="module", params=["default", "in-process"])
+@pytest.fixture(scope="module", params=KINDS)
 def ssh_server(request, tmp_path_factory):
-    """OpenSSH when installed (as root), and the in-process fallback server, both exercised."""
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"), in_process=request.param == "in-process")
+    """OpenSSH (required: see ``require_openssh``) and the paramiko server, both exercised."""
+    server = start_ssh_server(tmp_path_factory.mktemp("sshd"), request.param)
     yield server
     server.stop()
 
