@@ -4,7 +4,8 @@
 #   ./dev.sh serve [args] the assistant for daily use: API, web app, schedules, housekeeping on :8000
 #   ./dev.sh test [args]  run the whole test suite (extra args go to pytest)
 # Each also installs what it needs where it can: the web app is built when web/ changed (and npm is
-# there); as root, Debian's bubblewrap (the container_exec sandbox) and, for the tests, chromium.
+# there); as root, Debian's bubblewrap (the container_exec sandbox) and, for the tests, chromium
+# and OpenSSH's sshd.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -61,10 +62,11 @@ APT_UPDATED=
 apt_install() {
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
   if [ -z "$APT_UPDATED" ]; then
-    apt-get update -qq >/dev/null 2>&1 || true
+    apt-get update -qq -o DPkg::Lock::Timeout=600 >/dev/null 2>&1 || true
     APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1
+  # -o DPkg::Lock::Timeout: wait for another apt or dpkg (unattended-upgrades) rather than fail at once
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$@" >/dev/null 2>&1
 }
 
 # The container_exec sandbox: bubblewrap where it can be installed. Without it the unshare level
@@ -91,6 +93,33 @@ ensure_chromium() {
   fi
 }
 
+# The SSH tests run OpenSSH's sshd on loopback, started by the tests themselves as root
+# (tests/support/ssh_server.py fails (CI=true) or skips them without it). Installed with apt when
+# missing and we are root, with the package's system service kept from starting: a policy-rc.d
+# that refuses every start (101) is in place for the install, unless the machine already has one.
+SSHD=/usr/sbin/sshd
+POLICY_RC=/usr/sbin/policy-rc.d
+ensure_sshd() {
+  [ -x "$SSHD" ] && return 0
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "dev.sh: the SSH tests need OpenSSH's server and root: sudo apt-get install openssh-server" >&2
+    return 0
+  fi
+  echo "dev.sh: installing openssh-server with apt-get (for the SSH tests; its service is not started)" >&2
+  local policy_ours=""
+  if [ ! -e "$POLICY_RC" ]; then
+    printf '#!/bin/sh\n# dev.sh: no service starts while openssh-server is installed\nexit 101\n' > "$POLICY_RC"
+    chmod 755 "$POLICY_RC"
+    policy_ours=1
+    trap 'rm -f "$POLICY_RC"' EXIT  # also when the install is interrupted
+  fi
+  apt_install openssh-server || echo "dev.sh: could not install openssh-server; the SSH tests will fail (CI) or skip" >&2
+  if [ -n "$policy_ours" ]; then
+    rm -f "$POLICY_RC"
+    trap - EXIT
+  fi
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -111,6 +140,7 @@ case "$cmd" in
     ensure_web strict
     ensure_chromium
     ensure_sandbox
+    ensure_sshd
     exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
     ;;
   *)

@@ -223,11 +223,11 @@ def zerg_server(runtime_env):
 
 @pytest.fixture(scope="module")
 def ssh_server(tmp_path_factory):
-    """A real SSH server on loopback (OpenSSH when installed as root, else the in-process one),
-    one per test module."""
+    """OpenSSH's sshd on loopback, one per test module: a failure under CI=true where it cannot
+    run, a skip saying what to install elsewhere (``tests.support.ssh_server``)."""
     from tests.support.ssh_server import start_ssh_server
 
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"))
+    server = start_ssh_server(tmp_path_factory.mktemp("sshd"), "openssh")
     yield server
     server.stop()
 

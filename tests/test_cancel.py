@@ -163,6 +163,7 @@ def test_cancel_from_another_process_ends_an_ssh_sleep_60_on_the_server_before_t
     assert job["status"] == "cancelled" and rt.store.read_metadata(job["worker_id"])["status"] == "cancelled"
     output = rt.store.read_file(job["worker_id"], "tool_calls/001_ssh_exec.txt")
     assert "[box] $ sleep 60" in output and "the server ended the remote command" in output
+    assert "exit_code: none\nexit_signal: TERM" in output
     with pool.connection() as conn:
         assert runs.get_run(conn, owner, started.run_id)["status"] == "cancelled"
 

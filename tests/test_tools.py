@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.ssh_server import start_ssh_server
+from tests.support.sandbox import running
+from tests.support.ssh_server import KINDS, start_ssh_server
+from tests.support.waiting import wait_for
 from zerg.config import load_settings
 from zerg.tools import ToolContext, invoke, worker_tools
 from zerg.tools.http import HTTPRequestArgs, make_http_request
@@ -21,10 +24,10 @@ def ctx_for(**env) -> ToolContext:
     return ToolContext(settings=load_settings({k: v for k, v in env.items()}))
 
 
-@pytest.fixture(scope="module", params=["default", "in-process"])
+@pytest.fixture(scope="module", params=KINDS)
 def ssh_server(request, tmp_path_factory):
-    """OpenSSH when installed (as root), and the in-process fallback server, both exercised."""
-    server = start_ssh_server(tmp_path_factory.mktemp("sshd"), in_process=request.param == "in-process")
+    """OpenSSH (required: see ``require_openssh``) and the paramiko server, both exercised."""
+    server = start_ssh_server(tmp_path_factory.mktemp("sshd"), request.param)
     yield server
     server.stop()
 
@@ -107,6 +110,24 @@ def test_ssh_output_is_capped_for_the_model_but_kept_whole_for_the_artifact(ssh_
     out = call("ssh_exec", ctx, host="cube", command="head -c 50000 /dev/zero | tr '\\0' 'a'; echo END")
     assert "[... truncated" in out.text and len(out.text) < 3000
     assert "a" * 50000 in out.saved and out.text.rstrip().endswith("--- stderr ---")
+
+
+@pytest.mark.parametrize(("command", "name"), [("kill -TERM $$", "TERM"), ("echo before; kill -KILL $$", "KILL")])
+def test_ssh_exec_reports_a_command_killed_by_a_signal_by_the_signals_name(ssh_server, ssh_ctx, command, name):
+    out = call("ssh_exec", ssh_ctx(ssh_server), host="cube", command=command)
+    assert not out.ok and out.exit_code is None and out.exit_signal == name
+    assert "exit_code: none\nexit_signal: " + name in out.text and "exit_signal: " + name in out.saved
+
+
+def test_a_timed_out_ssh_exec_ends_the_remote_command_and_its_children_before_returning(ssh_server, ssh_ctx):
+    # The shell waits on a child in its process group: the group dies, not just the shell.
+    out = call("ssh_exec", ssh_ctx(ssh_server), host="cube", timeout_s=5,
+               command="sleep 3601 & echo sleeper=$!; wait; echo not-reached")
+    stdout = out.saved.split("--- stdout ---")[1]
+    sleeper = int(re.search(r"^sleeper=(\d+)$", stdout, re.M).group(1))
+    assert out.exit_code is None and out.exit_signal == "TERM" and "not-reached" not in stdout
+    assert "killed after 5.0s timeout; the server ended the remote command" in out.text
+    wait_for(lambda: not running(sleeper), "the remote sleep 3601 to die of the TERM it was sent")
 
 
 def test_container_exec_runs_in_its_home_with_a_scrubbed_environment(monkeypatch):

@@ -1,10 +1,14 @@
-"""A real SSH server on loopback for ssh_exec tests.
+"""A real SSH server on loopback for ssh_exec tests, of two kinds; either way the client side is
+the production ``ssh_exec``.
 
-OpenSSH's ``sshd`` when the machine has it (started with temporary host and client keys, no
-PAM, its own pid file); otherwise an in-process paramiko server whose exec handler runs the
-command as a real subprocess in a session of its own and, like sshd, answers the RFC 4254
-``signal`` request by killing that session's process group. Either way the client side is the
-production ``ssh_exec``.
+- ``openssh``: OpenSSH's ``sshd`` (Debian's openssh-server, 9.2 on bookworm), started by the test
+  as root with temporary host and client keys, no PAM and its own pid file; we log in as root.
+  Where it cannot run (no sshd, not root) a test asking for it fails under ``CI=true`` and skips
+  elsewhere with what to install (``./dev.sh test`` installs it when run as root).
+- ``paramiko``: a paramiko server in a child process whose exec handler runs the command as a
+  real subprocess in a session of its own and, like sshd, answers the RFC 4254 ``signal`` request
+  by killing that session's process group and reports a command killed by a signal with
+  ``exit-signal``. It runs anywhere; unlike OpenSSH for root, it honours the ``signal`` request.
 """
 
 from __future__ import annotations
@@ -19,10 +23,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from tests.support.browser import in_ci
+
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+KINDS = ("openssh", "paramiko")
 
 
 def _keypair(path: Path) -> str:
@@ -70,13 +78,38 @@ class SSHServer:
         self._stop()
 
 
-def start_ssh_server(workdir: Path, *, in_process: bool = False) -> SSHServer:
+def missing_openssh() -> str | None:
+    """Why OpenSSH's sshd cannot serve the tests here (what to do), or None."""
+    if SSHD is None:
+        return ("no OpenSSH server (sshd): sudo apt-get install openssh-server "
+                "(./dev.sh test installs it when run as root)")
+    if os.geteuid() != 0:
+        return f"the tests start {SSHD} themselves and log in as root: run them as root"
+    return None
+
+
+def require_openssh() -> None:
+    """Fail (CI) or skip (elsewhere) the calling test or fixture when sshd cannot run here."""
+    reason = missing_openssh()
+    if reason is None:
+        return
+    if in_ci():
+        pytest.fail(f"SSH tests against OpenSSH cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def start_ssh_server(workdir: Path, kind: str = "openssh") -> SSHServer:
+    """A server of ``kind`` (:data:`KINDS`) on loopback; ``openssh`` first :func:`require_openssh`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown SSH server kind {kind!r}")
+    if kind == "openssh":
+        require_openssh()
     workdir.mkdir(parents=True, exist_ok=True)
     client_key = workdir / "client_ed25519"
     client_pub = _keypair(client_key)
     host_key_path = workdir / "host_ed25519"
     host_pub = _keypair(host_key_path)
-    if SSHD and os.geteuid() == 0 and not in_process:
+    if kind == "openssh":
         return _openssh(workdir, client_key, client_pub, host_key_path, host_pub)
     return _paramiko(client_key, client_pub, host_key_path, host_pub)
 
@@ -126,7 +159,7 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
     import signal
 
     import paramiko
-    from paramiko.common import MSG_CHANNEL_REQUEST, cMSG_CHANNEL_FAILURE, cMSG_CHANNEL_SUCCESS
+    from paramiko.common import MSG_CHANNEL_REQUEST, cMSG_CHANNEL_FAILURE, cMSG_CHANNEL_REQUEST, cMSG_CHANNEL_SUCCESS
 
     host_key = paramiko.Ed25519Key.from_private_key_file(host_key_path)
     commands: dict[object, subprocess.Popen] = {}  # channel -> its running command
@@ -195,9 +228,25 @@ def serve_paramiko(host_key_path: str, authorized: str) -> None:
                 code = proc.wait()
             finally:
                 commands.pop(channel, None)
-            channel.send_exit_status(code if code >= 0 else 128 - code)
+            _send_exit(channel, code)
         finally:
             channel.close()
+
+    def _send_exit(channel, code: int) -> None:
+        """sshd's ``session_exit_message``: the exit status, or for a command killed by a signal
+        the RFC 4254 ``exit-signal`` request with the signal's name."""
+        if code >= 0:
+            return channel.send_exit_status(code)
+        message = paramiko.Message()
+        message.add_byte(cMSG_CHANNEL_REQUEST)
+        message.add_int(channel.remote_chanid)
+        message.add_string("exit-signal")
+        message.add_boolean(False)
+        message.add_string(signal.Signals(-code).name.removeprefix("SIG"))
+        message.add_boolean(False)  # no core dumped
+        message.add_string("")
+        message.add_string("")
+        channel.transport._send_user_message(message)
 
     def handshake(conn) -> None:
         transport = paramiko.Transport(conn)

@@ -129,6 +129,7 @@ class ToolOutcome:
     artifact: str | None = None  # what tool_calls/NNN_tool.txt keeps (None: same as text)
     artifact_path: str | None = None  # already streamed to this tool_calls/ file: nothing left to save
     exit_code: int | None = None
+    exit_signal: str | None = None  # a shell command killed by a signal: its name ("TERM"), exit_code None
     critical: str | None = None  # set: the worker must stop with this reason
 
     @property

@@ -10,6 +10,7 @@ The shell tools (``container_exec``, ``ssh_exec``) hand every piece of output to
     <stderr>
     --- exit ---
     exit_code: 0
+    exit_signal: TERM         (only when a signal killed the command; exit_code is then none)
     duration_ms: 41
     note: ...                 (only when there is one)
 
@@ -95,26 +96,29 @@ class ShellOutput:
         return self._out_view.total > self._out_kept or self._err_view.total > self._err_kept
 
     # --- the end --------------------------------------------------------------------------
-    def finish(self, exit_code: int | None, duration_ms: int, note: str = "") -> ToolOutcome:
+    def finish(self, exit_code: int | None, duration_ms: int, note: str = "", *,
+               exit_signal: str | None = None) -> ToolOutcome:
         """Close the artifact with its trailer; the outcome for the model (capped)."""
         notes = [n for n in (note, self._cap_note()) if n]
-        self._close(exit_code, duration_ms, notes)
+        status = _status_lines(exit_code, exit_signal, duration_ms)
+        self._close(status, notes)
         if self._write_error:
             notes.append(f"the raw output could not be fully saved ({self._write_error})")
-        text = self._model_text(exit_code, duration_ms, "; ".join(notes))
+        text = self._model_text(status, "; ".join(notes))
         stream = self._stream
         if isinstance(stream, _InMemory):
             return ToolOutcome(text=text, artifact=stream.data.decode("utf-8", "replace"), ok=exit_code == 0,
-                               exit_code=exit_code)
+                               exit_code=exit_code, exit_signal=exit_signal)
         return ToolOutcome(text=text, artifact_path=stream.path if stream else None, ok=exit_code == 0,
-                           exit_code=exit_code)
+                           exit_code=exit_code, exit_signal=exit_signal)
 
     def __enter__(self) -> "ShellOutput":
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self._closed and self._stream is not None:  # the tool failed midway: keep what came, say so
-            self._close(None, 0, [f"the tool failed before the command finished: {kind.__name__ if kind else 'closed'}"])
+            failed = kind.__name__ if kind else "closed"
+            self._close(_status_lines(None, None, 0), [f"the tool failed before the command finished: {failed}"])
         self._spool.close()
 
     def _cap_note(self) -> str:
@@ -122,7 +126,7 @@ class ShellOutput:
             return ""
         return f"output over {self.store_cap} bytes: the command was stopped and the rest not kept"
 
-    def _close(self, exit_code: int | None, duration_ms: int, notes: list[str]) -> None:
+    def _close(self, status: list[str], notes: list[str]) -> None:
         self._closed = True
         if self._out_last != b"\n":
             self._write(b"\n")
@@ -133,8 +137,7 @@ class ShellOutput:
             self._write(chunk)
             last = chunk[-1:]
         self._write(b"" if last == b"\n" else b"\n")
-        trailer = ["--- exit ---", f"exit_code: {_code(exit_code)}", f"duration_ms: {duration_ms}"]
-        trailer += [f"note: {n}" for n in notes]
+        trailer = ["--- exit ---", *status, *(f"note: {n}" for n in notes)]
         self._write(("\n".join(trailer) + "\n").encode("utf-8", "replace"))
         if self._stream is not None:
             try:
@@ -158,8 +161,8 @@ class ShellOutput:
         self._write_error = f"{type(exc).__name__}: {exc}"
         logger.warning("tool output not saved: %s", self._write_error)
 
-    def _model_text(self, exit_code: int | None, duration_ms: int, note: str) -> str:
-        lines = [self.header, f"exit_code: {_code(exit_code)}", f"duration_ms: {duration_ms}"]
+    def _model_text(self, status: list[str], note: str) -> str:
+        lines = [self.header, *status]
         if note:
             lines.append(f"note: {note}")
         lines += ["--- stdout ---", self._out_view.text().rstrip("\n"), "--- stderr ---",
@@ -167,5 +170,8 @@ class ShellOutput:
         return "\n".join(lines) + "\n"
 
 
-def _code(exit_code: int | None) -> str:
-    return "none" if exit_code is None else str(exit_code)
+def _status_lines(exit_code: int | None, exit_signal: str | None, duration_ms: int) -> list[str]:
+    """``exit_code: N`` (``none``: no code), ``exit_signal: TERM`` when a signal killed the command,
+    ``duration_ms: N``: the same lines in the artifact's trailer and in the model's view."""
+    code = ["exit_code: none" if exit_code is None else f"exit_code: {exit_code}"]
+    return code + ([f"exit_signal: {exit_signal}"] if exit_signal else []) + [f"duration_ms: {duration_ms}"]

@@ -14,10 +14,13 @@ Invariants:
   A command that exits non-zero or times out is an ordinary result for the model to read.
 - Output is streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`); past the
   artifact bound the channel is closed and the model told so.
-- Cancel ends the remote command: when the context's cancel signal fires, the server is asked to
-  SIGKILL it (the RFC 4254 ``signal`` request; OpenSSH's sshd kills the command's process group)
+- A stopped command is ended on the server before the call returns: when the context's cancel
+  signal fires, at the timeout and past the artifact bound, the command is sent TERM, then KILL
+  (:func:`zerg.tools.ssh_channel.end_command`: the SSH ``signal`` request, or a second session's
+  ``kill`` of its process group where the server refuses that request, as OpenSSH does for root),
   and the call waits for the server to report the session ended before closing the channel. A
-  server that ignores the request (forced commands, some servers) is said so in the output.
+  server that did not confirm it is said so in the output.
+- A command killed by a signal reports its name (``exit_signal: TERM``) and no exit code.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ if TYPE_CHECKING:
     from zerg.hosts.registry import Target
 
 CONNECT_TIMEOUT_S = 5.0
-KILL_GRACE_S = 3.0  # how long a cancelled call waits for the server to confirm the command ended
 
 
 class SSHExecArgs(BaseModel):
@@ -93,6 +95,8 @@ def _client(target: "Target", ctx: ToolContext):
 def ssh_exec(args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
     import paramiko
 
+    from zerg.tools.ssh_channel import Transport
+
     if ctx.cancelled():
         return error(f"not run: {ctx.cancel.reason}")
     target = _resolve(ctx, args.host)
@@ -106,7 +110,7 @@ def ssh_exec(args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
         client.connect(
             target.hostname, port=target.port, username=target.user, pkey=pkey,
             timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
-            allow_agent=False, look_for_keys=False,
+            allow_agent=False, look_for_keys=False, transport_factory=Transport,
         )
     except paramiko.BadHostKeyException:
         client.close()
@@ -127,38 +131,61 @@ def ssh_exec(args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 def _run(client, args: SSHExecArgs, ctx: ToolContext) -> ToolOutcome:
+    from zerg.tools.ssh_channel import end_command, exit_signal
+
     timeout = ctx.bounded(args.timeout_s)
     start = time.monotonic()
     channel = client.get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
     channel.exec_command(args.command)
     with ShellOutput(ctx, "ssh_exec", f"[{args.host}] $ {args.command}") as output:
-        timed_out = full = cancelled = False
-        while not full:
-            busy, full = _drain(channel, output)
-            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-                break
-            if ctx.cancelled():
-                cancelled = True
-                break
-            if time.monotonic() - start > timeout:
-                timed_out = True
-                break
-            if not busy:
-                time.sleep(0.005)
-        note = f"gave up after {timeout:.1f}s timeout (the remote command may still be running)" if timed_out else ""
-        if cancelled:
-            ended = _kill_remote(channel)
-            while not full:  # what it wrote before it was killed
-                busy, full = _drain(channel, output)
-                if not busy:
-                    break
-            note = (f"killed: {ctx.cancel.reason}; the server ended the remote command" if ended else
-                    f"stopped: {ctx.cancel.reason}; asked the server to kill the remote command and closed the "
-                    "channel, but it did not confirm the command ended (it may still be running)")
-        code = None if timed_out or full or cancelled else channel.recv_exit_status()
+        stopped, full = _follow(channel, output, ctx, start + timeout)
+        note = ""
+        if stopped or full:
+            ended = end_command(channel)
+            full = full or _drain_rest(channel, output)  # what it wrote before it was killed
+            note = _stop_note(stopped, ended, ctx, timeout)
+        killed_by = exit_signal(channel)
+        code = None if killed_by or channel.exit_status == -1 else channel.exit_status  # -1: paramiko's "none"
         channel.close()
         ms = int((time.monotonic() - start) * 1000)
-        return output.finish(code, ms, note)
+        return output.finish(code, ms, note, exit_signal=killed_by)
+
+
+def _follow(channel, output: ShellOutput, ctx: ToolContext, deadline: float) -> tuple[str, bool]:
+    """Stream the command's output until it ends or must be stopped: (why it must stop --
+    "cancelled", "timeout" or "" --, the artifact bound was reached)."""
+    while True:
+        busy, full = _drain(channel, output)
+        if full:
+            return "", True
+        if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+            return "", False
+        if ctx.cancelled():
+            return "cancelled", False
+        if time.monotonic() > deadline:
+            return "timeout", False
+        if not busy:
+            time.sleep(0.005)
+
+
+def _drain_rest(channel, output: ShellOutput) -> bool:
+    """Hand over what is already buffered; True when the artifact bound was reached."""
+    while True:
+        busy, full = _drain(channel, output)
+        if full or not busy:
+            return full
+
+
+def _stop_note(stopped: str, ended: bool, ctx: ToolContext, timeout: float) -> str:
+    """What the model is told about a command the call stopped ("" stopped: at the artifact bound,
+    whose own note says so)."""
+    why = {"cancelled": f"killed: {ctx.cancel.reason if ctx.cancel else 'cancelled'}",
+           "timeout": f"killed after {timeout:.1f}s timeout"}.get(stopped)
+    if ended:
+        return f"{why}; the server ended the remote command" if why else ""
+    unconfirmed = ("asked the server to end the remote command and closed the channel, but it did not confirm "
+                   "the command ended (it may still be running)")
+    return f"{why}; {unconfirmed}" if why else unconfirmed
 
 
 def _drain(channel, output: ShellOutput) -> tuple[bool, bool]:
@@ -173,31 +200,12 @@ def _drain(channel, output: ShellOutput) -> tuple[bool, bool]:
     return busy, full
 
 
-def _kill_remote(channel) -> bool:
-    """Ask the server to SIGKILL the channel's command, then wait for it to report the session
-    ended (exit status, exit signal or close). True when it did within ``KILL_GRACE_S``."""
-    from paramiko.common import cMSG_CHANNEL_REQUEST
-    from paramiko.message import Message
-
-    request = Message()
-    request.add_byte(cMSG_CHANNEL_REQUEST)
-    request.add_int(channel.remote_chanid)
-    request.add_string("signal")
-    # No reply asked: paramiko closes a channel whose request failed, which would read as "ended".
-    request.add_boolean(False)
-    request.add_string("KILL")
-    try:  # paramiko has no public call for the signal request (its exec_command sends the same way)
-        channel.transport._send_user_message(request)
-    except Exception:  # the connection is gone: so is the session, as far as we can tell
-        return channel.exit_status_ready()
-    return channel.status_event.wait(KILL_GRACE_S)
-
-
 TOOL = Tool(
     name="ssh_exec",
     description=(
         "Run a shell command on one of the user's servers over SSH. `host` is a server alias "
-        "from the allowlist. Returns exit code, stdout and stderr (each capped)."
+        "from the allowlist. Returns exit code (or the signal that killed the command), stdout and "
+        "stderr (each capped)."
     ),
     args=SSHExecArgs,
     run=ssh_exec,

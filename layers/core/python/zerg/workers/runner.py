@@ -226,7 +226,8 @@ class _WorkerHooks(LoopHooks):
 
     def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
         path = outcome.artifact_path or self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
-        self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code})
+        self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code,
+                                "exit_signal": outcome.exit_signal})
         self.loop.outputs.append((path, outcome.text))
         if stop := self._cancelled():  # its command was ended: no further call
             return stop
