@@ -50,7 +50,8 @@ def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
                   "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"), "PYTHONUNBUFFERED": "1"}
 
 
-def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_sign_in(database_url, tmp_path):
+def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_sign_in(make_database, tmp_path):
+    database_url = make_database()  # a database of its own: its first start is this test's (serve migrates it)
     if not BUILT.is_file():
         why = "web/dist is not built (./dev.sh run, serve or test builds it when npm is there)"
         if os.environ.get("CI") == "true":
