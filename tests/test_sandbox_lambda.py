@@ -57,7 +57,7 @@ def lambda_run(request, command: str, *, env=LAMBDA_ENV, linger: float = 0.5, zo
                after: str = "true", userns: bool = True):
     require(UNSHARE)  # util-linux unshare builds the fake environment
     uid = outside_uid()
-    tmp = private_tmp(uid)
+    tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
     command = command.format(tmp=tmp)
     done = run_in_pid_namespace(SCRIPT, [str(tmp), command, json.dumps(env), str(linger), str(zombies)], uid=uid, tmp=tmp,
@@ -142,7 +142,7 @@ def test_the_local_engine_never_runs_the_lambda_sweep_even_with_lambdas_variable
     other way: a process the call did not mark (not the call's own) is left alone."""
     require(UNSHARE)
     uid = outside_uid()
-    tmp = private_tmp(uid)
+    tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
     command = "env -u ZERG_SANDBOX_CALL setsid sleep 306 & sleep 0.3; echo ok"
     done = run_in_pid_namespace(ENGINE_SCRIPT, [command, json.dumps(LAMBDA_ENV)], uid=uid, tmp=tmp,

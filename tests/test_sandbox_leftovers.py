@@ -52,7 +52,7 @@ def crash(request, mechanism: str, command: str, token: str, after: str, uid: in
     """Run a zerg process (as ``uid``, default this test's: root in CI) that starts ``command``
     in a sandbox, then is SIGKILLed while it runs; then ``after``."""
     uid = os.geteuid() if uid is None else uid
-    tmp = private_tmp(uid)
+    tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
     done = run_in_pid_namespace(CRASH_SCRIPT, [command, token, mechanism], uid=uid, tmp=tmp, after=after,
                                 userns=uid != 0)
@@ -106,7 +106,7 @@ def test_whatever_runs_as_a_calls_uid_first_kills_what_that_uid_left(request):
     earlier call with the same uid cannot see the new call's files."""
     require_root("per-call uids")
     uid = outside_uid(12)
-    tmp = private_tmp(0)
+    tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
     before = f"setpriv --reuid={uid} --regid={uid} --clear-groups sleep 307.5 &"
     done = run_in_pid_namespace(KILL_SCRIPT, [str(uid)], uid=0, tmp=tmp, before=before,

@@ -48,11 +48,11 @@ def outside_uid(n: int = 7) -> int:
     return reaper.SANDBOX_UID_BASE + reaper.UID_SLOTS + n if os.geteuid() == 0 else os.geteuid()
 
 
-def private_tmp(uid: int) -> Path:
-    """A fresh temp directory owned by ``uid``, that per-call uids may traverse (removed by the
-    caller)."""
+def private_tmp() -> Path:
+    """A fresh temp directory that per-call uids may traverse (removed by the caller). It is the
+    test's own: a namespace of :func:`run_in_pid_namespace` runs as the test's host uid, whatever
+    uid it shows inside."""
     path = Path(tempfile.mkdtemp(prefix="zerg-ns-test-"))
-    os.chown(path, uid, uid)
     path.chmod(0o711)
     return path
 
@@ -66,15 +66,18 @@ def run_in_pid_namespace(script: str, args: list[str], *, uid: int, tmp: Path, e
     everything left in the namespace with it. ``userns``: a user namespace too (the namespace
     is then made as ``uid``); without it (root only) the namespace is made as root and only
     Python runs as ``uid`` (root itself when ``uid`` is 0), so ``before`` may start processes of
-    other uids."""
-    as_uid = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid != os.geteuid() else []
+    other uids.
+
+    ``uid`` is what the processes see (``os.geteuid()``), never a host uid switched to: a root test
+    maps its own uid to ``uid`` in a user namespace, without capabilities. So Python and the
+    checkout need not be readable by other host uids (a venv under a 0700 directory is not)."""
+    as_uid = ["unshare", f"--map-user={uid}", f"--map-group={uid}", "--"] if uid != os.geteuid() else []
     pythonpath = os.pathsep.join(p for p in sys.path if p)
     inner = "" if userns else " ".join(as_uid) + " "
     shell = f'{before}\n{inner}"$@"; echo "exit=$?"; {after}'
-    outer = as_uid if userns else []
-    flags = ["--map-current-user"] if userns else []
-    argv = outer + ["unshare", *flags, "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc", "--",
-                    "/bin/sh", "-c", shell, "sh", sys.executable, "-c", script, *args]
+    flags = (as_uid[1:3] or ["--map-current-user"]) if userns else []
+    argv = ["unshare", *flags, "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc", "--",
+            "/bin/sh", "-c", shell, "sh", sys.executable, "-c", script, *args]
     full_env = {"PATH": os.environ["PATH"], "PYTHONPATH": pythonpath, "TMPDIR": str(tmp), "HOME": str(tmp),
                 **(env or {})}
     return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout)
