@@ -171,9 +171,14 @@ def settle(rt) -> None:
 
 
 def notes(pool, owner_id: int, **match: Any) -> list[dict]:
-    """The owner's notifications (with the reply token, as the pipeline reads it) matching ``match``."""
+    """The owner's notifications (with the reply token, as the pipeline reads it) matching ``match``,
+    once recorded: a row in flight says ``failed`` until the provider's answer is (the email is in
+    the outbox before its row is finished)."""
+    from zerg.alerts.notifications import IN_FLIGHT
+
     with pool.connection() as conn:
-        rows = conn.execute("SELECT * FROM notifications WHERE owner_id = %s ORDER BY id", (owner_id,)).fetchall()
+        rows = conn.execute("SELECT * FROM notifications WHERE owner_id = %s AND reason IS DISTINCT FROM %s "
+                            "ORDER BY id", (owner_id, IN_FLIGHT)).fetchall()
     return [r for r in rows if all(r[k] == v for k, v in match.items())]
 
 
@@ -281,7 +286,7 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
     assert message_ids(raw, "References") == [alert["message_id"], parsed_reply["Message-ID"]]  # the whole thread
     text = confirmation.get_body(("plain",)).get_content()
     assert text.startswith(f"Done: Schedule #{check['id']} 'disk check' now runs weekly (cron 0 6 * * 1, UTC); next: Monday")
-    (answer,) = notes(pool, owner, purpose="answer")
+    (answer,) = wait_for(lambda: notes(pool, owner, purpose="answer"), "the answer's row recorded")
     assert (answer["channel"], answer["status"], answer["run_id"]) == ("email", "sent", run["id"])
     settle(rt)
 
