@@ -18,6 +18,7 @@ Run: .venv/bin/python -m bench.context   (smoke: main(smoke=True), 2 workers x 2
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 
 from bench._common import bench_database, environ, script
@@ -34,7 +35,8 @@ def _responder(output_bytes: int, answer_bytes: int):
         if role == "supervisor":
             if has_tool_results(request):
                 return {"content": "All logs printed; nothing to report."}
-            n = int(request["messages"][-1]["content"].split()[1])  # "print N logs"
+            (n,) = [int(m["content"].split()[1]) for m in request["messages"]  # "print N logs" (the task)
+                    if m["role"] == "user" and re.fullmatch(r"print \d+ logs", m.get("content") or "")]
             return {"tool_calls": [("spawn_worker", {"task": f"Print the log of service-{i}"}) for i in range(n)]}
         if role == "worker":
             name = worker_task(request).split()[-1]
@@ -46,15 +48,19 @@ def _responder(output_bytes: int, answer_bytes: int):
     return respond
 
 
-def _measure(rt, llm, engine, owner: int, workers: int) -> dict:
+def _measure(rt, llm, engine, workers: int) -> dict:
+    """One run of ``workers`` workers, by an owner of its own: a new thread, no memory of the other
+    sizes' runs (what an earlier run left would be in the request, and not in its parts)."""
     from tests.support.excerpts import evidence_ends, repeated_excerpts, request_text
     from tests.support.scripts import has_tool_results, role_of
+    from zerg.owners import create_owner
     from zerg.runs import store as runs
     from zerg.supervisor.context import request_bytes
     from zerg.workers import jobs
 
     llm.requests.clear()
     with rt.pool.connection() as conn:
+        owner = create_owner(conn, f"bench-{workers}-workers").owner_id
         started = runs.start_run(conn, owner, f"print {workers} logs")
     desc = engine.wait(engine.start_execution(started.run_id, owner, started.thread_id), timeout=600)
     if desc["status"] != "SUCCEEDED":
@@ -84,7 +90,6 @@ def _measure(rt, llm, engine, owner: int, workers: int) -> dict:
 def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
     from zerg.local.engine import LocalEngine
-    from zerg.owners import create_owner
     from zerg.runtime import get_runtime
 
     output_bytes = 200_000 if smoke else 2_000_000
@@ -97,10 +102,8 @@ def main(smoke: bool = False) -> None:
     ):
         llm.respond_with(_responder(output_bytes, 10_000))
         rt = get_runtime()
-        with rt.pool.connection() as conn:
-            owner = create_owner(conn, "bench").owner_id
         with LocalEngine() as engine:
-            figures = {n: _measure(rt, llm, engine, owner, n) for n in sizes}
+            figures = {n: _measure(rt, llm, engine, n) for n in sizes}
     budget = figures[sizes[0]]["budget"]
     print(f"== supervisor request at resume: workers x {output_bytes / 1e6:g} MB tool output x 10 KB answers, "
           f"budget {budget:,} bytes ==")
