@@ -3,6 +3,7 @@
 #   ./dev.sh run "task"   run a task end to end on the embedded runtime (sandboxed)
 #   ./dev.sh serve [args] the assistant for daily use: API, web app, schedules, housekeeping on :8000
 #   ./dev.sh test [args]  run the whole test suite (extra args go to pytest)
+#   ./dev.sh web          only build the web app and install chromium, as test does (what bench.web runs first)
 # Each also installs what it needs where it can: the web app is built when web/ changed (and npm is
 # there); as root, Debian's bubblewrap (the container_exec sandbox) and, for the tests, chromium
 # and OpenSSH's sshd.
@@ -135,6 +136,10 @@ case "$cmd" in
     ensure_sandbox
     exec "$VENV/bin/zerg" serve "$@"
     ;;
+  web)
+    ensure_web strict
+    ensure_chromium
+    ;;
   test)
     ensure_venv
     ensure_web strict
@@ -144,7 +149,7 @@ case "$cmd" in
     exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
     ;;
   *)
-    echo "usage: ./dev.sh run \"task\" | ./dev.sh serve [zerg serve args] | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh run \"task\" | ./dev.sh serve [zerg serve args] | ./dev.sh test [pytest args] | ./dev.sh web" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,9 @@
 """Run every benchmark in turn: .venv/bin/python -m bench [--smoke]
 
 Figures only on stdout (log lines go to stderr at WARNING). A benchmark that raises does not stop
-the others: its traceback goes to stderr, and the exit status is 1 with the failed ones named.
+the others: its traceback goes to stderr (for a part it needs that cannot be had here,
+:class:`~bench._common.Unavailable`, one line saying what), and the exit status is 1 with the
+failed ones named. A benchmark that needs a part installs or builds it first, as the tests do.
 ``--smoke`` runs each benchmark's smallest configuration (what tests/test_bench.py checks).
 """
 
@@ -14,7 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from bench._common import run_benchmark
+from bench._common import Unavailable, run_benchmark
 
 ORDER = ("artifacts", "worker", "tools", "run", "cli", "api")
 
@@ -35,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n######## bench.{name} ########", flush=True)
         try:
             run_benchmark(importlib.import_module(f"bench.{name}").main, smoke=args.smoke)
+        except Unavailable as exc:
+            failed.append(name)
+            print(f"bench.{name}: cannot run: {exc}", file=sys.stderr)
         except Exception:
             failed.append(name)
             traceback.print_exc()

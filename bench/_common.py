@@ -23,6 +23,24 @@ ROOT = Path(__file__).resolve().parents[1]
 QUIET = "WARNING"
 
 
+class Unavailable(RuntimeError):
+    """A part a benchmark needs cannot be had on this machine (after trying to install or build it):
+    the benchmark fails with this one line, what to do, and no traceback."""
+
+
+def prepare_web() -> None:
+    """The built web app and Debian's Chromium, the way ``./dev.sh test`` gets them for the browser
+    tests (``./dev.sh web``: npm builds web/dist when its sources changed; as root, apt-get installs
+    chromium when /usr/bin/chromium is missing). Its lines go to stderr; stdout is for figures."""
+    import subprocess
+
+    # stdout=2: the script's every line to this process's standard error (a file descriptor, so it
+    # streams, and under pytest into its capture).
+    done = subprocess.run([str(ROOT / "dev.sh"), "web"], stdin=subprocess.DEVNULL, stdout=2, check=False)
+    if done.returncode != 0:
+        raise Unavailable(f"./dev.sh web exited {done.returncode} (its lines above say why)")
+
+
 def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
     """Run ``fn`` ``repeat`` times; return p50/p99/mean in milliseconds."""
     samples = []
@@ -131,4 +149,7 @@ def script(main: Callable[..., None]) -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke", action="store_true", help="the smallest configuration (a quick check that it runs)")
-    run_benchmark(main, smoke=parser.parse_args().smoke)
+    try:
+        run_benchmark(main, smoke=parser.parse_args().smoke)
+    except Unavailable as exc:
+        raise SystemExit(f"{main.__module__}: cannot run: {exc}") from None

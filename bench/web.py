@@ -9,7 +9,8 @@ built app served by ``zerg serve`` (a subprocess) with the zero-latency scripted
   the pre-check path (<= 500 ms), POST /api/jarvis/quick with the scripted model (<= 2 s), and for one
   run the time from its start (supervisor_started) to its first supervisor_thinking (<= 2 s).
 
-Needs the built app (web/dist) and /usr/bin/chromium (``./dev.sh test`` provides both).
+Needs the built app (web/dist) and /usr/bin/chromium: it gets both first, as ``./dev.sh test`` does
+(:func:`bench._common.prepare_web`), or fails with one line saying what is missing.
 Run: .venv/bin/python -m bench.web [--smoke]
 """
 
@@ -21,7 +22,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench._common import bench_database, environ, script
+from bench._common import Unavailable, bench_database, environ, prepare_web, script
 
 BUDGETS_MS = {"route": 500, "quick": 2000, "startup": 2000}  # seed 8.1
 
@@ -98,8 +99,9 @@ def main(smoke: bool = False) -> None:
     from zerg.runs import events
     from zerg.runtime import get_runtime
 
+    prepare_web()
     if (reason := missing()) is not None:
-        raise RuntimeError(f"bench.web cannot run: {reason}")
+        raise Unavailable(reason)
     n_runs, n_route, n_quick = (2, 5, 2) if smoke else (10, 50, 10)
 
     files, raw, packed = transferred_size(WEB_DIST)
