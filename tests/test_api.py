@@ -13,6 +13,7 @@ from httpx_sse import EventSource, connect_sse
 from tests.support.api import call, http_login
 from tests.support.factories import unique_name
 from tests.support.scripts import run_script
+from tests.support.waiting import wait_for
 
 
 def read_stream(client, url, last_id=None, stop_after=None):
@@ -162,6 +163,8 @@ def _token(owner):
 
 
 def test_cancel_stops_the_run_and_its_unfinished_jobs(api_server, llm, alice, pool):
+    from zerg.runtime import get_runtime
+
     base, _ = api_server
     worker_calls = []
 
@@ -174,16 +177,18 @@ def test_cancel_stops_the_run_and_its_unfinished_jobs(api_server, llm, alice, po
     llm.respond_with(respond)
     client = http_login(base, alice)
     run = client.post("/api/jarvis/supervisor", json={"task": "slow thing"}).json()
-    deadline = time.monotonic() + 20
-    while not any(k == "worker_started" for _, k, _ in db_events(pool, run["run_id"])):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(lambda: any(k == "worker_started" for _, k, _ in db_events(pool, run["run_id"])), "the worker to start")
     resp = client.post(f"/api/jarvis/runs/{run['run_id']}/cancel")
     assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
     events = read_stream(client, run["stream_url"])
     assert events[-1][1] == "error" and events[-1][2]["message"] == "cancelled by the user"
-    time.sleep(3.5)  # the worker that was mid-command finishes: it must not resurrect the job
-    assert len(worker_calls) == 1  # and it stops instead of asking the model for more commands
+    # The worker that was mid-command finishes (its metadata.json says how): it must not
+    # resurrect the job, and it stops instead of asking the model for more commands.
+    (worker,) = client.get(f"/api/jarvis/runs/{run['run_id']}").json()["workers"]
+    store = get_runtime().store
+    ended = wait_for(lambda: (m := store.read_metadata(worker["worker_id"])).get("finished_at") and m,
+                     "the worker to finish", limit_s=60)
+    assert ended["status"] == "cancelled" and len(worker_calls) == 1
     doc = client.get(f"/api/jarvis/runs/{run['run_id']}").json()
     assert doc["status"] == "cancelled" and [w["status"] for w in doc["workers"]] == ["cancelled"]
     with pool.connection() as conn:
