@@ -145,26 +145,28 @@ def test_a_crash_while_recording_a_crash_still_does_not_fail_the_run():
 
 
 def test_failed_and_aborted_executions_and_a_run_with_no_jobs():
-    import time
+    import threading
 
     calls: list = []
     handlers = _handlers(calls)
     handlers["supervisor"] = lambda e, c: {"jobs": [], "done": True} if e["action"] == "plan" else {"ok": True}
     with LocalEngine(handlers=handlers) as engine:
-        assert engine.wait(engine.start_execution(1, 1, 1), timeout=10)["status"] == "SUCCEEDED"
+        assert engine.wait(engine.start_execution(1, 1, 1), timeout=60)["status"] == "SUCCEEDED"
 
         def failing(event, context):
             raise ValueError("nope")
 
         handlers["supervisor"] = lambda e, c: failing(e, c) if e["action"] == "plan" else {"ok": True}
-        desc = engine.wait(engine.start_execution(2, 1, 1), timeout=10)
+        desc = engine.wait(engine.start_execution(2, 1, 1), timeout=60)
         assert desc["status"] == "FAILED" and desc["error"] == "RunFailed", desc
 
-        handlers["supervisor"] = lambda e, c: time.sleep(0.5) or {"jobs": [], "done": True}
+        planning, release = threading.Event(), threading.Event()  # stopped while its first step runs
+        handlers["supervisor"] = lambda e, c: (planning.set(), release.wait(60)) and {"jobs": [], "done": True}
         arn = engine.start_execution(3, 1, 1)
-        time.sleep(0.05)
+        assert planning.wait(60), "the execution never reached its first step"
         engine.stop_execution(arn, "cancelled by the user")
-        assert engine.wait(arn, timeout=10)["status"] == "ABORTED"
+        release.set()
+        assert engine.wait(arn, timeout=60)["status"] == "ABORTED"
 
 
 def test_an_invalid_definition_is_refused_and_leaves_no_engine_behind():
