@@ -15,6 +15,7 @@ from httpx_sse import connect_sse
 
 from tests.support.api import http_login
 from tests.support.factories import unique_name
+from tests.support.waiting import wait_for
 from zerg.owners import create_owner
 from zerg.runs import store as runs
 from zerg.runs.events import emit
@@ -74,13 +75,12 @@ def test_sse_streams_live_and_a_leaving_client_frees_its_thread(zerg_server, ali
                 break
     thinking = [t for kind, t in got if kind == "supervisor_thinking"]
     emitted = [t for kind, t in got if kind == "emitted"]
-    # Live: each event arrives within a poll or two of its write, not at the end of a long-poll.
-    assert len(thinking) == 3 and all(0 <= t - e < 1.0 for t, e in zip(thinking, emitted))
+    # Live: each event arrives soon after its write, not at the end of a long-poll (ZERG_SSE_POLL_S,
+    # 25 s) nor with the next heartbeat (30 s). Soon is a poll or two when idle; the bound leaves
+    # room for a loaded machine and stays well under both.
+    assert len(thinking) == 3 and all(0 <= t - e < 10.0 for t, e in zip(thinking, emitted))
 
-    deadline = time.monotonic() + 5
-    while zerg_server.app.live_streams and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not zerg_server.app.live_streams, "the stream of a client that left is still running"
+    wait_for(lambda: not zerg_server.app.live_streams, "the stream of a client that left to end", limit_s=30)
 
     with pool.connection() as conn:
         emit(conn, run.run_id, alice.owner_id, "supervisor_complete", {"run_id": run.run_id, "result": "ok"})
@@ -330,10 +330,8 @@ def test_past_the_connection_cap_a_request_gets_503_json_with_retry_after(runtim
     finally:
         for sock in held:
             sock.close()
-    deadline = time.monotonic() + 10
-    while (status := httpx.get(f"{server.url}/api/jarvis/thread", timeout=10).status_code) == 503:
-        assert time.monotonic() < deadline, "the held connections never left the count"
-        time.sleep(0.05)
+    status = wait_for(lambda: (code := httpx.get(f"{server.url}/api/jarvis/thread", timeout=30).status_code) != 503
+                      and code, "the held connections to leave the count", limit_s=60)
     assert status == 401
     server.stop()
 
