@@ -99,7 +99,7 @@ def test_an_event_invocation_answers_at_once_and_stopping_the_engine_waits_for_i
     with LocalEngine(handlers=handlers) as engine:
         desc = engine.wait(engine.start_execution(9, 1, 3), timeout=30)
         # The execution ended while the remember handler was still blocked: it did not wait for it.
-        assert desc["status"] == "SUCCEEDED" and started.wait(10)
+        assert desc["status"] == "SUCCEEDED" and started.wait(60)
         assert not any(n == "remembered" for n, _ in calls)
         assert engine.drain(timeout=0.01) is False
         release.set()

@@ -25,7 +25,7 @@ def _starter_with_hung_remember(tmp_path):
     starter = LocalStarter(load_settings({"ZERG_DATA_DIR": str(tmp_path), "HOME": str(tmp_path)}))
     starter._engine = LocalEngine(handlers={"supervisor": supervisor})  # dispatch only: no executions here
     starter._engine._dispatch_event("supervisor", json.dumps({"action": "remember"}))
-    assert started.wait(10)
+    assert started.wait(60)
     return starter, release
 
 
@@ -75,7 +75,7 @@ def test_serve_shutdown_drains_without_holding_the_starter_lock(tmp_path, monkey
     closing = threading.Thread(target=starter.close)
     closing.start()
     try:
-        assert draining.wait(10)
+        assert draining.wait(60)
         assert starter.execution_of(1) is None  # takes the lock: free while close drains
         assert closing.is_alive()  # still draining (the default bound, not a skip)
     finally:
