@@ -263,15 +263,16 @@ def test_lambda_invocation_end_kills_every_stray_process_and_deletes_its_files(r
 
     require(UNSHARE)
     uid = reaper.SANDBOX_UID_BASE + reaper.UID_SLOTS + 7 if os.geteuid() == 0 else os.geteuid()
-    lambda_tmp = Path(tempfile.mkdtemp(prefix="zerg-lambda-test-"))  # reachable by that uid
-    os.chown(lambda_tmp, uid, uid)
+    lambda_tmp = Path(tempfile.mkdtemp(prefix="zerg-lambda-test-"))  # the test's: uid is the test's own, mapped
     request.addfinalizer(lambda: reaper.remove_tree(lambda_tmp))
     command = ("env -u ZERG_SANDBOX_CALL setsid sleep 300 & (env -u ZERG_SANDBOX_CALL setsid sh -c 'sleep 301 &' &); "
                f"echo leak > {lambda_tmp}/leaked; mkdir {lambda_tmp}/dir; sleep 0.3; echo ok")
     probe = "sleep 1; ps -eo stat=,comm= | grep -c -E '^[^Z]+ +sleep$' || true"
-    prefix = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if os.geteuid() == 0 else []
+    # As root, the test's own uid shows as uid inside (a user namespace, no capabilities): unlike a host
+    # uid switched to, it can run this checkout's Python wherever it lies (see run_in_pid_namespace).
+    as_uid = [f"--map-user={uid}", f"--map-group={uid}"] if os.geteuid() == 0 else ["--map-current-user"]
     pythonpath = os.pathsep.join(p for p in sys.path if p)
-    argv = prefix + ["unshare", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
+    argv = ["unshare", *as_uid, "--pid", "--fork", "--kill-child", "--mount-proc", "--",
                      "/bin/sh", "-c", f'"$@"; {probe}', "sh", sys.executable, "-c", LAMBDA_SCRIPT, str(lambda_tmp), command]
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": pythonpath, "TMPDIR": str(lambda_tmp), "HOME": str(lambda_tmp)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
