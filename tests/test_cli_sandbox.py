@@ -11,8 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.support.parts import need
 from tests.support.scripts import has_tool_results, role_of, worker_task
 from zerg.config import load_settings
 from zerg.sandbox import detect
@@ -21,11 +20,8 @@ from zerg.sandbox import detect
 def _namespace_level() -> str:
     """This host's sandbox level; a host without a namespace sandbox fails in CI, skips elsewhere."""
     current = detect.level(load_settings({}))
-    if not current.isolated:
-        why = "; ".join(current.notes)
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have a namespace sandbox (./dev.sh test installs bubblewrap): {why}")
-        pytest.skip(f"no namespace sandbox on this host: {why}")
+    need(None if current.isolated else f"no namespace sandbox on this host: {'; '.join(current.notes)} "
+         "(./dev.sh test installs bubblewrap)", "the zerg run sandbox test")
     return current.mechanism
 
 

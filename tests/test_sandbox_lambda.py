@@ -8,10 +8,8 @@ Each test builds a Lambda-like environment: a fresh user and PID namespace whose
 from __future__ import annotations
 
 import json
-import os
 
-import pytest
-
+from tests.support.parts import need
 from tests.support.sandbox import outside_uid, private_tmp, require, require_root, run_in_pid_namespace
 from zerg.sandbox import UNSHARE, reaper
 from zerg.sandbox.invocation import TAINTED_EXIT
@@ -91,10 +89,7 @@ def test_ipc_objects_a_command_made_are_gone_after_a_lambda_invocation(request):
     there (shared memory, a semaphore, a message queue) is removed with the rest."""
     import shutil
 
-    if shutil.which("ipcmk") is None:  # util-linux: on every Debian
-        if os.environ.get("CI") == "true":
-            pytest.fail("util-linux ipcmk must be installed in CI")
-        pytest.skip("util-linux ipcmk is not installed")
+    need(None if shutil.which("ipcmk") else "util-linux ipcmk is not installed", "the IPC test")
     left = "tail -q -n +2 /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg | wc -l"  # the namespace's
     command = "ipcmk -M 4096 >/dev/null && ipcmk -S 1 >/dev/null && ipcmk -Q >/dev/null && echo made"
     report, lines, done = lambda_run(request, command, after=left)

@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 import httpx
-import pytest
+
+from tests.support.parts import need
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT = ROOT / "web" / "dist" / "index.html"
@@ -52,11 +53,8 @@ def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
 
 def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_sign_in(make_database, tmp_path):
     database_url = make_database()  # a database of its own: its first start is this test's (serve migrates it)
-    if not BUILT.is_file():
-        why = "web/dist is not built (./dev.sh run, serve or test builds it when npm is there)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI builds the web app: {why}")
-        pytest.skip(why)
+    need(None if BUILT.is_file() else "web/dist is not built (./dev.sh run, serve or test builds it when npm "
+         "is there)", "the built app's serve test")
     first = Serve(_env(database_url, tmp_path))
     try:
         page = httpx.get(first.url + "/", timeout=30)

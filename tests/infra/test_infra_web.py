@@ -4,12 +4,12 @@ HTTP API, the security headers, the SPA rewrite (run in node), and the file depl
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 
 import pytest
 
+from tests.support.parts import need
 from infra.config import ConfigError, StageConfig
 from infra.stacks.web import API_ORIGIN_READ_TIMEOUT_S, SPA_FUNCTION_PATH
 from infra.stacks.workflow import function_specs
@@ -131,10 +131,8 @@ def test_deep_links_get_the_spa_rewrite_at_viewer_request(synth):
 
 
 def test_the_spa_rewrite_serves_the_app_for_routes_and_leaves_files_and_the_api_alone():
-    if shutil.which("node") is None:  # the README's commands need Node; CDK does too
-        if os.environ.get("CI") == "true":
-            pytest.fail("node runs the CloudFront Function's JavaScript and must be installed in CI")
-        pytest.skip("node runs the CloudFront Function's JavaScript")
+    # the README's commands need Node; CDK does too
+    need(None if shutil.which("node") else "no node to run the CloudFront Function's JavaScript", "the SPA rewrite test")
     script = SPA_FUNCTION_PATH.read_text() + """
 const cases = JSON.parse(process.argv[1]);
 console.log(JSON.stringify(cases.map(uri => handler({request: {uri, method: 'GET', headers: {}}}).uri)));

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 
+from tests.support.parts import need
 from tests.support.scripts import has_tool_results, role_of, worker_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,10 +36,6 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
 # Generous: a shared 2-core machine runs eight suites; expectations wait on page state, never on time.
 WAIT_MS = 60_000
 GATE_S = 120  # how long a held worker waits for the test to release it (a hang guard)
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
 def missing() -> str | None:
@@ -58,12 +54,7 @@ def missing() -> str | None:
 
 def require_browser() -> None:
     """Fail (CI) or skip (elsewhere) the calling test when :func:`missing` names something."""
-    reason = missing()
-    if reason is None:
-        return
-    if in_ci():
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
+    need(missing(), "browser tests")
 
 
 def launch(playwright):

@@ -15,8 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
+from tests.support.parts import need
 from tests.support.waiting import wait_for  # noqa: F401  (the sandbox tests import it from here)
 from zerg.sandbox import detect, processes, reaper
 
@@ -29,18 +28,12 @@ def require(mechanism: str) -> str:
         binary = shutil.which(mechanism)
         _available[mechanism] = detect._probe(mechanism, binary) if binary else f"{mechanism} is not installed"
     problem = _available[mechanism]
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the {mechanism} sandbox must work in CI: {problem}")
-        pytest.skip(f"the {mechanism} sandbox is unavailable here: {problem}")
+    need(problem and f"the {mechanism} sandbox is unavailable here: {problem}", f"the {mechanism} sandbox tests")
     return mechanism
 
 
 def require_root(why: str) -> None:
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI runs as root: {why}")
-        pytest.skip(f"needs root: {why}")
+    need(None if os.geteuid() == 0 else f"needs root: {why}", "this test (CI runs as root)")
 
 
 def outside_uid(n: int = 7) -> int:

@@ -23,11 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from tests.support.browser import in_ci
+from tests.support.parts import need
 
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
 KINDS = ("openssh", "paramiko")
@@ -90,12 +89,7 @@ def missing_openssh() -> str | None:
 
 def require_openssh() -> None:
     """Fail (CI) or skip (elsewhere) the calling test or fixture when sshd cannot run here."""
-    reason = missing_openssh()
-    if reason is None:
-        return
-    if in_ci():
-        pytest.fail(f"SSH tests against OpenSSH cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
+    need(missing_openssh(), "SSH tests against OpenSSH")
 
 
 def start_ssh_server(workdir: Path, kind: str = "openssh") -> SSHServer:
