@@ -1,7 +1,7 @@
 """Configuration: one typed settings object, read from the environment.
 
 Invariants:
-- Every knob has a documented default (README "Configuration"); nothing else reads the
+- Every knob has a documented default (docs/configuration.md); nothing else reads the
   environment, except the variable an SSH host's ``key_env`` names (the key itself, on purpose
   kept out of the settings object).
 - A bad value fails fast with a message that names the variable, never a stack trace deep in a

@@ -159,7 +159,7 @@ def check_embedded_data_dir(data_dir: Path) -> None:
         raise ForeignDataDirectory(
             refusal + f"Run `zerg db upgrade` to copy it into PostgreSQL {bundled} (dump and restore; "
             "the old directory is kept as pg-16.bak-<time>), or keep the old server: start it with "
-            "pgserver 0.1.4 and set DATABASE_URL to it (README, \"Embedded database\")")
+            "pgserver 0.1.4 and set DATABASE_URL to it (docs/database.md)")
     raise ForeignDataDirectory(
         refusal + f"Start a PostgreSQL {found} server on it and set DATABASE_URL to it, or dump it and "
         f"restore the dump into PostgreSQL {bundled}")
