@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import httpx
 from tests.support.api import http_login
 from tests.support.factories import make_job, make_run, run_events, unique_name
 from tests.support.scripts import role_of, worker_task
+from tests.support.serve import Served
 from tests.support.waiting import wait_for
 from zerg.owners import create_owner
 from zerg.runs import executor, orphans
@@ -74,38 +74,6 @@ def cli_env(database_url: str, tmp_path: Path, llm) -> dict[str, str]:
     return env | {"DATABASE_URL": database_url, "ZERG_DATA_DIR": str(tmp_path / "data"),
                   "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"), "OPENAI_BASE_URL": llm.base_url,
                   "ZERG_LLM_MAX_RETRIES": "0"}
-
-
-class Served:
-    """``zerg serve`` as its own process on an ephemeral loopback port."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log.open("a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
-        guard = threading.Timer(120, self.proc.kill)  # a server that never says where it listens
-        guard.start()
-        self.lines = []
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("Zerg API on "):
-                break
-        guard.cancel()
-        assert self.lines and self.lines[-1].startswith("Zerg API on "), (self.lines, log.read_text())
-        self.url = self.lines[-1].split()[3]
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
 
 
 def sse_events(client: httpx.Client, run_id: int) -> list[tuple[str, dict]]:

@@ -5,44 +5,14 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import httpx
 
 from tests.support.parts import need
+from tests.support.serve import ROOT, Served
 
-ROOT = Path(__file__).resolve().parents[1]
 BUILT = ROOT / "web" / "dist" / "index.html"
-
-
-class Serve:
-    """``zerg serve --port 0`` as its own process; its stdout read up to the line with the URL."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        guard = threading.Timer(120, self.proc.kill)  # a server that never says where it listens
-        guard.start()
-        self.lines: list[str] = []
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("Zerg API on "):
-                break
-        guard.cancel()
-        assert self.lines and self.lines[-1].startswith("Zerg API on "), (self.lines, self.proc.stderr.read())
-        self.url = self.lines[-1].split()[3]
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
@@ -55,7 +25,7 @@ def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_
     database_url = make_database()  # a database of its own: its first start is this test's (serve migrates it)
     need(None if BUILT.is_file() else "web/dist is not built (./dev.sh run, serve or test builds it when npm "
          "is there)", "the built app's serve test")
-    first = Serve(_env(database_url, tmp_path))
+    first = Served(_env(database_url, tmp_path), tmp_path / "serve.log")
     try:
         page = httpx.get(first.url + "/", timeout=30)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -69,7 +39,7 @@ def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_
         assert signed_in.status_code == 200, signed_in.text
     finally:
         first.stop()
-    again = Serve(_env(database_url, tmp_path))
+    again = Served(_env(database_url, tmp_path), tmp_path / "serve.log")
     try:
         said = "\n".join(again.lines)
         assert "zd_" not in said and "the device secret shown at the first start" in said, said
@@ -80,7 +50,7 @@ def test_zerg_serve_from_the_checkout_serves_the_built_app_and_says_once_how_to_
 
 def test_without_a_built_app_the_page_says_in_one_sentence_how_to_get_it(database_url, tmp_path):
     env = _env(database_url, tmp_path) | {"ZERG_WEB_DIR": str(tmp_path / "no-app")}
-    served = Serve(env)
+    served = Served(env, tmp_path / "serve.log")
     try:
         page = httpx.get(served.url + "/", timeout=30)
         api = httpx.get(served.url + "/api/openapi.json", timeout=30)
