@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import zerg.local  # noqa: F401  the local host: gives the composition root its run starter
+
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = "WARNING"
 
@@ -64,9 +66,9 @@ def fmt(name: str, stats: dict[str, float]) -> str:
 def forget_runtime() -> None:
     """Drop what the process built from the settings of the moment: the runtime (and the local
     engine it may have started), the settings cache; then re-read the log level."""
-    from zerg import config, observability, runtime
+    from zerg import config, observability, wiring
 
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     config.get_settings.cache_clear()
     observability.reset()
     config.get_settings.cache_clear()  # reset() read them: leave nothing cached
@@ -88,9 +90,9 @@ def environ(**values: str | None) -> Iterator[None]:
         forget_runtime()
         yield
     finally:
-        from zerg import runtime
+        from zerg import wiring
 
-        runtime.reset_runtime()  # built from the block's settings: stop it before they go
+        wiring.reset_runtime()  # built from the block's settings: stop it before they go
         os.environ.clear()
         os.environ.update(saved)
         forget_runtime()

@@ -28,7 +28,7 @@ def main() -> None:
     from zerg.owners import create_owner
     from zerg.runs import events
     from zerg.runs import store as runs
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     class RecordingStarter:
         def start(self, run_id, owner_id, thread_id):

@@ -38,7 +38,7 @@ def main(smoke: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp, environ(), bench_database() as url:
         from zerg.db import open_pool
         from zerg.owners import create_owner
-        from zerg.workers import jobs
+        from zerg.runs import jobs
 
         store = LocalArtifactStore(Path(tmp) / "a")
         pool = open_pool(url)

@@ -26,7 +26,7 @@ from pathlib import Path
 from bench._common import ROOT, bench_database, environ, script
 from bench.cli import cli_env
 
-SERVE = "import sys; from zerg.cli import main; sys.exit(main(['serve', '--host', '127.0.0.1', '--port', '0']))"
+SERVE = "import sys; from zerg.cli.main import main; sys.exit(main(['serve', '--host', '127.0.0.1', '--port', '0']))"
 TASK = "Print the big log"
 
 
@@ -113,8 +113,8 @@ def main(smoke: bool = False) -> None:
     from tests.support.scripts import run_script
     from zerg.api.ranges import RANGE_MAX_BYTES
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
-    from zerg.tools.base import ARTIFACT_OUTPUT_CAP
+    from zerg.wiring import get_runtime
+    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 
     printed = 6_000_000 if smoke else 60_000_000
     command = f"head -c {printed} /dev/zero | tr '\\0' a"

@@ -27,11 +27,11 @@ class _Instant:
 def main(smoke: bool = False) -> None:
     from zerg import config
     from zerg.alerts import budget
-    from zerg.alerts.policy import PolicyChange, set_policy
+    from zerg.notify.policy import PolicyChange, set_policy
     from zerg.llm import CallTag, ChatResult, Usage
     from zerg.llm.ledger import MeteredChatModel, record_call
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     repeat = 30 if smoke else 2000
     days_calls = (10, 100) if smoke else (100, 1000, 10_000)

@@ -3,10 +3,10 @@ variables), a warm database (DATABASE_URL to a bench database on a running serve
 data dir. Wall time, median of 3, and where the time goes.
 
 Each sample is one fresh interpreter running what the ``zerg`` console script runs
-(``zerg.cli.main(["run", "check disk"])``), timed from outside (the wall) and from inside:
+(``zerg.cli.main.main(["run", "check disk"])``), timed from outside (the wall) and from inside:
 
 - interpreter start and exit: the wall less the time inside the process
-- CLI imports: ``import zerg.cli``
+- CLI imports: ``import zerg.cli.main``
 - engine imports: the handlers (``LocalEngine()``), boto3 and moto, when the run first needs them
 - engine start: ``LocalEngine().start()`` less those imports (moto's mock, the Lambda functions,
   the state machine)
@@ -33,7 +33,7 @@ from bench._common import ROOT, bench_database, script
 _DRIVER = """
 import json, sys, time
 t0 = time.perf_counter()
-import zerg.cli
+import zerg.cli.main
 from zerg.local import engine as eng
 phases = {"cli_imports": time.perf_counter() - t0, "engine_imports": 0.0, "engine_start": 0.0}
 init, start = eng.LocalEngine.__init__, eng.LocalEngine.start
@@ -55,7 +55,7 @@ def timed_start(self):
 
 eng.LocalEngine.__init__, eng.LocalEngine.start = timed_init, timed_start
 try:
-    rc = zerg.cli.main(["run", "check disk"])
+    rc = zerg.cli.main.main(["run", "check disk"])
 finally:
     phases["inside"] = time.perf_counter() - t0
     with open(sys.argv[1], "w") as f:
@@ -105,7 +105,7 @@ def main(smoke: bool = False) -> None:
     for label, key in (
         ("zerg run, wall", "wall"),
         ("  interpreter start and exit", "interpreter"),
-        ("  CLI imports (import zerg.cli)", "cli_imports"),
+        ("  CLI imports (import zerg.cli.main)", "cli_imports"),
         ("  engine imports (handlers, boto3, moto)", "engine_imports"),
         ("  engine start (mock, functions, state machine)", "engine_start"),
         ("  the run itself (db, run, report)", "run"),

@@ -56,7 +56,7 @@ def _measure(rt, llm, engine, workers: int) -> dict:
     from zerg.owners import create_owner
     from zerg.runs import store as runs
     from zerg.supervisor.context import request_bytes
-    from zerg.workers import jobs
+    from zerg.runs import jobs
 
     llm.requests.clear()
     with rt.pool.connection() as conn:
@@ -90,7 +90,7 @@ def _measure(rt, llm, engine, workers: int) -> dict:
 def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
     from zerg.local.engine import LocalEngine
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     output_bytes = 200_000 if smoke else 2_000_000
     sizes = (2,) if smoke else (2, 10)

@@ -21,7 +21,7 @@ def main(smoke: bool = False) -> None:
     from zerg import config, db
     from zerg.local.server import to_apigw_event
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     repeat = 50 if smoke else 3000
     with tempfile.TemporaryDirectory() as tmp, bench_database() as url:

@@ -53,7 +53,7 @@ def main(smoke: bool = False) -> None:
     from zerg.runs import events
     from zerg.runs import store as runs
     from zerg.runs.threads import find_or_create_thread
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     calls, n_runs, per_run, repeat = (2_000, 200, 10, 5) if smoke else (100_000, 10_000, 10, 50)
     today = datetime.now(timezone.utc).date()

@@ -50,7 +50,7 @@ class RecordingStarter:
 def _alert(rt, owner_id: int) -> bytes:
     """An alert email to the owner, as their client received it (from the local outbox)."""
     from tests.support.notify import emails
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     deliver(rt, owner_id, channel="email", purpose="alert", severity="warning",
                      subject="[Zerg WARNING] Disk at 91% on cube", body="Disk at 91% on cube\n\n/ is 91% full")
@@ -154,7 +154,7 @@ def _receive(rt, reply: bytes, repeat: int) -> None:
 def main(smoke: bool = False) -> None:
     from tests.support.mail import reply_to_alert
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     repeat, big_repeat = (3, 1) if smoke else (200, 10)
     with (

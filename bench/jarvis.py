@@ -47,7 +47,7 @@ def main(smoke: bool = False) -> None:
     from zerg.jarvis import intent
     from zerg.local.server import to_apigw_event
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     repeat, warmup = (5, 1) if smoke else (200, 10)
     llm = ScriptedLLM()

@@ -71,7 +71,7 @@ def _measure(label: str, rt, owner_id: int, queries: list[str], repeat: int) -> 
 def main(smoke: bool = False) -> None:
     from zerg.embeddings import local
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     n_files, queries = (40, QUERIES[:5]) if smoke else (1_000, QUERIES)
     repeat = len(queries) if smoke else 100

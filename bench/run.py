@@ -23,7 +23,7 @@ def main(smoke: bool = False) -> None:
     from zerg.local.engine import LocalEngine
     from zerg.owners import create_owner
     from zerg.runs import store as runs
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     sizes = (1,) if smoke else (1, 1, 5, 20)  # the first 1-worker run warms up clients and caches
     with (

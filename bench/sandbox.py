@@ -30,8 +30,9 @@ def _ms(fn) -> float:
 def main(smoke: bool = False) -> None:
     from zerg.config import load_settings
     from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, detect, execute
-    from zerg.tools import ToolContext, invoke, worker_tools
-    from zerg.tools.base import ARTIFACT_OUTPUT_CAP
+    from zerg.loop.tool import ToolContext, invoke
+    from zerg.tools.catalog import worker_tools
+    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 
     repeat = 3 if smoke else 30
     settings = load_settings({})

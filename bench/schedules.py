@@ -110,7 +110,7 @@ def _fire_to_run(rt, llm, fires: int) -> None:
 
 def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     rows, repeat, fires = (1_000, 5, 1) if smoke else (10_000, 50, 6)
     with (

@@ -97,7 +97,7 @@ def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
     from zerg.owners import create_owner
     from zerg.runs import events
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     prepare_web()
     if (reason := missing()) is not None:

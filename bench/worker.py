@@ -30,9 +30,9 @@ def import_time_ms(module: str, repeat: int = 5) -> float:
 def main(smoke: bool = False) -> None:
     from tests.support.factories import make_job, make_run
     from tests.support.llm_server import ScriptedLLM
-    from zerg import agent
+    from zerg.loop import agent_loop as agent
     from zerg.owners import create_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
     from zerg.workers.runner import run_worker_job
 
     runs, warmup, imports = (3, 1, 1) if smoke else (30, 3, 5)

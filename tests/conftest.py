@@ -16,7 +16,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from zerg import config, db, observability, runtime
+import zerg.local  # noqa: F401  the local host: gives the composition root its run starter
+from zerg import config, db, observability, runtime, wiring
 from zerg.migrate import migrate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,10 +93,10 @@ def zerg_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.Fi
     else:
         monkeypatch.delenv("DATABASE_URL", raising=False)
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     observability.reset()
     yield
-    runtime.reset_runtime()  # stops a local engine the test's runtime started
+    wiring.reset_runtime()  # stops a local engine the test's runtime started
     observability.reset()
     config.get_settings.cache_clear()
 
@@ -179,8 +180,8 @@ def runtime_env(monkeypatch, tmp_path, database_url, llm):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         config.get_settings.cache_clear()
-        runtime.reset_runtime()
-        return runtime.get_runtime()
+        wiring.reset_runtime()
+        return wiring.get_runtime()
 
     return configure
 

@@ -13,7 +13,7 @@ import pytest
 from tests.support.api import call, login
 from zerg.agents.settings import HEADING, STANDING_RULE
 from zerg.runs import store as runs
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 SUPERVISOR_RULES_START = "You are the Zerg supervisor"
 WORKER_RULES_START = "You are a Zerg worker"
@@ -35,7 +35,7 @@ def entries(token: str) -> dict[str, dict]:
 def test_unconfigured_agents_show_the_deployments_defaults_and_every_tool(runtime_env, alice):
     runtime_env(ZERG_SUPERVISOR_MODEL="sup-default", ZERG_WORKER_MODEL="wrk-default")
     from zerg.supervisor.turn import supervisor_tools
-    from zerg.tools import worker_tools
+    from zerg.tools.catalog import worker_tools
 
     agents = entries(login(alice))
     assert list(agents) == ["supervisor", "worker"]
@@ -238,9 +238,9 @@ def test_a_scheduled_run_never_gets_person_only_tools_even_when_the_config_lists
 
 def test_a_disallowed_call_never_runs_even_when_a_hook_would_handle_it(runtime_env, pool, owner):
     """The refusal comes before the tool set and before the hooks (spawn_worker is a hook's call)."""
-    from zerg.agent import AgentLoop, AgentUsage, LoopHooks
+    from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks
     from zerg.llm import CallTag, ChatResult, ToolCall
-    from zerg.tools import ToolContext
+    from zerg.loop.tool import ToolContext
     from zerg.tools.clock import TOOL as CLOCK
 
     rt = runtime_env()
@@ -284,7 +284,7 @@ def test_the_supervisor_context_budget_still_holds_with_standing_instructions(ru
 # --- the CLI ------------------------------------------------------------------------------------
 
 def test_cli_set_show_and_reset(runtime_env, alice, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     runtime_env(ZERG_WORKER_MODEL="wrk-default")
     owner = ["--owner", alice.name]

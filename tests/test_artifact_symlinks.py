@@ -18,8 +18,8 @@ from zerg.artifacts import ArtifactError, ArtifactNotFound, ArtifactPathError, F
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.owners import create_owner
 from zerg.supervisor.evidence import build_evidence_mount
-from zerg.tools import ToolContext, invoke
-from zerg.tools.workers import TOOLS
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.worker_access import TOOLS
 
 SECRET = "OUTSIDE-SECRET-" + "x" * 4306  # 4,321 bytes: its size must not show up either
 SUP_TOOLS = {t.name: t for t in TOOLS}

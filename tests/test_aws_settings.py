@@ -10,7 +10,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from zerg import db
 from zerg.config import load_settings
-from zerg.runtime import make_llm
+from zerg.wiring import make_llm
 
 
 def test_database_url_comes_from_the_rds_secret_with_the_proxy_host_and_tls():
@@ -37,8 +37,9 @@ def test_openai_key_comes_from_its_secret_and_is_not_offline():
 def test_the_openai_key_is_read_once_per_runtime_for_the_model_and_the_embedder_with_short_timeouts(monkeypatch):
     from botocore.client import BaseClient
 
-    from zerg import runtime
-    from zerg.embeddings import make_embedder
+    from zerg import wiring
+    from zerg.llm import keys
+    from zerg.wiring import make_embedder
 
     reads, configs = [], []
     real_call = BaseClient._make_api_call
@@ -50,7 +51,7 @@ def test_the_openai_key_is_read_once_per_runtime_for_the_model_and_the_embedder_
         return real_call(self, operation, params)
 
     monkeypatch.setattr(BaseClient, "_make_api_call", counting)
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     with mock_aws():
         sm = boto3.client("secretsmanager", region_name="us-east-1")
         arn = sm.create_secret(Name="zerg/test/openai-once", SecretString="sk-once")["ARN"]
@@ -58,8 +59,8 @@ def test_the_openai_key_is_read_once_per_runtime_for_the_model_and_the_embedder_
         assert make_llm(settings).client.api_key == "sk-once"
         assert make_embedder(settings).inner.client.api_key == "sk-once"
         assert reads == [arn]  # once, shared
-        assert configs[0].connect_timeout == configs[0].read_timeout == runtime.SECRET_TIMEOUT_S
+        assert configs[0].connect_timeout == configs[0].read_timeout == keys.SECRET_TIMEOUT_S
         assert configs[0].retries["total_max_attempts"] == 2
-        runtime.reset_runtime()  # a new runtime reads it afresh (a rotated key)
+        wiring.reset_runtime()  # a new runtime reads it afresh (a rotated key)
         make_llm(settings)
     assert reads == [arn, arn]

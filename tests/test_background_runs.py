@@ -165,7 +165,7 @@ def test_a_failed_worker_makes_the_models_info_a_warning(runtime_env, llm, engin
 
 def test_a_chat_and_a_scheduled_run_at_once_each_commit_an_adjacent_pair(runtime_env, llm, engine, pool, owner):
     from tests.support.scripts import assessment_json, run_script
-    from zerg.supervisor.prompts import BACKGROUND_MARKER
+    from zerg.llm.port import BACKGROUND_MARKER
 
     rt = runtime_env()
     chat_script = run_script(["Check memory"], answer=lambda req: "Memory: 2 GB free.")
@@ -191,13 +191,13 @@ def test_a_chat_and_a_scheduled_run_at_once_each_commit_an_adjacent_pair(runtime
 
 
 def test_offline_a_scheduled_run_ends_with_a_valid_assessment(runtime_env, monkeypatch, engine, pool, owner):
-    from zerg import config, runtime
+    from zerg import config, wiring
 
     runtime_env()
     monkeypatch.delenv("OPENAI_BASE_URL")  # no model configured: the offline provider
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
-    rt = runtime.get_runtime()
+    wiring.reset_runtime()
+    rt = wiring.get_runtime()
     assert rt.settings.offline
     run = execute(engine, pool, scheduled_start(rt, pool, owner))
     item = inbox_item(pool, owner, run["id"])

@@ -147,7 +147,7 @@ def test_a_nul_anywhere_in_any_body_is_a_422_naming_the_field(method, path, body
 
 
 def test_a_nul_in_a_header_or_parameter_never_reaches_the_database(token, alice, pool, served, no_traceback):
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     # h11 refuses a NUL in a header before the app sees it; API Gateway may pass one on.
     status, body, _ = call("POST", "/api/jarvis/supervisor", {"task": "t"}, token=token, headers={"idempotency-key": "k\x00"})
@@ -165,7 +165,7 @@ def test_a_nul_in_a_header_or_parameter_never_reaches_the_database(token, alice,
 
 
 def test_a_5000_character_file_name_is_a_400_naming_the_limit(token, alice, pool, served, no_traceback):
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     run_id, _ = make_run(pool, alice.owner_id)
     job_id, _ = make_finished_worker(pool, get_runtime().store, alice.owner_id, run_id, "look")
@@ -189,7 +189,7 @@ def _signed(claims: dict) -> str:
 
 def test_a_validly_signed_token_of_a_deleted_owner_is_a_401(alice, token, pool, served, no_traceback):
     from zerg.privacy.delete import delete_owner
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     assert over_lambda("GET", "/api/jarvis/thread", token=token)[0] == 200
     delete_owner(pool, get_runtime().store, alice.owner_id)

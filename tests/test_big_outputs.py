@@ -19,8 +19,9 @@ from tests.support.factories import make_job, make_run
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.config import load_settings
 from zerg.sandbox import execute
-from zerg.tools import ToolContext, invoke, worker_tools
-from zerg.tools.base import ARTIFACT_OUTPUT_CAP
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.catalog import worker_tools
+from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 from zerg.tools.output import ShellOutput
 
 TOOLS = worker_tools()

@@ -21,8 +21,9 @@ from tests.test_api import db_events, read_stream
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, execute, reaper
-from zerg.tools import CancelSignal
-from zerg.workers import cancellation, jobs
+from zerg.loop.tool import CancelSignal
+from zerg.workers import cancellation
+from zerg.runs import jobs
 
 SLEEP = ["sleep", "60"]
 
@@ -197,7 +198,8 @@ def test_a_cancelled_sandbox_call_returns_only_once_its_command_is_gone(mechanis
 
 
 def test_a_tool_call_after_the_cancel_does_not_start(runtime_env, owner):
-    from zerg.tools import ToolContext, invoke, worker_tools
+    from zerg.loop.tool import ToolContext, invoke
+    from zerg.tools.catalog import worker_tools
 
     rt = runtime_env()
     cancel = CancelSignal()

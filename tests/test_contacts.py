@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.api import call
 from tests.support.notify import body_of, code_in, emails, texts, unique_email, unique_number, verified_contact
-from zerg.alerts import contacts_service as service
-from zerg.cli import main
+from zerg.notify import verification as service
+from zerg.cli.main import main
 from zerg.timestamps import utcnow
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.support.excerpts import answer_text, evidence_ends, log_command, repeated_excerpts, request_text
 from tests.support.factories import make_finished_worker
 from tests.support.scripts import has_tool_results, role_of, worker_task
-from zerg.agent import model_view
+from zerg.loop.agent_loop import model_view
 from zerg.config import ConfigError, load_settings
 from zerg.llm.untrusted import UNTRUSTED, fenced_parts
 from zerg.memory.paths import MAX_CONTENT_BYTES
@@ -23,7 +23,7 @@ from zerg.supervisor.context import (
 )
 from zerg.supervisor.evidence import HEADER, build_evidence_mount
 from zerg.supervisor.prompts import SUPERVISOR_PROMPT
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 MEMORY = "[MEMORY CONTEXT]\n- notes/backup.md: the backup server is called cube"
 

@@ -21,7 +21,7 @@ from tests.support.disposable_pg import DisposablePostgres
 from tests.support.factories import unique_name
 from tests.support.push_service import Subscriber
 from tests.support.scripts import role_of, run_script
-from zerg import config, db, runtime
+from zerg import config, db, wiring
 from zerg.migrate import migrate
 from zerg.owners import create_owner
 
@@ -54,7 +54,7 @@ def served(outage_db, monkeypatch, tmp_path, llm):
                        "ZERG_DB_WAIT_S": "2", "ZERG_DB_RETRY_S": "60", "ZERG_HEARTBEAT_S": "1"}.items():
         monkeypatch.setenv(key, value)
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     server = make_server("127.0.0.1", 0).start()
     yield server.url
     server.stop()
@@ -160,7 +160,7 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down_and
     operations = every_operation(doc)
     assert len(operations) >= 19 and any(url.startswith("/api/jarvis/supervisor/events") for _, url, _, _ in operations)
     assert client.get("/api/jarvis/thread").status_code == 200  # the pool holds live connections
-    pool = runtime.get_runtime().pool
+    pool = wiring.get_runtime().pool
     pool.pop_stats()
 
     outage_db.stop()
@@ -192,7 +192,7 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down_and
 
 def test_pooled_connections_to_a_restarted_database_are_replaced_before_a_request_uses_them(served, outage_db):
     client = login(served, outage_db)
-    pool = runtime.get_runtime().pool  # the served runtime's pool: fill it with idle connections
+    pool = wiring.get_runtime().pool  # the served runtime's pool: fill it with idle connections
     held = [pool.getconn() for _ in range(6)]
     for conn in held:
         pool.putconn(conn)
@@ -248,7 +248,7 @@ def test_a_run_in_flight_rides_out_an_outage_and_its_job_index_agrees_with_metad
     assert not follower.is_alive(), f"the stream did not end; got {frames}"
     doc = client.get(f"/api/jarvis/runs/{run['run_id']}").json()
     assert doc["status"] == "success", doc
-    store = runtime.get_runtime().store
+    store = wiring.get_runtime().store
     with psycopg.connect(outage_db.url, row_factory=psycopg.rows.dict_row) as conn:
         rows = conn.execute("SELECT id, worker_id, status FROM worker_jobs WHERE run_id = %s ORDER BY id",
                             (run["run_id"],)).fetchall()

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 
 from tests.support.factories import unique_name
 from zerg import config, db
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.migrate import migrate, status
 from zerg.owners import create_owner
 from zerg.runs.threads import append_messages, find_or_create_thread

@@ -16,9 +16,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from tests.support.api import call
 from tests.support.factories import make_run
 from tests.support.notify import emails, texts, unique_email, verified_contact
-from zerg.alerts import limits
-from zerg.alerts.deliver import deliver, release_held
-from zerg.alerts.policy import PolicyChange, set_policy
+from zerg.notify import limits
+from zerg.notify.deliver import deliver, release_held
+from zerg.notify.policy import PolicyChange, set_policy
 
 NIGHT = datetime(2031, 1, 1, 23, 0, tzinfo=UTC)  # inside 22:00-07:00 UTC
 MORNING = datetime(2031, 1, 2, 7, 0, tzinfo=UTC)

@@ -149,7 +149,7 @@ def test_model_text_in_a_digest_is_escaped_and_never_a_header(rt, pool, alice, t
 
 def test_a_digest_schedule_fire_sends_the_digest_and_records_what_it_did(rt, pool, alice, tmp_path):
     from tests.support.schedules import fire_rows
-    from zerg.schedules.fire import fire
+    from zerg.schedules.firing import fire
 
     verified_contact(pool, alice.owner_id, "email")
     schedule = digest_schedule(rt, pool, alice.owner_id)

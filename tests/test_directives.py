@@ -17,13 +17,13 @@ import pytest
 from tests.support.factories import run_task
 from tests.support.schedules import moto_scheduler, scheduled
 from tests.support.scripts import memory_call
-from zerg.alerts.policy import PolicyChange, get_policy, set_policy
+from zerg.notify.policy import PolicyChange, get_policy, set_policy
 from zerg.inbound import pending
 from zerg.runs import store as runs
 from zerg.schedules import service
 from zerg.schedules.spec import ScheduleSpec
-from zerg.tools import ToolContext, invoke
-from zerg.tools.directives import TOOLS
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.directive_tools import TOOLS
 
 NAMES = {t.name for t in TOOLS}
 DIRECTIVES = {t.name: t for t in TOOLS}
@@ -99,7 +99,7 @@ def policy_of(pool, owner_id: int):
 # --- must show: "make that check weekly", "pause the backup check", "no SMS at night" --------------
 
 def test_make_that_check_weekly_changes_the_row_and_the_eventbridge_schedule(scheduler, llm, engine, pool, alice):
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
     from zerg.supervisor.prompts import SUPERVISOR_PROMPT
 
     rt = get_runtime()
@@ -125,7 +125,7 @@ def test_make_that_check_weekly_changes_the_row_and_the_eventbridge_schedule(sch
 
 
 def test_pause_the_backup_check_finds_it_by_listing_and_pauses_it(scheduler, llm, engine, pool, alice):
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     rt = get_runtime()
     schedule(rt, alice.owner_id, "disk check")
@@ -167,7 +167,7 @@ def test_no_sms_at_night_sets_quiet_hours_through_the_policy(runtime_env, llm, e
 # --- destructive directives wait for the user's "yes" in a later run ------------------------------
 
 def test_deleting_asks_first_and_a_yes_in_a_later_run_deletes_it(scheduler, llm, engine, pool, alice):
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     rt = get_runtime()
     doomed = schedule(rt, alice.owner_id)
@@ -479,7 +479,7 @@ def test_a_bad_expression_is_refused_and_changes_nothing(runtime_env, pool, alic
 
 
 def test_with_scheduler_down_a_change_and_a_confirmed_delete_change_nothing_and_can_be_retried(runtime_env, pool, alice):
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     rt = runtime_env()
     kept = schedule(rt, alice.owner_id)
@@ -508,7 +508,7 @@ def test_a_reply_run_by_email_or_sms_gets_the_directive_tools():
 
     assert NAMES <= set(supervisor_tools()) and not NAMES & set(supervisor_tools(background=True))
     for trigger in ("api", "cli", "email", "sms"):
-        from zerg.alerts.background import is_background
+        from zerg.statuses import is_background
 
         assert not is_background({"trigger": trigger})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import socket
 
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.config import get_settings
 from zerg.sandbox import detect
 
@@ -136,7 +136,7 @@ def test_the_unshare_level_works_with_python_under_a_directory_others_cannot_ent
         (tools / name).symlink_to(shutil.which(name))
     monkeypatch.setattr(sys, "executable", str(python))
     monkeypatch.setenv("PATH", str(tools))
-    from zerg.doctor import _sandbox
+    from zerg.cli.doctor import _sandbox
 
     said: list[str] = []
     detect.forget()

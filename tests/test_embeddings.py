@@ -12,7 +12,8 @@ import pytest
 
 from tests.support.waiting import wait_for
 from zerg.config import ConfigError, load_settings
-from zerg.embeddings import EmbeddingError, choose, local, make_embedder
+from zerg.embeddings import EmbeddingError, choose, local
+from zerg.wiring import make_embedder
 from zerg.embeddings.port import BoundedEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +221,7 @@ def test_the_runtime_builds_its_embedder_once(runtime_env):
 
 
 def test_doctor_says_which_embedder_is_active_or_why_none(database_url, monkeypatch, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
     from zerg.config import get_settings
 
     for env, line, code in (

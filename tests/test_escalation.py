@@ -10,8 +10,9 @@ import pytest
 
 from tests.support.factories import make_run, unique_name
 from tests.support.waiting import wait_for
-from zerg.alerts import escalations, notifications
-from zerg.alerts.policy import PolicyChange, set_policy
+from zerg.alerts import escalations
+from zerg.notify import notifications
+from zerg.notify.policy import PolicyChange, set_policy
 
 
 def _age(pool, escalation_id: int, seconds: float) -> None:

@@ -17,7 +17,7 @@ from tests.support.api import call
 from tests.support.factories import unique_name
 from tests.support.hosts import add_host, assert_no_key, host_spec, key_lines
 from tests.support.ssh_server import _keypair
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.hosts import registry
 from zerg.hosts.spec import HostInputError, parse_host_key, parse_private_key
 from zerg.owners import create_owner, local_owner

@@ -13,7 +13,7 @@ import pytest
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
 from tests.support.inbound import inbound_rows, runs_with_trigger
-from zerg.cli import main
+from zerg.cli.main import main
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def rt(runtime_env, llm):
 
 def alert(rt, pool, owner_id: int, channel: str) -> tuple[dict, dict]:
     """The owner's verified contact of ``channel`` and an alert Zerg sent it (what a reply answers)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     contact = verified_contact(pool, owner_id, channel)
     (note,) = deliver(rt, owner_id, channel=channel, purpose="alert", subject="Disk at 91% on cube",

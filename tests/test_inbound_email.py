@@ -25,6 +25,7 @@ from zerg.inbound import email as inbound_email
 from zerg.inbound.email import BODY_MAX_CHARS, InboundUnavailable, from_local_file, from_ses_record, parse_email
 from zerg.inbound.reply_text import html_to_text, strip_quotes
 from zerg.runtime import Runtime
+from zerg.wiring import build_runtime
 
 DOMAIN = "zerg.localhost"
 MB = 1024 * 1024
@@ -371,7 +372,7 @@ def test_a_delivery_report_is_refused_as_automatic():
 
 
 def test_message_ids_keep_the_same_bound_as_the_ids_zerg_writes():
-    from zerg.alerts.notifier import MESSAGE_ID_MAX
+    from zerg.notify.channels.notifier import MESSAGE_ID_MAX
 
     fits, too_long = "<" + "a" * (MESSAGE_ID_MAX - 4) + "@b>", "<" + "a" * (MESSAGE_ID_MAX - 3) + "@b>"
     assert parse(message(headers={"In-Reply-To": fits})).in_reply_to == fits
@@ -554,7 +555,7 @@ def test_references_keep_the_last_ids_and_only_well_formed_ones():
 
 def runtime(tmp_path: Path, **env: str) -> Runtime:
     values = {"ZERG_DATA_DIR": str(tmp_path / "data"), "ZERG_ARTIFACT_BUCKET": "zerg-artifacts-test"} | env
-    return Runtime(config.load_settings(values))
+    return build_runtime(config.load_settings(values))
 
 
 class CountingS3:
@@ -747,8 +748,8 @@ def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_a
     """The builders on a real alert: deliver() writes it to the outbox, a Gmail reply to that file
     names the notification's reply token and Message-ID."""
     from tests.support.notify import emails, verified_contact
-    from zerg.alerts.deliver import deliver
-    from zerg.alerts.escalation import compose
+    from zerg.notify.deliver import deliver
+    from zerg.alerts.matrix import compose
 
     rt = runtime_env()
     contact = verified_contact(pool, owner, "email")

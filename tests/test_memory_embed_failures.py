@@ -6,7 +6,7 @@ Driven through the real OpenAI client against the scripted server."""
 from __future__ import annotations
 
 from tests.support.memory_rows import add_file, edit_file
-from zerg.embeddings import make_embedder
+from zerg.wiring import make_embedder
 from zerg.embeddings.openai import MAX_BYTES
 from zerg.memory import embed_failures, indexer, vectors
 

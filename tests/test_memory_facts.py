@@ -10,12 +10,12 @@ import pytest
 
 from tests.support.api import call
 from tests.support.factories import make_run
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.memory import facts, org
 from zerg.runs import store as runs
-from zerg.tools import ToolContext, invoke
+from zerg.loop.tool import ToolContext, invoke
 from zerg.runs import events
-from zerg.tools.facts import TOOLS, asks_to_forget
+from zerg.tools.fact_tools import TOOLS, asks_to_forget
 
 
 def add(pool, owner_id, content, category="fact", importance=5, **kw):

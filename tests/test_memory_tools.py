@@ -13,8 +13,9 @@ from tests.support.factories import make_job, make_run
 from zerg.memory import filesystem as fs
 from zerg.runs import events
 from zerg.supervisor.turn import supervisor_tools
-from zerg.tools import ToolContext, invoke, worker_tools
-from zerg.tools.memory import TOOLS
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.catalog import worker_tools
+from zerg.tools.memory_tools import TOOLS
 
 MEMORY = {t.name: t for t in TOOLS}
 NAMES = {"memory_ls", "memory_read", "memory_write", "memory_edit", "memory_grep", "memory_search", "memory_delete"}

@@ -16,7 +16,8 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 
 from tests.support.notify import body_of
-from zerg.alerts.notifier import SMS_MAX_BYTES, SMS_MAX_PARTS, Email, NotifierError, Sms, header_text, split_sms
+from zerg.notify.channels.notifier import SMS_MAX_BYTES, SMS_MAX_PARTS, header_text, split_sms
+from zerg.ports import Email, NotifierError, Sms
 
 REGION = "us-east-1"
 SENDER = "zerg@zerg.example.org"
@@ -26,7 +27,7 @@ class Outbox:
     """The local implementation and how to read back what it sent."""
 
     def __init__(self, tmp_path):
-        from zerg.alerts.outbox import OutboxNotifier
+        from zerg.notify.channels.outbox import OutboxNotifier
 
         self.dir = tmp_path / "data" / "outbox"
         self.notifier = OutboxNotifier(self.dir)
@@ -51,9 +52,9 @@ class Aws:
     """SES v2 and SNS under moto, and the messages moto recorded."""
 
     def __init__(self):
-        from zerg.alerts.notifier import AwsNotifier
-        from zerg.alerts.ses import SesEmail
-        from zerg.alerts.sns import SnsSms
+        from zerg.notify.channels.notifier import AwsNotifier
+        from zerg.notify.channels.ses import SesEmail
+        from zerg.notify.channels.sns import SnsSms
 
         self.ses = boto3.client("sesv2", region_name=REGION)
         self.ses.create_email_identity(EmailIdentity="zerg.example.org")  # SES sends only from a verified identity

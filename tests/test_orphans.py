@@ -23,7 +23,7 @@ from zerg.owners import create_owner
 from zerg.runs import executor, orphans
 from zerg.runs import store as runs
 from zerg.timestamps import utcnow
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 SLEEPY = "Collect evidence, then wait on the slow command"
 EVIDENCE = "EVIDENCE-before-the-kill"
@@ -141,7 +141,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
 def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_url, pool, tmp_path, llm):
     llm.respond_with(sleepy_script(30))
     env = cli_env(database_url, tmp_path, llm)
-    killed = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
+    killed = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "run", "check something slow"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", limit_s=120)
@@ -151,7 +151,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
     run_id = int(out.split("> run ", 1)[1].split()[0])
 
     llm.respond_with(lambda request: {"content": "nothing to do"})
-    again = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "say hello"], env=env,
+    again = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "say hello"], env=env,
                            capture_output=True, text=True, timeout=180)
     assert again.returncode == 0, again.stdout + again.stderr
     assert run_id in recovered(again.stdout.splitlines()), again.stdout
@@ -165,7 +165,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
 def test_ctrl_c_on_zerg_run_cancels_its_run_and_says_so(database_url, pool, tmp_path, llm):
     llm.respond_with(sleepy_script(300))
     env = cli_env(database_url, tmp_path, llm)
-    proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "run", "check something slow"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: running_sleep(tmp_path / "artifacts", 300), "the worker's sleep", limit_s=120)
@@ -318,7 +318,7 @@ def test_a_job_running_past_the_worker_timeout_plus_a_grace_becomes_timeout(runt
 
 
 def test_closing_the_local_starter_interrupts_the_runs_it_still_executed(runtime_env, llm, pool, owner):
-    from zerg import runtime
+    from zerg import wiring
 
     llm.respond_with(sleepy_script(5))
     rt = runtime_env()
@@ -328,7 +328,7 @@ def test_closing_the_local_starter_interrupts_the_runs_it_still_executed(runtime
     with pool.connection() as conn:
         assert runs.get_run(conn, owner, started.run_id)["executor"] == executor.this_process().token
     wait_for(lambda: sleeping(llm), "the worker's sleep", limit_s=60)
-    runtime.reset_runtime()  # what zerg serve does when it stops
+    wiring.reset_runtime()  # what zerg serve does when it stops
     with pool.connection() as conn:
         run = runs.get_run(conn, owner, started.run_id)
     assert run["status"] == "interrupted" and f"pid {os.getpid()}" in run["error"]

@@ -25,7 +25,7 @@ from zerg.privacy import scope
 from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
 from zerg.privacy.export import ExportError, export_owner, secret_column
 from zerg.runs import store as runs
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 GLOBAL_TABLES = {"owners", "schema_migrations", "push_vapid_keys"}  # the only tables that hang off no owner
 
@@ -360,7 +360,7 @@ def test_the_local_owner_can_be_deleted_and_is_created_again_on_next_use(pool, s
 
 
 def _cli(env: dict, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zerg.cli", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "zerg.cli.main", *args], input=stdin, capture_output=True, text=True,
                           env=env, timeout=120)
 
 
@@ -454,7 +454,7 @@ def test_deleting_an_owner_deletes_their_scheduler_schedules_and_no_one_elses(mo
 
 def test_an_owner_whose_scheduler_schedule_cannot_be_deleted_is_not_deleted(moto_scheduler, pool, owner, tmp_path):
     from zerg.artifacts.local import LocalArtifactStore
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     rt = moto_scheduler
     artifacts = LocalArtifactStore(tmp_path / "a")
@@ -471,7 +471,7 @@ def test_an_owner_whose_scheduler_schedule_cannot_be_deleted_is_not_deleted(moto
 
 
 def test_zerg_owners_delete_on_aws_deletes_the_owners_scheduler_schedules(moto_scheduler, pool, tmp_path, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     rt = moto_scheduler
     name = f"dave-{tmp_path.name}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zerg.workers import jobs
-from zerg.workers.ownership import NotFound, NotStarted, open_worker, resolve_worker
+from zerg.runs import jobs
+from zerg.runs.worker_artifacts import NotFound, NotStarted, open_worker, resolve_worker
 
 
 def test_owner_b_cannot_resolve_owner_a_worker_by_job_or_worker_id(pool, store, owner, other_owner):

@@ -12,8 +12,8 @@ import pytest
 from tests.support.api import call
 from tests.support.push_service import PushService, b64url
 from tests.test_escalation_matrix import assessment, finish, schedule, scheduled_run
-from zerg.alerts import notifications
-from zerg.alerts.policy import PolicyChange, set_policy
+from zerg.notify import notifications
+from zerg.notify.policy import PolicyChange, set_policy
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_another_failure_is_counted_on_the_subscription_and_recorded(rt, pool, a
     (listed,) = call("GET", "/api/jarvis/push/subscriptions", token=tok)[1]["subscriptions"]
     assert listed["failures"] == 1 and listed["last_sent_at"] is None
     with pool.connection() as conn:  # a failed push gives its reservation back
-        from zerg.alerts import limits
+        from zerg.notify import limits
         from zerg.timestamps import utcnow
 
         assert limits.used(conn, alice.owner_id, "push", utcnow().date()) == 0
@@ -294,12 +294,12 @@ def test_an_oversized_body_is_refused(rt, alice):
 # --- the deployment's key -------------------------------------------------------------------------------
 
 def test_the_vapid_key_is_made_once_kept_sealed_and_the_same_for_racing_runtimes(rt, pool, runtime_env):
-    from zerg import runtime as runtime_module
-    from zerg.alerts import push
+    from zerg.wiring import build_runtime
+    from zerg.notify import push
 
     with pool.connection() as conn:
         conn.execute("DELETE FROM push_vapid_keys")
-    runtimes = [rt, runtime_module.Runtime(rt.settings)]
+    runtimes = [rt, build_runtime(rt.settings)]
     keys: list[str] = []
     barrier = threading.Barrier(2)
 
@@ -356,7 +356,7 @@ def base64_decode(text: str) -> bytes:
 
 
 def test_the_export_and_the_listing_omit_the_browser_keys(rt, pool, alice, service):
-    from zerg.alerts.push_subscriptions import export_push_subscriptions
+    from zerg.notify.push_subscriptions import export_push_subscriptions
     from zerg.privacy.export import secret_column
 
     subscribe(service, token(alice), "alice-export")
@@ -367,7 +367,7 @@ def test_the_export_and_the_listing_omit_the_browser_keys(rt, pool, alice, servi
 
 
 def test_the_payload_is_cut_to_three_kilobytes():
-    from zerg.alerts.push import PAYLOAD_MAX, PushMessage
+    from zerg.notify.push import PAYLOAD_MAX, PushMessage
 
     data = PushMessage(title="t" * 5000, body="é" * 5000, severity="critical", run_id=1, tag="x").payload()
     assert len(data) <= PAYLOAD_MAX and b'"severity": "critical"' in data

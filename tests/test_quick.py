@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.api import call, login
 from tests.support.factories import make_run
-from zerg.alerts.policy import PolicyChange, set_policy
+from zerg.notify.policy import PolicyChange, set_policy
 from zerg.jarvis import quick
 from zerg.llm.untrusted import WORD
 from zerg.runs import threads
@@ -202,12 +202,12 @@ def test_a_later_supervisor_run_sees_the_quick_turn_on_the_thread(api_server, ll
 
 
 def test_offline_quick_mode_answers_without_a_model(runtime_env, monkeypatch, alice, pool):
-    from zerg import config, runtime
+    from zerg import config, wiring
 
     runtime_env(ZERG_EMBEDDINGS="off")
     monkeypatch.delenv("OPENAI_BASE_URL")  # no key, no endpoint: the offline playbook
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     token = login(alice)
     _remember(token, "infra/backup.md", "The backup server is cube.")
     status, body, _ = call("POST", QUICK, {"utterance": "how tall is mount everest"}, token=token)

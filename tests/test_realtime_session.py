@@ -80,7 +80,7 @@ def test_an_unreachable_provider_is_503(runtime_env, alice):
 
 
 def test_an_owner_past_the_spending_cap_gets_no_session_429(token, llm, pool, alice):
-    from zerg.alerts.policy import PolicyChange, set_policy
+    from zerg.notify.policy import PolicyChange, set_policy
 
     with pool.connection() as conn:
         set_policy(conn, alice.owner_id, PolicyChange(daily_usd_cap=0))

@@ -16,7 +16,7 @@ from zerg.runs import store as runs
 from zerg.supervisor import turn
 from zerg.supervisor.turn import PENDING
 from zerg.timestamps import parse_iso, utcnow
-from zerg.workers import jobs
+from zerg.runs import jobs
 from zerg.workers.reconcile import reconcile_index, reconcile_run, run_reconcile
 
 

@@ -13,15 +13,15 @@ import pytest
 from tests.support.factories import run_task
 from tests.support.reachable import outbox, parts, verified_contact
 from tests.support.scripts import has_tool_results, memory_call
-from zerg.alerts import notifications
-from zerg.alerts.policy import PolicyChange, set_policy
+from zerg.notify import notifications
+from zerg.notify.policy import PolicyChange, set_policy
 from zerg.alerts.reminders import send_reminder
 from zerg.runs import store as runs
 from zerg.schedules import service
 from zerg.schedules import store as schedules
 from zerg.schedules.spec import ScheduleSpec
-from zerg.tools import ToolContext, invoke
-from zerg.tools.reminders import TOOL
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.reminder_tools import TOOL
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -162,7 +162,7 @@ def test_a_reminder_in_the_past_is_refused_as_text_for_the_model(runtime_env, po
 
 def test_a_reminder_schedule_fire_sends_once_per_scheduled_time_and_starts_no_run(runtime_env, pool, alice, tmp_path):
     from tests.support.schedules import fire_rows
-    from zerg.schedules.fire import fire
+    from zerg.schedules.firing import fire
 
     rt = runtime_env()
     verified_contact(pool, alice.owner_id, "email")

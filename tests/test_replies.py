@@ -16,8 +16,8 @@ from tests.support.factories import make_run, unique_name
 from tests.support.notify import emails, texts, unique_email, unique_number, verified_contact
 from tests.support.schedules import answer_directly, finished_run, runs_of
 from tests.support.waiting import wait_for
-from zerg.alerts import notifications
-from zerg.alerts.deliver import deliver
+from zerg.notify import notifications
+from zerg.notify.deliver import deliver
 from zerg.inbound import messages, replies
 from zerg.inbound.messages import Inbound
 
@@ -390,7 +390,7 @@ def contact_row(pool, contact_id: int) -> dict:
 
 
 def test_stop_opts_the_number_out_without_a_confirmation_and_start_opts_it_in_with_one(rt, pool, owner):
-    from zerg.alerts.deliver import OPTED_OUT
+    from zerg.notify.deliver import OPTED_OUT
 
     me = verified_contact(pool, owner, "sms")
     run_id, _ = make_run(pool, owner)
@@ -621,7 +621,7 @@ def test_a_reply_run_closed_by_the_aws_execution_status_rule_is_told_it_could_no
 def test_a_confirmation_the_provider_refuses_is_recorded_and_the_acknowledgement_stands(rt, pool, owner):
     from tests.test_escalation import _critical_alert
     from zerg.alerts import inbox
-    from zerg.alerts.notifier import NotifierError
+    from zerg.ports import NotifierError
 
     run_id, address = _critical_alert(pool, owner, repeats=0, every_s=60)
     (sent,) = alert(rt, pool, owner, "email", run_id=run_id, severity="critical")
@@ -895,7 +895,7 @@ def test_an_answers_subject_is_re_the_reply_once(subject, expected):
 
 
 def test_references_keep_the_first_and_the_newest_ids_and_drop_what_is_not_an_id():
-    from zerg.alerts.notifier import REFERENCES_MAX, references_header
+    from zerg.notify.channels.notifier import REFERENCES_MAX, references_header
 
     assert references_header((), "<a@x>") == "<a@x>"
     assert references_header(("<a@x>", "junk", "<b@x>\r\nBcc: v@x", "<a@x>"), "<c@x>") == "<b@x> <a@x> <c@x>"

@@ -174,7 +174,7 @@ def notes(pool, owner_id: int, **match: Any) -> list[dict]:
     """The owner's notifications (with the reply token, as the pipeline reads it) matching ``match``,
     once recorded: a row in flight says ``failed`` until the provider's answer is (the email is in
     the outbox before its row is finished)."""
-    from zerg.alerts.notifications import IN_FLIGHT
+    from zerg.notify.notifications import IN_FLIGHT
 
     with pool.connection() as conn:
         rows = conn.execute("SELECT * FROM notifications WHERE owner_id = %s AND reason IS DISTINCT FROM %s "
@@ -186,7 +186,7 @@ def notes(pool, owner_id: int, **match: Any) -> list[dict]:
 
 
 def background(request: dict) -> bool:
-    from zerg.supervisor.prompts import BACKGROUND_MARKER
+    from zerg.llm.port import BACKGROUND_MARKER
 
     first = request["messages"][0]
     return first["role"] == "system" and BACKGROUND_MARKER in first["content"]
@@ -297,7 +297,7 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
 def test_an_sms_ack_to_a_critical_alert_stops_its_repeats_and_starts_no_run(aws, pool, owner):
     from tests.test_escalation_matrix import assessment, escalation_of, finish, schedule, scheduled_run
     from zerg.alerts import inbox
-    from zerg.alerts.policy import PolicyChange, set_policy
+    from zerg.notify.policy import PolicyChange, set_policy
     from zerg.alerts.repeats import repeat
 
     rt = aws.rt
@@ -349,7 +349,7 @@ def test_an_sms_ack_to_a_critical_alert_stops_its_repeats_and_starts_no_run(aws,
 def reply_target(aws: Aws, pool, owner_id: int, channel: str) -> dict:
     """A warning alert of a background run of the owner, sent on ``channel``: what the replies answer."""
     from tests.support.factories import make_run
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     run_id, _ = make_run(pool, owner_id, task="check the backups")
     with pool.connection() as conn:

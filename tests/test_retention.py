@@ -12,7 +12,7 @@ from tests.support.aged_workers import age, gone, indexed, kept, worker
 from tests.support.factories import make_job, make_run, unique_name
 from zerg.owners import create_owner
 from zerg.runs import store as runs
-from zerg.workers import jobs
+from zerg.runs import jobs
 from zerg.workers.retention import pinned_workers, run_retention, sweep
 
 
@@ -119,7 +119,7 @@ def test_retention_unset_keeps_everything(runtime_env, pool, owner):
 # --- zerg workers gc ----------------------------------------------------------------------------
 
 def test_zerg_workers_gc_dry_run_shows_then_gc_deletes_for_the_owner_named(runtime_env, pool, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     rt = runtime_env(ZERG_ARTIFACT_RETENTION_DAYS="30")
     with pool.connection() as conn:
@@ -143,7 +143,7 @@ def test_zerg_workers_gc_dry_run_shows_then_gc_deletes_for_the_owner_named(runti
 
 
 def test_zerg_workers_gc_without_a_retention_says_how_to_give_one(runtime_env, pool, owner, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     rt = runtime_env()
     old = worker(pool, rt.store, owner, "old", days_old=40)

@@ -227,7 +227,8 @@ def test_a_host_without_a_mechanism_says_so_once_and_still_runs_commands(monkeyp
 
 
 def test_container_exec_uses_the_hosts_sandbox_level():
-    from zerg.tools import ToolContext, invoke, worker_tools
+    from zerg.loop.tool import ToolContext, invoke
+    from zerg.tools.catalog import worker_tools
 
     current = detect.level(settings())
     need(None if current.isolated else f"this host has no sandbox mechanism: {current.notes}", "this test")

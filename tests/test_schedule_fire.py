@@ -1,4 +1,4 @@
-"""Firing a schedule (zerg.schedules.fire) as EventBridge Scheduler delivers it, through the ingress
+"""Firing a schedule (zerg.schedules.firing) as EventBridge Scheduler delivers it, through the ingress
 function's ``{"trigger": "schedule", ...}`` event: a check starts a run with trigger ``schedule``
 on the run state machine (the local engine here), once per (schedule, scheduled time)."""
 
@@ -70,7 +70,7 @@ def test_a_duplicate_delivery_of_the_same_scheduled_time_starts_nothing(runtime_
 
 def test_a_fire_while_the_previous_run_is_still_running_is_skipped_and_recorded(runtime_env, llm, pool, owner):
     from zerg.handler_input import parse_scheduled_time as parse_time
-    from zerg.schedules.fire import fire
+    from zerg.schedules.firing import fire
 
     rt = runtime_env()
     release = threading.Event()
@@ -151,7 +151,7 @@ def test_a_bad_schedule_event_is_refused_naming_the_field_and_touches_nothing(ru
 
 def test_a_retried_delivery_after_a_crash_between_the_run_row_and_its_execution_starts_that_same_run(
         runtime_env, llm, pool, owner, monkeypatch):
-    from zerg.schedules import fire as firing
+    from zerg.schedules import firing
 
     rt = runtime_env()
     llm.respond_with(answer_directly())
@@ -227,7 +227,7 @@ def test_a_schedules_fires_and_the_schedule_of_a_run_are_its_owners_alone(runtim
 
 def test_run_now_fires_the_schedule_as_the_ticker_would_waits_for_the_run_and_prints_its_answer(
         runtime_env, llm, pool, alice, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     rt = runtime_env()
     llm.respond_with(answer_directly(assessment_json("warning", "Disk usage is at 91%")))
@@ -251,7 +251,7 @@ def test_run_now_fires_the_schedule_as_the_ticker_would_waits_for_the_run_and_pr
 
 
 def test_run_now_of_a_paused_schedule_records_the_skip_and_exits_1(runtime_env, pool, alice, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
     from zerg.schedules import service
 
     rt = runtime_env()
@@ -267,7 +267,7 @@ def test_run_now_of_a_paused_schedule_records_the_skip_and_exits_1(runtime_env, 
 
 
 def test_another_owner_can_neither_see_the_history_of_a_schedule_nor_fire_it(runtime_env, pool, alice, bob, capsys):
-    from zerg.cli import main
+    from zerg.cli.main import main
 
     rt = runtime_env()
     schedule = make_schedule(rt, alice.owner_id)
@@ -286,7 +286,7 @@ def test_another_owner_can_neither_see_the_history_of_a_schedule_nor_fire_it(run
 
 def crash_between_the_phases(monkeypatch, schedule_id, scheduled_time=SIX):
     """Deliver a fire whose process dies after phase 1: its run row is written, its execution never starts."""
-    from zerg.schedules import fire as firing
+    from zerg.schedules import firing
 
     complete = firing.complete
 
@@ -402,7 +402,7 @@ def test_a_scheduler_delivery_for_a_row_that_is_gone_deletes_the_scheduler_sched
 def test_a_gone_rows_scheduler_schedule_that_cannot_be_deleted_still_fires_nothing(moto_scheduler, pool, owner,
                                                                                   monkeypatch):
     from zerg.schedules import store
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     rt = moto_scheduler
     schedule = make_schedule(rt, owner)

@@ -12,7 +12,8 @@ import pytest
 
 from zerg.schedules import store
 from zerg.schedules.expressions import parse_when
-from zerg.schedules.scheduler import SCHEDULED_TIME, LocalScheduler, Scheduler
+from zerg.schedules.scheduler import LocalScheduler
+from zerg.ports import SCHEDULED_TIME, Scheduler
 
 GROUP = "zerg-contract"
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from zerg.cli import main
+from zerg.cli.main import main
 from zerg.config import ConfigError, load_settings
 from zerg.schedules import service, store
 from zerg.schedules.spec import SchedulePatch, ScheduleSpec

@@ -120,10 +120,10 @@ def test_a_scheduler_that_cannot_be_reached_changes_nothing_and_answers_503(sche
     assert call("GET", "/api/jarvis/schedules", token=token)[1] == {"schedules": [created]}
     # Reachable again: the same change goes through, row and Scheduler together.
     monkeypatch.delenv("AWS_ENDPOINT_URL_SCHEDULER")
-    from zerg import config, runtime
+    from zerg import config, wiring
 
     config.get_settings.cache_clear()
-    runtime.reset_runtime()
+    wiring.reset_runtime()
     status, changed, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}", {"cron": "30 7 * * *"}, token=token)
     assert status == 200 and scheduled(scheduler, created["id"], GROUP)["ScheduleExpression"] == "cron(30 7 * * ? *)"
 

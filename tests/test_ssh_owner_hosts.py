@@ -18,7 +18,8 @@ from tests.support.factories import make_job, make_run
 from tests.support.hosts import add_host, assert_no_key
 from tests.support.ssh_server import _keypair
 from zerg.owners import create_owner
-from zerg.tools import ToolContext, invoke, worker_tools
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.catalog import worker_tools
 
 TOOLS = worker_tools()
 

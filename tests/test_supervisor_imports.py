@@ -14,7 +14,7 @@ CORE = Path(__file__).resolve().parents[1] / "layers" / "core" / "python"
 
 def test_importing_the_supervisor_turn_leaves_the_replies_pipeline_unimported():
     code = ("import json, sys; import zerg.supervisor.turn; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('zerg.inbound') or m == 'zerg.contacts')))")
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('zerg.inbound') or m == 'zerg.notify.contacts')))")
     done = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(CORE)}, capture_output=True,
                           text=True, check=True, timeout=60)
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.support.factories import make_finished_worker, make_job, make_run
-from zerg.tools import ToolContext, invoke
-from zerg.tools.workers import TOOLS
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.worker_access import TOOLS
 
 SUP_TOOLS = {t.name: t for t in TOOLS}
 

@@ -166,7 +166,7 @@ def test_a_one_off_at_schedule_fires_once_then_has_no_next_fire(runtime_env, llm
 
 def test_the_ticker_completes_a_fire_whose_process_stopped_between_the_run_row_and_its_execution(
         runtime_env, llm, pool, owner, monkeypatch):
-    from zerg.schedules import fire as firing
+    from zerg.schedules import firing
     from zerg.schedules.ticker import tick
 
     rt = runtime_env()

@@ -14,7 +14,8 @@ from tests.support.sandbox import running
 from tests.support.ssh_server import KINDS, start_ssh_server
 from tests.support.waiting import wait_for
 from zerg.config import load_settings
-from zerg.tools import ToolContext, invoke, worker_tools
+from zerg.loop.tool import ToolContext, invoke
+from zerg.tools.catalog import worker_tools
 from zerg.tools.http import HTTPRequestArgs, make_http_request
 
 TOOLS = worker_tools()

@@ -11,7 +11,8 @@ from tests.support.factories import make_job, make_run, run_events
 from tests.support.hosts import add_host
 from tests.support.ssh_server import _keypair
 from zerg.handler_input import InvalidEvent
-from zerg.workers.runner import SYNTHESISED_MARK, JobNotFound
+from zerg.artifacts.store import SYNTHESISED_MARK
+from zerg.workers.runner import JobNotFound
 
 
 def _job_row(pool, job_id):

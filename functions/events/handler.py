@@ -33,11 +33,11 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 
 def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    from zerg.alerts.deliver import release_held
+    from zerg.notify.deliver import release_held
     from zerg.handler_input import HousekeepingEvent, parse_event
     from zerg.memory.filesystem import prune_versions
     from zerg.memory.org import prune_forgotten_facts
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
     from zerg.workers.retention import run_retention
 
     ev = parse_event(HousekeepingEvent, event, "housekeeping")
@@ -68,7 +68,7 @@ def schedules_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
     """What the local ticker does besides firing, for Scheduler's fires: complete the fires a stopped
     invocation left pending (nothing else would start their runs), then prune fired one-offs."""
     from zerg.schedules import service
-    from zerg.schedules.fire import recover_pending
+    from zerg.schedules.firing import recover_pending
 
     recovered = recover_pending(rt, should_stop=should_stop)
     return {"recovered": recovered, **service.prune_fired_one_offs(rt, should_stop=should_stop)}
@@ -83,12 +83,12 @@ def inbound_sweep(rt: Any, should_stop: Any = None) -> dict[str, Any]:
 
 
 def schedule_fire(event: dict[str, Any]) -> dict[str, Any]:
-    """A schedule is due: fire it (zerg.schedules.fire), at most once per scheduled time. A bad event
+    """A schedule is due: fire it (zerg.schedules.firing), at most once per scheduled time. A bad event
     raises InvalidEvent before anything is touched; a failure raises, so Scheduler (or Lambda's
     asynchronous retry) delivers it again and the retry completes the same fire."""
     from zerg.handler_input import ScheduleFireEvent, parse_event
-    from zerg.runtime import get_runtime
-    from zerg.schedules.fire import fire
+    from zerg.wiring import get_runtime
+    from zerg.schedules.firing import fire
 
     ev = parse_event(ScheduleFireEvent, event, "schedule")
     with observability.invocation("events", f"schedule:{ev.schedule_id}") as log:
@@ -123,7 +123,7 @@ def inbound(event: dict[str, Any], channel: str) -> dict[str, Any]:
     idempotency (by the provider's message id) makes that safe."""
     from zerg.handler_input import InvalidEvent
     from zerg.inbound import replies
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     rt = get_runtime()
     results = []
@@ -159,7 +159,7 @@ def _parse_inbound(rt: Any, channel: str, record: Any) -> Any:
 def execution_status(event: dict[str, Any]) -> dict[str, Any]:
     """A run's execution failed, timed out or was aborted: close the run (zerg.runs.execution_status)."""
     from zerg.runs.execution_status import on_execution_status
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     with observability.invocation("events", event.get("id")) as log:
         out = on_execution_status(get_runtime(), event)

@@ -11,7 +11,7 @@ from zerg.handler_input import JobEvent, parse_event
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(JobEvent, event, "summary")
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
     from zerg.workers.summary import summarize_job
 
     with observability.invocation("summary", ev.run_id) as log:

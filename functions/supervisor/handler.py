@@ -32,7 +32,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             raise InvalidEvent(f"invalid supervisor event: escalation_id: Field required for {ev.action}")
     elif ev.action != "fail" and ev.thread_id is None:
         raise InvalidEvent(f"invalid supervisor event: thread_id: Field required for {ev.action}")
-    from zerg.runtime import get_runtime
+    from zerg.wiring import get_runtime
 
     rt = get_runtime()
     with observability.invocation("supervisor", ev.run_id) as log:

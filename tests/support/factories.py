@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from zerg.workers import jobs
+from zerg.runs import jobs
 from zerg.runs.threads import find_or_create_thread
 
 

@@ -35,16 +35,17 @@ ALERT_TEXT = ("Disk 91% full on web-1\n\n/var is at 91% (18.2 of 20 GB); it grew
 
 
 def new_token() -> str:
-    """A reply token as :func:`zerg.alerts.deliver.deliver` makes one."""
+    """A reply token as :func:`zerg.notify.deliver.deliver` makes one."""
     return secrets.token_hex(16)
 
 
 def alert_email(*, to: str = "owner@example.com", token: str | None = None, message_id: str | None = None,
                 subject: str = "[Zerg WARNING] Disk 91% full on web-1", text: str = ALERT_TEXT,
                 mail_domain: str = MAIL_DOMAIN, sender: str = ZERG) -> bytes:
-    """A warning alert as Zerg sends it (:func:`zerg.alerts.notifier.mime_message`): Reply-To
+    """A warning alert as Zerg sends it (:func:`zerg.notify.channels.notifier.mime_message`): Reply-To
     ``reply+{token}@{mail_domain}``, a Message-ID, text plus an HTML alternative."""
-    from zerg.alerts.notifier import Email, mime_message
+    from zerg.notify.channels.notifier import mime_message
+    from zerg.ports import Email
 
     token = token or new_token()
     message_id = message_id or make_msgid(idstring=secrets.token_hex(4), domain=mail_domain)

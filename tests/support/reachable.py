@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.factories import unique_name
-from zerg import contacts
+from zerg.notify import contacts
 from zerg.timestamps import utcnow
 
 

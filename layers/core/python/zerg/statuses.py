@@ -1,4 +1,4 @@
-"""Run and job statuses, defined once (the migrations' CHECK constraints list the same values;
+"""Run and job statuses and the triggers that decide what follows a run, defined once (the migrations' CHECK constraints list the same values;
 ``tests/test_structure.py`` holds the two in step).
 
 Invariants:
@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 RunStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -28,3 +28,14 @@ WORKER_OUTCOMES: tuple[str, ...] = ("success", "failed", "timeout", "cancelled")
 # A job that will not change any more: a worker outcome (a job cancelled before it started too).
 JOB_FINISHED: tuple[str, ...] = WORKER_OUTCOMES
 JOB_UNFINISHED: tuple[str, ...] = ("queued", "running")
+
+# Who started a run (``runs.trigger``), where it decides what follows the run: a background run
+# (nobody reads along; it ends with an assessment) and a reply's run (its answer goes back on the
+# channel the reply came by). The API's runs are ``api``.
+BACKGROUND_TRIGGERS: tuple[str, ...] = ("schedule",)
+REPLY_TRIGGERS: tuple[str, ...] = ("email", "sms")
+
+
+def is_background(run: dict[str, Any]) -> bool:
+    """An unattended run: nobody reads along, it ends with an assessment."""
+    return run.get("trigger") in BACKGROUND_TRIGGERS

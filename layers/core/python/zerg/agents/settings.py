@@ -5,7 +5,7 @@ Invariants:
 - Resolved per run from that owner's row only: another owner's configuration never applies.
 - A configuration never adds a tool: an agent gets its own tool set *for that run* (a scheduled
   supervisor run has no person-only tools, whatever the list says) intersected with the allowed
-  list. What the list removed is refused in code (:attr:`zerg.agent.AgentLoop.refused`), not by
+  list. What the list removed is refused in code (:attr:`zerg.loop.agent_loop.AgentLoop.refused`), not by
   a prompt.
 - ``spawn_worker`` is never removed from the supervisor: without it there is no delegation.
 - The owner's instructions are their own words (trusted, like their task) and come *after* Zerg's
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
     from zerg.config import Settings
-    from zerg.tools import Tool
+    from zerg.loop.tool import Tool
 
 AgentName = Literal["supervisor", "worker"]
 AGENTS = configs.AGENTS
@@ -130,17 +130,6 @@ def defaults(settings: "Settings", agent: str) -> dict[str, Any]:
     return {"model": model, "temperature": None, "max_tokens": None}
 
 
-def available_tools(agent: str) -> list[str]:
-    """Every tool ``agent`` can have (the supervisor's person-run tools included), in prompt order."""
-    if agent == "supervisor":
-        from zerg.supervisor.turn import supervisor_tools
-
-        return list(supervisor_tools())
-    from zerg.tools import worker_tools
-
-    return list(worker_tools())
-
-
 def _effective(settings: "Settings", agent: str, row: dict[str, Any] | None) -> AgentSettings:
     base = defaults(settings, agent)
     row = row or {}
@@ -167,24 +156,25 @@ def resolve_all(conn: "Connection", settings: "Settings", owner_id: int) -> dict
     return {agent: _effective(settings, agent, rows.get(agent)) for agent in AGENTS}
 
 
-def describe(settings: "Settings", agent: str, row: dict[str, Any] | None) -> dict[str, Any]:
-    """The API's entry of one agent: the effective values, what can be chosen, the defaults."""
+def describe(settings: "Settings", agent: str, row: dict[str, Any] | None, available: list[str]) -> dict[str, Any]:
+    """The API's entry of one agent: the effective values, what can be chosen (``available``: every
+    tool the agent can have, from the caller's catalogue), the defaults."""
     effective = _effective(settings, agent, row)
-    available = available_tools(agent)
     allowed = available if effective.allowed_tools is None else [n for n in available if n in effective.allowed_tools]
     return {"agent": agent, "model": effective.model, "temperature": effective.temperature,
             "max_tokens": effective.max_tokens, "instructions": effective.instructions, "allowed_tools": allowed,
             "available_tools": available, "defaults": defaults(settings, agent), "updated_at": effective.updated_at}
 
 
-def list_agents(conn: "Connection", settings: "Settings", owner_id: int) -> list[dict[str, Any]]:
+def list_agents(conn: "Connection", settings: "Settings", owner_id: int,
+                tools: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Every agent's entry; ``tools``: each agent's available tool names (the tool catalogue's)."""
     rows = configs.list_configs(conn, owner_id)
-    return [describe(settings, agent, rows.get(agent)) for agent in AGENTS]
+    return [describe(settings, agent, rows.get(agent), tools[agent]) for agent in AGENTS]
 
 
-def _allowed(agent: str, names: list[str]) -> list[str]:
+def _allowed(agent: str, names: list[str], available: list[str]) -> list[str]:
     """``names`` checked against the agent's tools, duplicates removed, in the agent's order."""
-    available = available_tools(agent)
     unknown = sorted({n for n in names if n not in available})
     if unknown:
         raise AgentConfigError(f"allowed_tools: unknown tool(s) for the {agent}: {', '.join(unknown)} "
@@ -197,22 +187,24 @@ def _allowed(agent: str, names: list[str]) -> list[str]:
 
 
 def change(conn: "Connection", settings: "Settings", owner_id: int, agent: str,
-           body: AgentConfigChange) -> dict[str, Any]:
-    """Apply the fields ``body`` gives (null: back to the default); the agent's entry after it."""
+           body: AgentConfigChange, available: list[str]) -> dict[str, Any]:
+    """Apply the fields ``body`` gives (null: back to the default); the agent's entry after it.
+    ``available``: every tool the agent can have (the tool catalogue's)."""
     if agent not in AGENTS:
         raise LookupError(f"agent {agent!r}")
     values = body.model_dump(exclude_unset=True)
     if values.get("allowed_tools") is not None:
-        values["allowed_tools"] = _allowed(agent, values["allowed_tools"])
+        values["allowed_tools"] = _allowed(agent, values["allowed_tools"], available)
     if "instructions" in values and values["instructions"] is None:
         values["instructions"] = ""  # the column is NOT NULL: no instructions
     row = configs.put_config(conn, owner_id, agent, values)
-    return describe(settings, agent, row)
+    return describe(settings, agent, row, available)
 
 
-def reset(conn: "Connection", settings: "Settings", owner_id: int, agent: str) -> dict[str, Any]:
+def reset(conn: "Connection", settings: "Settings", owner_id: int, agent: str,
+          available: list[str]) -> dict[str, Any]:
     """Every field of ``agent`` back to the deployment's defaults; its entry after it."""
     if agent not in AGENTS:
         raise LookupError(f"agent {agent!r}")
     configs.delete_config(conn, owner_id, agent)
-    return describe(settings, agent, None)
+    return describe(settings, agent, None, available)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from zerg.alerts import inbox
 from zerg.alerts.severity import Assessment, assess
 from zerg.runs import store as runs
-from zerg.statuses import RUN_FINAL
+from zerg.statuses import RUN_FINAL, is_background
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -36,14 +36,6 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-BACKGROUND_TRIGGERS = ("schedule",)
-
-
-def is_background(run: dict[str, Any]) -> bool:
-    """An unattended run: nobody reads along, it ends with an assessment."""
-    return run.get("trigger") in BACKGROUND_TRIGGERS
-
 
 def schedule_of(conn: "Connection", owner_id: int, run_id: int) -> dict[str, Any] | None:
     from zerg.schedules.fires import schedule_of_run
@@ -53,7 +45,7 @@ def schedule_of(conn: "Connection", owner_id: int, run_id: int) -> dict[str, Any
 
 def assess_run(conn: "Connection", run: dict[str, Any], schedule: dict[str, Any] | None) -> Assessment:
     """The assessment of ``run`` (with its final ``status`` and ``error``) from its answer and jobs."""
-    from zerg.workers import jobs
+    from zerg.runs import jobs
 
     rows = jobs.run_jobs(conn, run["owner_id"], run["id"])
     return assess(run.get("result"), rows, run, schedule_name=(schedule or {}).get("name"))
@@ -81,8 +73,13 @@ def on_run_end(rt: "Runtime", owner_id: int, run_id: int, assessment: Assessment
         return {"run_id": run_id, "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+def on_close(rt: "Runtime", run: dict[str, Any], assessment: Assessment | None = None) -> dict[str, Any]:
+    """The run-close subscriber for a background run (registered by :mod:`zerg.wiring`)."""
+    return on_run_end(rt, run["owner_id"], run["id"], assessment)
+
+
 def _on_run_end(rt: "Runtime", owner_id: int, run_id: int, assessment: Assessment | None) -> dict[str, Any]:
-    from zerg.alerts import escalation
+    from zerg.alerts import matrix as escalation
 
     with rt.pool.connection() as conn:
         run = runs.get_run(conn, owner_id, run_id)

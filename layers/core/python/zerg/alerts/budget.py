@@ -26,8 +26,8 @@ from zoneinfo import ZoneInfo
 from psycopg import Connection
 
 from zerg import observability, timezones
-from zerg.alerts import notifications
-from zerg.alerts.policy import get_policy
+from zerg.notify import notifications
+from zerg.notify.policy import get_policy
 from zerg.llm.ledger import spent_since
 from zerg.timestamps import utcnow
 
@@ -110,7 +110,7 @@ def tell_owner(rt: "Runtime", owner_id: int, state: Budget, *, run_id: int | Non
     True when this call sent (or recorded the suppression of) today's one notice.
 
     Best effort: a failure is logged, never raised (the run's own failure is already recorded)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     try:
         with rt.pool.connection() as conn, conn.transaction():

@@ -23,9 +23,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from zerg.alerts import inbox, notifications
-from zerg.alerts.escalation import base_url as escalation_base_url
-from zerg.alerts.escalation import run_link
+from zerg.alerts import inbox
+from zerg.notify import notifications
+from zerg.alerts.matrix import base_url as escalation_base_url
+from zerg.alerts.matrix import run_link
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -106,7 +107,7 @@ def compose(rows: list[dict[str, Any]], *, since: datetime | None, timezone: str
 def send_digest(rt: "Runtime", schedule: dict[str, Any], scheduled_time: datetime) -> tuple[str, str]:
     """The digest of ``schedule``'s owner as one email: ``(outcome, detail)`` with outcome
     ``sent``, ``nothing`` (no email: nothing new to say) or ``failed`` (suppressed or not sent: why)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
     from zerg.timestamps import utcnow
 
     owner_id = schedule["owner_id"]

@@ -25,19 +25,11 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from zerg.config import ConfigError, Settings
 
 log = logging.getLogger("zerg.alerts.escalation_starter")
-
-
-class EscalationStarter(Protocol):
-    def start(self, escalation_id: int, owner_id: int, run_id: int, interval_s: int, *, resumed: bool = False) -> str: ...
-
-    def stop(self, execution_arn: str, cause: str) -> None: ...
-
-    def running(self) -> set[int]: ...
 
 
 def execution_name(escalation_id: int) -> str:
@@ -125,11 +117,3 @@ class LocalEscalationStarter:
                 if self._started.get(escalation_id) == started[escalation_id]:
                     del self._started[escalation_id]
         return alive
-
-
-def make_escalation_starter(settings: Settings, run_starter: Callable[[], Any]) -> EscalationStarter:
-    """Step Functions when ``ZERG_ESCALATION_STATE_MACHINE_ARN`` is set, else the local engine of
-    ``run_starter()`` (the runtime's run starter, asked for lazily)."""
-    if settings.escalation_state_machine_arn:
-        return StepFunctionsEscalationStarter(settings)
-    return LocalEscalationStarter(run_starter)

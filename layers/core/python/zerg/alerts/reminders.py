@@ -4,7 +4,7 @@ Invariants:
 - No model is involved: the text the owner (or the supervisor, in a run the owner started) wrote
   is what is sent, as is.
 - Channels: the schedule's channel override when it has one, else every channel the owner has a
-  verified contact for. Sending goes through :func:`zerg.alerts.deliver.deliver` only (verified
+  verified contact for. Sending goes through :func:`zerg.notify.deliver.deliver` only (verified
   contacts, daily limits, a ``notifications`` row per send or suppression).
 - An owner with no verified contact gets no reminder, and the suppression is recorded (the
   email channel's row says why).
@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from zerg.alerts.policy import CHANNELS
+from zerg.notify.policy import CHANNELS
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -39,8 +39,8 @@ def _subject(text: str) -> str:
 def send_reminder(rt: "Runtime", schedule: dict[str, Any], scheduled_time: datetime) -> tuple[str, str]:
     """Send ``schedule``'s text to the owner: ``(outcome, detail)``, outcome ``sent`` (to at least
     one contact) or ``failed`` (suppressed or not sent: why)."""
-    from zerg import contacts
-    from zerg.alerts.deliver import deliver
+    from zerg.notify import contacts
+    from zerg.notify.deliver import deliver
 
     owner_id, text = schedule["owner_id"], schedule["task"]
     channels = override_channels(schedule.get("channels"))

@@ -1,7 +1,7 @@
 """The repeats of a critical alert: start an escalation, send each repeat, stop it.
 
 The first notice of a critical background result is sent when the run ends (the escalation
-matrix, :mod:`zerg.alerts.escalation`), which then calls :func:`start_escalation`. The escalation
+matrix, :mod:`zerg.alerts.matrix`), which then calls :func:`start_escalation`. The escalation
 state machine waits the owner's ``escalation_every_s`` and invokes the supervisor's ``escalate``
 action (:func:`repeat`) until it answers done; acknowledging the inbox item calls
 :func:`stop_escalation`.
@@ -15,11 +15,11 @@ Invariants:
   Each repeat is claimed (and committed) by one conditional UPDATE before it is sent, so a retried
   or duplicate invocation never sends a repeat twice, and never more than ``max_repeats`` go out:
   at most once per repeat (a process that dies between the claim and the send loses that one).
-- Repeats are the first alert again (:func:`zerg.alerts.escalation.compose`, marked "repeat n") on
-  the same channels (:func:`zerg.alerts.escalation.channels_for`: the schedule's critical override,
+- Repeats are the first alert again (:func:`zerg.alerts.matrix.compose`, marked "repeat n") on
+  the same channels (:func:`zerg.alerts.matrix.channels_for`: the schedule's critical override,
   else the policy's), to the owner's verified contacts through ``deliver``, purpose
   ``escalation``, ``attempt`` = n, never held by quiet hours (critical never is); and pushed to
-  the owner's browsers when the policy pushes critical (:func:`zerg.alerts.escalation.push_alert`).
+  the owner's browsers when the policy pushes critical (:func:`zerg.alerts.matrix.push_alert`).
 - Stopping is best effort: the status change is what counts; the next Repeat step ends an
   execution whose StopExecution was lost.
 """
@@ -44,7 +44,7 @@ def start_escalation(rt: "Runtime", owner_id: int, run_id: int) -> int | None:
     """Start repeating the owner's critical alert of ``run_id``: the escalation's id, or None when
     the policy asks for no repeats or the run has (had) one already (or is not the owner's).
     Raises when the execution cannot be started (the row is then ``failed``)."""
-    from zerg.alerts.policy import get_policy
+    from zerg.notify.policy import get_policy
 
     with rt.pool.connection() as conn:
         policy = get_policy(conn, owner_id)
@@ -72,8 +72,8 @@ def repeat(rt: "Runtime", owner_id: int, run_id: int, escalation_id: int) -> dic
     """The Repeat step: send the next repeat if it is due; ``{"done": True}`` when nothing more will be sent."""
     from zerg.alerts import inbox
     from zerg.alerts.background import schedule_of
-    from zerg.alerts.escalation import channels_for, compose, push_alert
-    from zerg.alerts.policy import get_policy
+    from zerg.alerts.matrix import channels_for, compose, push_alert
+    from zerg.notify.policy import get_policy
 
     with rt.pool.connection() as conn:
         esc = escalations.get(conn, owner_id, escalation_id)
@@ -178,7 +178,7 @@ def _deliver(rt: "Runtime", owner_id: int, channel: str, subject: str, body: str
              schedule_id: int | None, attempt: int) -> None:
     """One channel's repeat; a failure is logged, never stops the other channel or the escalation
     (deliver records failed sends as notifications rows itself)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     try:
         deliver(rt, owner_id, channel=channel, purpose="escalation", subject=subject, body=body,

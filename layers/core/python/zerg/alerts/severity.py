@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from zerg.alerts.policy import SEVERITIES  # in rising order
+from zerg.notify.policy import SEVERITIES  # in rising order
 
 Severity = Literal["info", "warning", "critical"]
 HEADLINE_CHARS = 120

@@ -18,7 +18,8 @@ from aws_lambda_powertools.event_handler.request import Request
 
 from zerg.api.errors import ApiError
 from zerg.auth import COOKIE, AuthError, Caller, verify_token
-from zerg.runtime import Runtime, get_runtime
+from zerg.runtime import Runtime
+from zerg.wiring import get_runtime
 
 # Every route needs the session (bearer token or cookie) except these: a route in PUBLIC_PATHS
 # declares ``security=PUBLIC`` so the OpenAPI document says so too.

@@ -32,6 +32,7 @@ Backends implement the small set of ``_primitives`` below; every operation is wr
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -396,3 +397,34 @@ def _json(obj: dict[str, Any]) -> bytes:
 def _seq(name: str) -> int:
     head = name.rsplit("/", 1)[-1].split("_", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+# What a result.txt says first when its worker wrote no final message: the runner, or
+# :func:`settle_abandoned` for a worker nobody runs any more, synthesised it from the last tool outputs.
+SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
+
+
+def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, reason: str) -> None:
+    """Close the artifacts of a worker nobody is running any more (its run's process stopped, or
+    it outlived its timeout): a ``result.txt`` saying so, with the tails of its last tool outputs,
+    when it had none, and ``status`` in ``metadata.json``. Everything it wrote stays readable.
+
+    Best effort: a store this process may not write (the ingress on AWS only reads) leaves the
+    artifacts as they were, with a log line; the index row is what clients read first."""
+    try:
+        files = store.list_files(worker_id)
+        if not any(f.path == "result.txt" for f in files):
+            lines = [f"[Worker {status}: {reason}]"]
+            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file and f.size)
+            if outputs:  # the last three, as the runner's own synthesis does (a cut command's partial one too)
+                lines.append(SYNTHESISED_MARK)
+                for path in outputs[-3:]:
+                    lines += ["", f"== {path} ==", store.tail(worker_id, path, 2000).decode("utf-8", "replace")]
+            else:
+                lines.append("No tool output was recorded.")
+            store.save_result(worker_id, "\n".join(lines))
+        if store.read_metadata(worker_id).get("status") not in JOB_FINISHED:
+            store.complete_worker(worker_id, status, error=reason)
+    except Exception as exc:
+        logging.getLogger(__name__).warning("could not close the artifacts of worker %s: %s: %s", worker_id,
+                                            type(exc).__name__, exc)

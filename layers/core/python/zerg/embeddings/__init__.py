@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zerg.embeddings.port import BoundedEmbedder, Embedder, EmbeddingError
+from zerg.embeddings.port import Embedder, EmbeddingError
 
 if TYPE_CHECKING:
     from zerg.config import Settings
 
-__all__ = ["Choice", "Embedder", "EmbeddingError", "choose", "make_embedder"]
+__all__ = ["Choice", "Embedder", "EmbeddingError", "choose"]
 
 
 @dataclass(frozen=True)
@@ -48,24 +48,3 @@ def choose(settings: "Settings") -> Choice:
     if mode == "local":
         return Choice(None, f"ZERG_EMBEDDINGS=local but {missing}", broken=True)
     return Choice(None, f"ZERG_EMBEDDINGS=auto: no model key, and {missing}")
-
-
-def make_embedder(settings: "Settings") -> Embedder | None:
-    """The configured embedder with its hard timeout, or None (memory search is full-text only)."""
-    choice = choose(settings)
-    if choice.kind is None:
-        if choice.broken:
-            from zerg import observability
-
-            observability.logger().warning("no embedder: memory search is full-text only",
-                                           extra={"reason": choice.reason})
-        return None
-    if choice.kind == "openai":
-        from zerg.embeddings.openai import OpenAIEmbedder
-        from zerg.runtime import openai_api_key
-
-        return BoundedEmbedder(OpenAIEmbedder(api_key=openai_api_key(settings), base_url=settings.openai_base_url,
-                                              timeout=settings.embedding_timeout_s))
-    from zerg.embeddings.local import LocalEmbedder
-
-    return BoundedEmbedder(LocalEmbedder())

@@ -1,10 +1,10 @@
-"""Directives: what the supervisor's directive tools (:mod:`zerg.tools.directives`) do when the owner
+"""Directives: what the supervisor's directive tools (:mod:`zerg.tools.directive_tools`) do when the owner
 says "make that check weekly", "pause the backup check", "no SMS at night" or "delete the disk check".
 
 Invariants:
 - Schedules change only through :mod:`zerg.schedules.service` (so EventBridge Scheduler follows) and
-  the notification policy only through :func:`zerg.alerts.policy.set_policy` with a
-  :class:`~zerg.alerts.policy.PolicyChange`: the same code as the API, the CLI and each other.
+  the notification policy only through :func:`zerg.notify.policy.set_policy` with a
+  :class:`~zerg.notify.policy.PolicyChange`: the same code as the API, the CLI and each other.
 - Owner-scoped throughout: another owner's schedule id is "no schedule #N", the answer for one that
   does not exist.
 - Preferences are the documented keys only (:data:`PREFERENCE_KEYS`); anything else is refused with
@@ -38,7 +38,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from zerg.alerts.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
+from zerg.notify.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
 from zerg.alerts.severity import one_line
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def silenced_schedule(policy: Policy, schedule: dict[str, Any], channels: dict[s
     """Why giving ``schedule`` these channel overrides ({}: the policy's) needs the user's yes: its
     critical alerts, or its warnings and critical alerts together, would reach the user by no
     channel (silencing the check); None otherwise."""
-    from zerg.alerts.escalation import channels_for
+    from zerg.alerts.matrix import channels_for
 
     before = {s: channels_for(policy, schedule, s) for s in SEVERITIES}
     after = {s: channels_for(policy, {"channels": channels}, s) for s in SEVERITIES}
@@ -194,7 +194,7 @@ def _effect(policy: Policy, key: str) -> str:
 
 def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str, confirm: bool) -> str:
     """Apply the preference, or ask first when it is destructive (see the module's rules)."""
-    from zerg.alerts.policy import get_policy, set_policy
+    from zerg.notify.policy import get_policy, set_policy
     from zerg.inbound import pending
 
     pref = parse_preference(key, value)
@@ -232,7 +232,7 @@ def _confirmable(conn: Connection, owner_id: int, run: dict[str, Any], action: s
                  args: dict[str, Any]) -> dict[str, Any]:
     """The question this confirmation answers, locked, when the user said yes to it (module rules);
     DirectiveError otherwise (with the overdue questions marked expired and committed)."""
-    from zerg.alerts.background import BACKGROUND_TRIGGERS
+    from zerg.statuses import BACKGROUND_TRIGGERS
     from zerg.inbound import pending
     from zerg.inbound.words import is_affirmative
     from zerg.runs import store as runs
@@ -346,7 +346,7 @@ def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
                     confirm: bool) -> str:
     """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
     ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
-    from zerg.alerts.policy import get_policy
+    from zerg.notify.policy import get_policy
     from zerg.inbound import pending
     from zerg.schedules import service
     from zerg.schedules.spec import SchedulePatch

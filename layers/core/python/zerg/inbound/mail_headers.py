@@ -8,7 +8,7 @@ Invariants:
 - Every string handed on is one line (:func:`line`: no CR, LF or other control character), valid
   UTF-8 (8-bit bytes a header carried raw are read as UTF-8 with replacement, never surrogates).
 - ``sender`` is the single From addr-spec as contacts are stored
-  (:func:`zerg.alerts.contacts_service.normalise`); several, none or an unusable one is a problem.
+  (:func:`zerg.notify.verification.normalise`); several, none or an unusable one is a problem.
 - A reply token is ``reply+{32 hex}@{mail_domain}`` among the addresses the message was received
   at (envelope, To, Cc, Delivered-To), nothing else.
 - Verdicts: SES's four must be PASS, DMARC must not FAIL; unless DMARC passed, the SPF-checked
@@ -28,8 +28,8 @@ from email.message import Message
 from email.utils import getaddresses
 from typing import Any
 
-from zerg.alerts.contacts_service import ContactError, normalise
-from zerg.alerts.notifier import MESSAGE_ID, header_text
+from zerg.notify.verification import ContactError, normalise
+from zerg.notify.channels.notifier import MESSAGE_ID, header_text
 
 HEADER_MAX_CHARS = 4096  # of one value a header class reads
 FROM_MAX_CHARS = 2048

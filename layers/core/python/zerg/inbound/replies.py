@@ -38,7 +38,7 @@ Invariants:
   same run. An acknowledgement made before such a crash is simply found made. A reply run closed
   (not cancelled) whose answer its closer never sent gets it from :func:`recover_pending`, within
   :data:`ANSWER_WINDOW_S`.
-- The owner is decided once, by :func:`zerg.contacts.sender_contact` (a verified contact); every
+- The owner is decided once, by :func:`zerg.notify.contacts.sender_contact` (a verified contact); every
   read after that is scoped by that owner: another owner's token, Message-ID or SMS is not found.
   A parser's refusal gets the sender's owner only when it is about the message itself
   (:data:`OWNER_SEES`: its size, MIME, no text, an automatic reply), so the owner's listing says
@@ -46,9 +46,9 @@ Invariants:
 - Never raises for bad input (every field is stored cleaned and bounded, a precise reason
   recorded); an unexpected error while deciding is recorded ``failed`` with its type; a database
   outage raises (the caller's retry is safe).
-- Confirmations and answers go through :func:`zerg.alerts.deliver.deliver` (purpose ``answer``) to
+- Confirmations and answers go through :func:`zerg.notify.deliver.deliver` (purpose ``answer``) to
   the one contact that wrote, on the channel it wrote on; an email threaded to it. One answer per
-  run: a second closer or a retry finds it sent (:func:`zerg.alerts.notifications.lock_and_find_answer`).
+  run: a second closer or a retry finds it sent (:func:`zerg.notify.notifications.lock_and_find_answer`).
 """
 
 from __future__ import annotations
@@ -62,13 +62,15 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from zerg import contacts, observability
-from zerg.alerts import notifications
+from zerg import observability
+from zerg.notify import contacts
+from zerg.notify import notifications
 from zerg.inbound import messages
 from zerg.inbound.messages import Inbound
 from zerg.inbound.words import is_acknowledgement
+from zerg.notify.answers import Send, send_answer
 from zerg.runs import store as runs
-from zerg.statuses import RUN_FINAL
+from zerg.statuses import REPLY_TRIGGERS, RUN_FINAL
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:
@@ -76,7 +78,6 @@ if TYPE_CHECKING:
 
     from zerg.runtime import Runtime
 
-REPLY_TRIGGERS = ("email", "sms")
 RECEIVED_GRACE_S = 120.0  # a row unchanged this long lost its process (processing takes well under a second)
 ANSWER_WINDOW_S = 24 * 3600.0  # a reply run closed this recently without an answer gets it from the sweep
 # A parser's refusals about the message itself, not about who sent it (see _owner_told): these
@@ -419,39 +420,33 @@ def _parser_notes(extra: dict[str, Any]) -> dict[str, Any]:
 def answer_reply_run(rt: "Runtime", owner_id: int, run_id: int) -> dict[str, Any]:
     """Send the closed reply run's answer (or why it could not finish) to the contact that wrote,
     on the channel it wrote on, once (see the module). Never raises: called after a run closed."""
-    try:
-        return _answer(rt, owner_id, run_id)
-    except Exception as exc:
-        observability.logger().warning("reply run: the answer could not be sent", exc_info=True,
-                                       extra={"run_id": run_id, "owner_id": owner_id})
-        return {"run_id": run_id, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return send_answer(rt, owner_id, run_id, lambda conn, run: _prepare_answer(rt, conn, run), what="reply run")
 
 
-def _answer(rt: "Runtime", owner_id: int, run_id: int) -> dict[str, Any]:
-    with rt.pool.connection() as conn:
-        run = runs.get_run(conn, owner_id, run_id)
-        if run is None or run["trigger"] not in REPLY_TRIGGERS:
-            return {"run_id": run_id, "skipped": "not a reply's run"}
-        if run["status"] not in RUN_FINAL or run["status"] == "cancelled":
-            return {"run_id": run_id, "skipped": f"the run is {run['status']}"}  # a cancel: the owner stopped it
-        row = messages.for_run(conn, owner_id, run_id)
-        contact = contacts.sender_contact(conn, row["channel"], row["sender"] or "") if row else None
+def on_close(rt: "Runtime", run: dict[str, Any], assessment: Any = None) -> dict[str, Any]:
+    """The run-close subscriber for a reply's run (registered by :mod:`zerg.wiring`)."""
+    return answer_reply_run(rt, run["owner_id"], run["id"])
+
+
+def _prepare_answer(rt: "Runtime", conn: "Connection", run: dict[str, Any]) -> "Send | str":
+    if run["trigger"] not in REPLY_TRIGGERS:
+        return "not a reply's run"
+    if run["status"] not in RUN_FINAL or run["status"] == "cancelled":
+        return f"the run is {run['status']}"  # a cancel: the owner stopped it
+    row = messages.for_run(conn, run["owner_id"], run["id"])
     if row is None:
-        return {"run_id": run_id, "skipped": "no inbound message started it"}
-    if contact is None or contact["owner_id"] != owner_id:
-        return {"run_id": run_id, "skipped": "the sender is no longer a verified contact"}
+        return "no inbound message started it"
+    contact = contacts.sender_contact(conn, row["channel"], row["sender"] or "")
+    if contact is None or contact["owner_id"] != run["owner_id"]:
+        return "the sender is no longer a verified contact"
     text = answer_text(rt.settings, run, row["channel"])
-    with rt.pool.connection() as conn, conn.transaction():
-        if notifications.lock_and_find_answer(conn, owner_id, run_id):
-            return {"run_id": run_id, "skipped": "answered already"}
-        sent = _send_back(rt, row, contact["id"], text, run_id=run_id)
-    return {"run_id": run_id, "answer": [r["status"] for r in sent]}
+    return lambda: _send_back(rt, row, contact["id"], text, run_id=run["id"])
 
 
 def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
     run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link."""
-    from zerg.alerts.escalation import base_url, run_link
+    from zerg.alerts.matrix import base_url, run_link
     from zerg.alerts.severity import one_line
 
     link = run_link(base_url(settings), run["id"])
@@ -470,7 +465,7 @@ def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
 
 def reply_subject(subject: str | None) -> str:
     """"Re: <subject>", never "Re: Re:" (nor "Re: AW:")."""
-    from zerg.alerts.notifier import header_text
+    from zerg.notify.channels.notifier import header_text
 
     flat = header_text(subject or "")
     if re.match(r"(?i)^(re|aw|sv|antw|vs|rif)\s*:", flat):
@@ -482,7 +477,7 @@ def _send_back(rt: "Runtime", row: dict[str, Any], contact_id: int | None, text:
                run_id: int | None = None) -> list[dict[str, Any]]:
     """``text`` to the contact that wrote ``row``, on its channel; an email threaded to it. Best
     effort for a confirmation (a failure is the notifications row's and a log line)."""
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     if contact_id is None:
         return []

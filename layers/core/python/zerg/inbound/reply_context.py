@@ -7,7 +7,7 @@ this weekly" can name the schedule and "what was the disk at?" can quote the ale
 
 Invariants:
 - Owner-scoped: every read names the run's owner (:func:`zerg.inbound.messages.for_run`,
-  :func:`zerg.alerts.notifications.get`, ...); another owner's rows are never found.
+  :func:`zerg.notify.notifications.get`, ...); another owner's rows are never found.
 - Data, not instructions: the alert, the run's answer and the headline were written by models from
   tool output, so the layer reaches the model only fenced and labelled, in a user-role message
   (:mod:`zerg.supervisor.context`), never in the system prompt and never stored.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.alerts.severity import one_line
-from zerg.inbound.replies import REPLY_TRIGGERS
+from zerg.statuses import REPLY_TRIGGERS
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -46,7 +46,8 @@ def reply_layer(rt: "Runtime", run: dict[str, Any]) -> str | None:
 
 
 def build(conn: "Connection", owner_id: int, run_id: int) -> str | None:
-    from zerg.alerts import inbox, notifications
+    from zerg.alerts import inbox
+    from zerg.notify import notifications
     from zerg.inbound import messages
     from zerg.runs import store as runs
 

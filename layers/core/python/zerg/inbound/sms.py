@@ -21,7 +21,7 @@ Invariants:
   still kept in the row, up to :data:`RECORD_MAX_CHARS`.
 - :func:`keyword` matches the whole message only ("stop the backup check" is a request, not STOP);
   "yes" is no keyword (it confirms a directive). Zerg answers HELP only to a number that has not
-  opted out: :func:`zerg.alerts.deliver.deliver` sends nothing to an opted-out number (carriers
+  opted out: :func:`zerg.notify.deliver.deliver` sends nothing to an opted-out number (carriers
   answer HELP themselves).
 """
 
@@ -132,7 +132,7 @@ def from_local(sender: str, text: str, *, previous_provider_id: str | None = Non
 def _checked(source: str, provider_id: str, sender: str, text: str, recipient: str | None, previous: str | None,
              extra: dict[str, Any]) -> Inbound:
     """The Inbound, or its refusal: the sender in E.164, the body neither empty nor over the limit."""
-    from zerg.alerts.contacts_service import ContactError, normalise
+    from zerg.notify.verification import ContactError, normalise
 
     body, raw = clean_text(text), {"originationNumber": sender, "messageBody": text, "destinationNumber": recipient}
     try:

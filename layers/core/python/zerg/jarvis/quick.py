@@ -162,7 +162,7 @@ def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str
 
 def answer(rt: "Runtime", owner_id: int, utterance: str, failed_run_id: int | None = None) -> QuickAnswer:
     """Answer ``utterance`` in quick mode and store the turn on the owner's thread."""
-    from zerg.alerts.policy import timezone_of
+    from zerg.notify.policy import timezone_of
     from zerg.runs import store as runs
     from zerg.runs import threads
     from zerg.timestamps import utcnow

@@ -64,7 +64,7 @@ def session_config(settings: "Settings") -> dict[str, Any]:
 
 def mint_session(settings: "Settings") -> dict[str, Any]:
     """``{client_secret, expires_at, model, tools}`` of a new ephemeral Realtime session."""
-    from zerg.runtime import openai_api_key
+    from zerg.llm.keys import openai_api_key
 
     try:
         key = openai_api_key(settings)

@@ -9,9 +9,10 @@ Invariants:
   dropped, the model's answer is returned as is.
 - Reads are scoped by owner. Usage reports count days in UTC; a call of unknown price adds 0 USD
   and marks its row ``cost_known: false``.
-- Before a tagged call the owner's daily spending cap is checked (:mod:`zerg.alerts.budget`): past
-  it the call is not made and :class:`~zerg.alerts.budget.SpendingCapReached` is raised. A check
-  that cannot be made (database down) lets the call through, with a log line.
+- Before a tagged call the owner's daily spending cap is checked by the check :mod:`zerg.wiring`
+  hands in (:mod:`zerg.alerts.budget`'s): past it the call is not made and the check's error
+  (:class:`~zerg.alerts.budget.SpendingCapReached`) is raised. A check that cannot be made
+  (database down) lets the call through, with a log line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, time as clock, timedelta, timezone
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg import Connection, sql
 
@@ -110,12 +111,23 @@ def export_llm_calls(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]
         yield from cur.stream("SELECT * FROM llm_calls WHERE owner_id = %s ORDER BY id", (owner_id,))
 
 
-class MeteredChatModel:
-    """A :class:`ChatModel` that records every tagged call in the ledger."""
+class CapState(Protocol):
+    def check(self) -> None:
+        """Raise when the owner may make no more model calls."""
 
-    def __init__(self, inner: ChatModel, pool: Callable[[], "ConnectionPool"]) -> None:
+
+# The owner's spending state of today, read through the connection (``zerg.alerts.budget.today``).
+CapCheck = Callable[[Connection, int], CapState]
+
+
+class MeteredChatModel:
+    """A :class:`ChatModel` that records every tagged call in the ledger, and checks the owner's
+    spending cap before it with ``cap_check`` (none: no cap)."""
+
+    def __init__(self, inner: ChatModel, pool: Callable[[], "ConnectionPool"], cap_check: CapCheck | None = None) -> None:
         self.inner = inner
         self._pool = pool
+        self._cap_check = cap_check
 
     def complete(self, messages: list[dict[str, Any]], *, model: str, tag: CallTag | None = None,
                  **kwargs: Any) -> ChatResult:
@@ -141,12 +153,12 @@ class MeteredChatModel:
         return result
 
     def _check_cap(self, tag: CallTag) -> None:
-        """Raise :class:`~zerg.alerts.budget.SpendingCapReached` when the owner's cap is spent."""
-        from zerg.alerts import budget
-
+        """Raise the cap check's error (the owner's cap is spent); a check that cannot be made passes."""
+        if self._cap_check is None:
+            return
         try:
             with self._pool().connection() as conn:
-                state = budget.today(conn, tag.owner_id)
+                state = self._cap_check(conn, tag.owner_id)
         except Exception as exc:  # no database, no ledger either: the run's own steps will say so
             observability.logger().warning("spending cap not checked", extra={"reason": f"{type(exc).__name__}: {exc}"})
             return

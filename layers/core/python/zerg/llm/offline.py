@@ -34,7 +34,7 @@ import json
 import re
 from typing import Any
 
-from zerg.llm.port import ChatResult, ToolCall, Usage
+from zerg.llm.port import BACKGROUND_MARKER, ChatResult, ToolCall, Usage
 from zerg.llm.untrusted import fenced_parts, unwrap
 
 OFFLINE_NOTE = "(Offline planner: no model is configured, so Zerg ran its documented playbook.)"
@@ -155,8 +155,6 @@ class OfflineChatModel:
 
 def _background(messages) -> bool:
     """An unattended run (started by a schedule): its system prompt carries the background rules."""
-    from zerg.supervisor.prompts import BACKGROUND_MARKER
-
     first = messages[0] if messages else {}
     return first.get("role") == "system" and BACKGROUND_MARKER in (first.get("content") or "")
 

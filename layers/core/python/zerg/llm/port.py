@@ -82,3 +82,8 @@ class ChatModel(Protocol):
         tool_choice: str | None = None,  # "none": tools stay visible but the model must answer
         tag: CallTag | None = None,  # whose call this is (the ledger records it; providers ignore it)
     ) -> ChatResult: ...
+
+
+# The first words of a background run's system prompt (zerg.supervisor.prompts): the mode a provider
+# that plays the model without one (the offline provider) recognises.
+BACKGROUND_MARKER = "[BACKGROUND RUN]"

@@ -15,7 +15,7 @@ Invariants:
 - Fencing fails closed: untrusted content that is not a string (content parts, None, anything
   else) is turned into text (:func:`as_text`) and fenced like any other; none passes unfenced.
 - Fencing happens when a request is assembled (:func:`fence_messages`, called by
-  :func:`zerg.agent.model_view` for every agent inference, and :class:`Fence` directly for one-off
+  :func:`zerg.loop.agent_loop.model_view` for every agent inference, and :class:`Fence` directly for one-off
   prompts such as summaries), never in stored messages: the thread, the working messages and
   ``thread.jsonl`` keep the raw text.
 - The marker is random and fresh per inference, so text written before the call cannot know it;

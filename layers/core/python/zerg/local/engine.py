@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from zerg.config import Settings
-from zerg.runs.starter import execution_input, execution_name
+from zerg.runs.stepfunctions import execution_input, execution_name
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

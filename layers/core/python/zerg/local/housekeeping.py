@@ -141,7 +141,7 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
         from zerg.alerts import repeats
 
         tasks.append(PeriodicTask("escalations", repeats.SWEEP_EVERY_S, partial(repeats.resume_orphaned, rt)))
-    from zerg.alerts import deliver
+    from zerg.notify import deliver
 
     tasks.append(PeriodicTask("notifications", deliver.RELEASE_EVERY_S, partial(deliver.release_held, rt)))  # quiet hours over
     if rt.embedder is not None:  # memory files new or edited since their last vector

@@ -17,7 +17,7 @@ from zerg.local.progress import describe_event
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 Printer = Callable[[str], None]
 

@@ -242,7 +242,7 @@ class ZergASGI:
         ends, the client leaves, the server stops or the caller's session is revoked."""
         from zerg.api import sse
         from zerg.auth import still_valid
-        from zerg.runtime import get_runtime
+        from zerg.wiring import get_runtime
 
         stop = threading.Event()
         frames = checked.frames(stop=stop, still_valid=partial(still_valid, get_runtime().pool, checked.caller))

@@ -39,6 +39,11 @@ FACT_CHARS = 300
 QUERY_CHARS = 1_000  # what search accepts
 
 
+# The memory layer's share of the supervisor's context budget (what :mod:`zerg.supervisor.context`
+# allots it, and the size this layer is cut to).
+MEMORY_SHARE = 0.10
+
+
 def memory_layer(rt: "Runtime", owner_id: int, task: str) -> str | None:
     """The ``[MEMORY CONTEXT]`` text for ``task``, or None when the owner has no memory to show."""
     log = observability.logger()
@@ -62,8 +67,6 @@ def memory_layer(rt: "Runtime", owner_id: int, task: str) -> str | None:
 def layer_bytes(context_budget: int) -> int:
     """The layer's size: about its share of the context budget (the assembler fits it exactly; cut
     here at whole lines, the least important first, rather than there mid-line), at most MAX_BYTES."""
-    from zerg.supervisor.context import MEMORY_SHARE
-
     return min(MAX_BYTES, int(context_budget * MEMORY_SHARE * 0.8))
 
 

@@ -31,7 +31,7 @@ from zerg.privacy import scope
 from zerg.privacy.export import human_bytes
 from zerg.runs import store as runs
 from zerg.schedules import store as schedules
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from psycopg import Connection

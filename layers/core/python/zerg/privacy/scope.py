@@ -19,21 +19,26 @@ from typing import Any
 
 from psycopg import Connection
 
-from zerg import contacts, owners
+from zerg import owners
+from zerg.notify import contacts
 from zerg.agents import configs as agent_configs
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
 from zerg.inbound import pending
 from zerg.artifacts.store import WorkerArtifactStore
-from zerg.alerts import escalations, inbox, limits, notifications, policy, push_subscriptions
+from zerg.alerts import escalations, inbox
+from zerg.notify import notifications
+from zerg.notify import limits
+from zerg.notify import policy
+from zerg.notify import push_subscriptions
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
 from zerg.runs import events, threads
 from zerg.runs import store as runs
 from zerg.schedules import fires
 from zerg.schedules import store as schedules
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class OwnerWorkers:
 
 def owner_workers(conn: Connection, store: WorkerArtifactStore, owner_id: int) -> OwnerWorkers:
     """The owner's workers: those the ``worker_jobs`` index gives them (the ownership authority,
-    :mod:`zerg.workers.ownership`), plus those whose ``metadata.json`` names them and that the
+    :mod:`zerg.runs.worker_artifacts`), plus those whose ``metadata.json`` names them and that the
     index does not know at all (a worker that crashed before it was indexed, or whose owner's
     rows are already gone). A worker the index gives to someone else is never included."""
     indexed = jobs.owner_worker_ids(conn, owner_id)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, executor
 from zerg.runs import store as runs
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -123,7 +123,7 @@ def close_run(pool: "ConnectionPool", store: "WorkerArtifactStore", run: dict[st
     if payload is None:
         return False
     if status == "interrupted":  # nobody runs these workers any more
-        from zerg.workers.runner import settle_abandoned
+        from zerg.artifacts.store import settle_abandoned
 
         for job in running:
             if job["worker_id"]:
@@ -147,7 +147,7 @@ def _finish_abandoned_cancels(rt: "Runtime", report: ReapReport) -> None:
 
 
 def _time_out_jobs(rt: "Runtime", report: ReapReport) -> None:
-    from zerg.workers.runner import settle_abandoned
+    from zerg.artifacts.store import settle_abandoned
 
     limit = rt.settings.worker_timeout_s + JOB_GRACE_S
     message = f"worker timed out: still running {limit:g}s after it started (worker timeout plus a grace)"

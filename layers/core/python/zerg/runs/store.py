@@ -38,7 +38,7 @@ from zerg.llm import Usage
 from zerg.llm.ledger import usage_by_component
 from zerg.runs import events, threads
 from zerg.statuses import RUN_FINAL, RUN_UNFINISHED
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 
 # What started a run (the CHECK on ``runs.trigger``; tests/test_runs_list.py holds the two in step).

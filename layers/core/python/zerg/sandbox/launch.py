@@ -49,7 +49,7 @@ EXITED, TIMED_OUT, CANCELLED, FULL, EOF = "exited", "timed out", "cancelled", "f
 
 
 class Cancel(Protocol):
-    """What :func:`run` needs of a cancel signal (``zerg.tools.base.CancelSignal``)."""
+    """What :func:`run` needs of a cancel signal (``zerg.loop.tool.CancelSignal``)."""
 
     def is_set(self) -> bool: ...
 

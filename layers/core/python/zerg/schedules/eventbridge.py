@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zerg.aws_clients import LazyClient
-from zerg.schedules.scheduler import SchedulerUnavailable, fire_input, schedule_name
+from zerg.ports import SchedulerUnavailable, fire_input, schedule_name
 
 RETRY_POLICY = {"MaximumRetryAttempts": 3, "MaximumEventAgeInSeconds": 3600}
 TIMEOUT_S = 5.0

@@ -17,40 +17,12 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from zerg.config import Settings
+from zerg.ports import fire_input, schedule_name
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
-
-SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # Scheduler's context attribute, replaced at each fire
-
-
-class SchedulerUnavailable(RuntimeError):
-    """The schedule could not be created, changed or deleted where it fires."""
-
-
-def fire_input(schedule_id: int, scheduled_time: str = SCHEDULED_TIME) -> dict[str, Any]:
-    """The event a fire delivers to the ingress (``{"trigger": "schedule", ...}``)."""
-    return {"trigger": "schedule", "schedule_id": schedule_id, "scheduled_time": scheduled_time}
-
-
-def schedule_name(schedule_id: int) -> str:
-    """The Scheduler schedule of a row (unique in the group; owner-free on purpose: the row says whose)."""
-    return f"zerg-s{schedule_id}"
-
-
-class Scheduler(Protocol):
-    def put(self, row: dict[str, Any]) -> None:
-        """Create or replace what fires ``row`` (its expression, time zone, enabled state)."""
-
-    def delete(self, schedule_id: int) -> None:
-        """Remove what fires the schedule; nothing there is fine."""
-
-    def describe(self, schedule_id: int) -> dict[str, Any] | None:
-        """``{"name", "expression", "timezone", "state": ENABLED|DISABLED, "input", ...}`` or None."""
-
 
 class LocalScheduler:
     """Locally the row is the schedule: ``put`` checks the row can fire, ``delete`` has nothing to
@@ -77,14 +49,3 @@ class LocalScheduler:
         return {"name": schedule_name(schedule_id), "expression": row["expression"], "timezone": row["timezone"],
                 "state": "ENABLED" if row["enabled"] else "DISABLED", "input": fire_input(schedule_id),
                 "next_fire_at": row["next_fire_at"], "target": "ticker"}
-
-
-def make_scheduler(settings: Settings, pool: Callable[[], ConnectionPool]) -> Scheduler:
-    """EventBridge Scheduler when ZERG_SCHEDULE_GROUP is set (with its role, target and DLQ), else the ticker's rows."""
-    if not settings.schedule_group:
-        return LocalScheduler(pool)
-    settings.check()  # the role, the target and the DLQ are set (ConfigError naming the missing one otherwise)
-    from zerg.schedules.eventbridge import EventBridgeScheduler
-
-    return EventBridgeScheduler(settings.schedule_group, role_arn=settings.scheduler_role_arn or "",
-                                target_arn=settings.schedule_target_arn or "", dlq_arn=settings.schedule_dlq_arn or "")

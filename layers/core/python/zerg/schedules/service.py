@@ -98,7 +98,7 @@ def _columns(when: When) -> dict[str, Any]:
 
 
 def _put(rt: Runtime, conn: Connection, row: dict[str, Any]) -> None:
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     try:
         rt.scheduler.put(row)
@@ -113,7 +113,7 @@ def create(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | No
     now = now or datetime.now(UTC)
     name, task = _name(spec.name), _task(rt, spec.kind, spec.task)
     with rt.pool.connection() as conn:
-        from zerg.alerts.policy import timezone_of
+        from zerg.notify.policy import timezone_of
 
         timezone = spec.timezone if spec.timezone is not None else timezone_of(conn, owner_id) or "UTC"
         when = parse_when(cron=spec.cron, rate=spec.rate, at=spec.at, timezone=timezone, now=now)
@@ -208,7 +208,7 @@ def _values(rt: Runtime, row: dict[str, Any], changes: dict[str, Any], now: date
 
 def delete(rt: Runtime, owner_id: int, schedule_id: int) -> dict[str, Any]:
     """Delete the schedule and what fires it; returns what was deleted."""
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     with rt.pool.connection() as conn:
         row = store.delete(conn, owner_id, schedule_id)
@@ -228,7 +228,7 @@ def prune_fired_one_offs(rt: Runtime, *, now: datetime | None = None,
                          should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
     """Delete every owner's one-offs that fired more than :data:`ONE_OFF_KEPT` before ``now``, each
     with what fires it (as :func:`delete` does); counts of pruned and failed ones."""
-    from zerg.schedules.scheduler import SchedulerUnavailable
+    from zerg.ports import SchedulerUnavailable
 
     fired_before = (now or datetime.now(UTC)) - ONE_OFF_KEPT
     with rt.pool.connection() as conn:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerg.alerts.policy import Channel, Severity
+from zerg.notify.policy import Channel, Severity
 
 KINDS = ("check", "digest", "reminder")
 Kind = Literal["check", "digest", "reminder"]

@@ -5,7 +5,7 @@ Invariants:
 - One tick reads the due schedules (enabled, ``next_fire_at <= now``) and fires each at the latest
   of its fire times in (last fire, now]: after downtime only that latest missed fire runs; how many
   it passed over is in the fire's detail and the log.
-- Firing is :func:`zerg.schedules.fire.fire`, so two tickers on one database (two ``zerg serve``)
+- Firing is :func:`zerg.schedules.firing.fire`, so two tickers on one database (two ``zerg serve``)
   compute the same fire time and the fire's claim lets only one of them start anything.
 - One schedule's failure is logged and counted; the others still fire. The tick ends with the
   recovery sweep of fires a stopped process left pending.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.schedules import store
-from zerg.schedules.fire import fire, recover_pending
+from zerg.schedules.firing import fire, recover_pending
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime

@@ -55,10 +55,10 @@ from zerg.llm.untrusted import UNTRUSTED, WORD, as_text
 from zerg.memory import summaries as summary_rows
 from zerg.runs import threads
 from zerg.supervisor.prompts import system_prompt
+from zerg.memory.recall import MEMORY_SHARE
 
 DEFAULT_BUDGET_BYTES = 40_000
 THREAD_SHARE = 0.20  # of the budget left after the prompt and the task
-MEMORY_SHARE = 0.10
 REPLY_SHARE = 0.10
 EVIDENCE_SHARE = 0.45
 EVIDENCE_FULL_AT = 4  # workers: each is allotted 1/4 of the evidence share, so 2 workers use half

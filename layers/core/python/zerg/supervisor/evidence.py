@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zerg.artifacts import ArtifactError, ArtifactPathError, WorkerArtifactStore
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 DEFAULT_BUDGET_BYTES = 32_000
 HEAD_BYTES = 1_000  # a file's first bytes (the command line, exit code) survive any cut

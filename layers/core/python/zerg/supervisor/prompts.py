@@ -1,6 +1,7 @@
 """What the supervisor is told: its system prompt (static, first, so prompt caching applies)."""
 
 from zerg.llm.untrusted import PROMPT_RULE
+from zerg.llm.port import BACKGROUND_MARKER
 
 COMMON_PROMPT = """\
 You are the Zerg supervisor: the one brain of a personal assistant. You coordinate disposable
@@ -26,7 +27,7 @@ workers that have real shells (ssh_exec on the user's servers, a local sandbox, 
 """ + PROMPT_RULE
 
 # A run a person started (chat, API, CLI, a reply by email or SMS) has the directive tools
-# (zerg.tools.directives); a scheduled run has not, and its prompt does not mention them.
+# (zerg.tools.directive_tools); a scheduled run has not, and its prompt does not mention them.
 DIRECTIVE_RULES = """\
 Schedules and notification preferences: when the user asks ("make that check weekly", "pause the
 backup check", "no SMS at night"), use list_schedules, update_schedule, create_schedule,
@@ -52,8 +53,8 @@ SUPERVISOR_PROMPT = COMMON_PROMPT + "\n\n" + DIRECTIVE_RULES + "\n\n" + REPLY_RU
 
 # A run started by a schedule (trigger "schedule") is unattended. Its system prompt is the common
 # one plus these rules: static too (one prompt per mode), and both begin with COMMON_PROMPT, so a
-# provider's prompt cache serves both. The offline provider recognises the mode by BACKGROUND_MARKER.
-BACKGROUND_MARKER = "[BACKGROUND RUN]"
+# provider's prompt cache serves both. The offline provider recognises the mode by BACKGROUND_MARKER
+# (zerg.llm.port: what a prompt tells a provider).
 BACKGROUND_RULES = BACKGROUND_MARKER + """ This run was started by a schedule, not by a person: nobody
 reads along and nobody can answer a question. Do not ask questions or offer choices. Do the checks
 the task names (spawn workers as usual), then END with a final answer that is exactly one JSON

@@ -48,13 +48,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 
 from zerg import observability
-from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
-from zerg.alerts.background import is_background
+from zerg.statuses import is_background
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
 from zerg.llm import CallTag, LLMError, ToolCall
@@ -67,42 +66,13 @@ from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
-from zerg.tools import ToolContext
-from zerg.tools.base import Tool, ToolOutcome, parse_args
-from zerg.workers import jobs
+from zerg.loop.tool import ToolContext
+from zerg.loop.tool import ToolOutcome, parse_args
+from zerg.tools.catalog import SPAWN_TOOL, SpawnArgs, supervisor_tools
+from zerg.runs import jobs
 from zerg.workers.reconcile import reconcile_run
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome
-
-
-class SpawnArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1, max_length=8_000, description="One self-contained task for a worker")
-    model: str | None = Field(default=None, min_length=1, max_length=100, description="Worker model id (optional)")
-
-
-SPAWN_TOOL = Tool(
-    "spawn_worker",
-    "Start a disposable worker agent (with ssh_exec, container_exec, http_request) on one task. "
-    "You receive its outcome when it finishes.",
-    SpawnArgs,
-    run=lambda args, ctx: ToolOutcome(text="spawn_worker is handled by the supervisor loop"),
-)
-
-
-def supervisor_tools(*, background: bool = False) -> dict[str, Tool]:
-    """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder and no
-    directive tools (schedules, preferences)."""
-    from zerg.tools import clock, connectors, directives, http, memory, reminders
-    from zerg.tools.facts import TOOLS as FACT_TOOLS
-    from zerg.tools.workers import TOOLS as WORKER_QUERY_TOOLS
-
-    tools = {t.name: t for t in (SPAWN_TOOL, *WORKER_QUERY_TOOLS, clock.TOOL, http.TOOL, *memory.TOOLS, *FACT_TOOLS,
-                                 *connectors.SUPERVISOR_TOOLS)}
-    if not background:  # a person's run only: text a scheduled run reads must not plant reminders
-        tools[reminders.TOOL.name] = reminders.TOOL  # nor change its own schedule or alerts
-        tools.update({t.name: t for t in directives.TOOLS})
-    return tools
 
 
 class RunNotFound(LookupError):

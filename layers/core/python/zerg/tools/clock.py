@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict
 
-from zerg.tools.base import Tool, ToolContext, ToolOutcome
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome
 
 
 class NoArgs(BaseModel):

@@ -1,5 +1,5 @@
 """Connector tools: ``send_email`` (supervisor and workers) and ``send_sms`` (workers). They reach
-the owner only: there is no address argument, and :func:`zerg.alerts.deliver.deliver` sends to
+the owner only: there is no address argument, and :func:`zerg.notify.deliver.deliver` sends to
 the owner's verified contacts of the channel, within the owner's daily limits, recording each send.
 
 Invariants:
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerg.tools.base import Tool, ToolContext, ToolOutcome, error
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 
 SUBJECT_MAX, BODY_MAX, SMS_MAX = 200, 20_000, 1_600
 
@@ -59,7 +59,7 @@ def _outcome(rows: list[dict[str, Any]], channel: str) -> ToolOutcome:
 def _deliver(ctx: ToolContext, channel: str, subject: str, body: str) -> ToolOutcome:
     if ctx.runtime is None or ctx.owner_id is None:
         return error(f"send_{channel} is not available here")
-    from zerg.alerts.deliver import deliver
+    from zerg.notify.deliver import deliver
 
     rows = deliver(ctx.runtime, ctx.owner_id, channel=channel, purpose="connector", subject=subject, body=body,
                    run_id=ctx.run_id, hold_in_quiet_hours=True)  # deliver holds SMS only; email is never held

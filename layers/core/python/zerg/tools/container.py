@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, error
+from zerg.loop.tool import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, error
 from zerg.tools.output import ShellOutput
 
 

@@ -3,8 +3,8 @@
 Invariants:
 - http and https only; at most 5 redirects, each hop checked again.
 - With ``ZERG_HTTP_ALLOW_HOSTS`` set, a host that matches none of its patterns is refused before
-  any DNS lookup, on the first request and on every redirect hop (:mod:`zerg.tools.egress`).
-- Every address a host name resolves to is checked (:func:`zerg.tools.egress.refusal`): anything
+  any DNS lookup, on the first request and on every redirect hop (:mod:`zerg.egress`).
+- Every address a host name resolves to is checked (:func:`zerg.egress.refusal`): anything
   not globally routable (private, loopback, link-local with cloud metadata, CGNAT, reserved,
   unspecified, multicast, site-local, ULA, documentation, and IPv6 forms carrying such an IPv4
   address) is refused unless a network in ``ZERG_HTTP_ALLOW_NETWORKS`` contains it. The
@@ -28,8 +28,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools import egress
-from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, cap, error
+from zerg import egress
+from zerg.loop.tool import ARTIFACT_OUTPUT_CAP, Tool, ToolContext, ToolOutcome, cap, error
 
 MAX_REDIRECTS = 5
 Resolver = Callable[[str, int], list[str]]

@@ -18,7 +18,7 @@ Invariants:
 - Memory is bounded whatever the command prints: stdout goes to the artifact stream piece by
   piece; stderr is spooled (in memory up to :data:`SPOOL_IN_MEMORY`, then in a temporary file)
   and appended once the command is done, so the artifact stays one readable file; the model's
-  view keeps only the head and tail of each stream (:class:`zerg.tools.base.Capped`).
+  view keeps only the head and tail of each stream (:class:`zerg.loop.tool.Capped`).
 - The model sees the same report as ever (header, exit code, duration, note, each stream cut to
   ``ZERG_TOOL_OUTPUT_CAP`` with a marker); the artifact keeps each stream up to
   ``ARTIFACT_OUTPUT_CAP`` bytes. Past that, :meth:`stdout`/:meth:`stderr` answer False: the tool
@@ -36,7 +36,7 @@ import logging
 import tempfile
 from types import TracebackType
 
-from zerg.tools.base import ARTIFACT_OUTPUT_CAP, Capped, OutputStream, ToolContext, ToolOutcome
+from zerg.loop.tool import ARTIFACT_OUTPUT_CAP, Capped, OutputStream, ToolContext, ToolOutcome
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from zerg.tools.base import CriticalToolError, Tool, ToolContext, ToolOutcome, error
+from zerg.loop.tool import CriticalToolError, Tool, ToolContext, ToolOutcome, error
 from zerg.tools.output import ShellOutput
 
 if TYPE_CHECKING:

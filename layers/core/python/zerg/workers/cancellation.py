@@ -3,7 +3,7 @@
 Invariants:
 - A worker must stop when its job is cancelled or its run is closed (cancelled, failed, timed out:
   nobody will read what it does next). The database says so; :func:`stop_requested` asks it.
-- While a worker runs, :func:`watch` gives it a :class:`~zerg.tools.base.CancelSignal` that fires
+- While a worker runs, :func:`watch` gives it a :class:`~zerg.loop.tool.CancelSignal` that fires
   when the database says stop: a thread of the worker polls every ``POLL_S`` (the only way on
   Lambda, where the cancel arrives in another process), and :func:`stop_run_workers` wakes the
   workers of this process at once. The running command is ended by the tool that waits on it
@@ -24,8 +24,8 @@ from zerg import observability
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
-from zerg.tools.base import CancelSignal
-from zerg.workers import jobs
+from zerg.loop.tool import CancelSignal
+from zerg.runs import jobs
 
 POLL_S = 0.5  # how often a running worker asks the database whether to stop (two indexed reads)
 CANCELLED_BY_USER = "cancelled by the user"

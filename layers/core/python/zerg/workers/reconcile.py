@@ -31,7 +31,7 @@ from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, WORKER_OUTCOMES
 from zerg.timestamps import parse_iso, utcnow
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 log = logging.getLogger("zerg.workers.reconcile")
 

@@ -29,7 +29,7 @@ from zerg.artifacts.store import WorkerArtifactStore
 from zerg.runs import store as runs
 from zerg.runs import threads
 from zerg.timestamps import utcnow
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from psycopg import Connection

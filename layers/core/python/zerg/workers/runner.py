@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 from psycopg import OperationalError
 
 from zerg import observability
-from zerg.agent import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.agents import settings as agent_settings
+from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.alerts.budget import SpendingCapReached
 from zerg.config import Settings
 from zerg.db import retry_unavailable
@@ -53,11 +54,13 @@ from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
-from zerg.tools import CancelSignal, ToolContext, ToolOutcome, worker_tools
-from zerg.workers import cancellation, jobs
+from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
+from zerg.tools.catalog import worker_tools
+from zerg.workers import cancellation
+from zerg.runs import jobs
 
 if TYPE_CHECKING:
-    from zerg.artifacts import WorkerArtifactStore
+    pass
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
@@ -70,7 +73,6 @@ and any errors you hit. Never claim something you did not observe in a tool outp
 """ + PROMPT_RULE
 
 log = logging.getLogger(__name__)
-SYNTHESISED_MARK = "[No final message from the model; synthesised from the last tool outputs]"
 
 
 class JobNotFound(LookupError):
@@ -349,28 +351,3 @@ def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error
             })
         runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
-
-
-def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, reason: str) -> None:
-    """Close the artifacts of a worker nobody is running any more (its run's process stopped, or
-    it outlived its timeout): a ``result.txt`` saying so, with the tails of its last tool outputs,
-    when it had none, and ``status`` in ``metadata.json``. Everything it wrote stays readable.
-
-    Best effort: a store this process may not write (the ingress on AWS only reads) leaves the
-    artifacts as they were, with a log line; the index row is what clients read first."""
-    try:
-        files = store.list_files(worker_id)
-        if not any(f.path == "result.txt" for f in files):
-            lines = [f"[Worker {status}: {reason}]"]
-            outputs = sorted(f.path for f in files if f.path.startswith("tool_calls/") and f.is_file and f.size)
-            if outputs:  # the last three, as the runner's own synthesis does (a cut command's partial one too)
-                lines.append(SYNTHESISED_MARK)
-                for path in outputs[-3:]:
-                    lines += ["", f"== {path} ==", store.tail(worker_id, path, 2000).decode("utf-8", "replace")]
-            else:
-                lines.append("No tool output was recorded.")
-            store.save_result(worker_id, "\n".join(lines))
-        if store.read_metadata(worker_id).get("status") not in JOB_FINISHED:
-            store.complete_worker(worker_id, status, error=reason)
-    except Exception as exc:
-        log.warning("could not close the artifacts of worker %s: %s: %s", worker_id, type(exc).__name__, exc)

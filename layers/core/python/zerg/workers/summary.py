@@ -20,7 +20,7 @@ from zerg.llm import CallTag, ChatModel, Usage
 from zerg.llm.untrusted import PROMPT_RULE, Fence
 from zerg.runs import events
 from zerg.timestamps import iso
-from zerg.workers import jobs
+from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime

@@ -12,6 +12,7 @@ from zerg.agents.settings import AgentConfigChange
 from zerg.api.deps import Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import AgentConfig, AgentConfigList, responses
+from zerg.tools.catalog import tool_names
 
 router = Router()
 
@@ -25,7 +26,7 @@ def list_agents(owner_id: Owner, rt: Rt):
     from zerg.agents import settings as agent_settings
 
     with rt.pool.connection() as conn:
-        return json_response({"agents": agent_settings.list_agents(conn, rt.settings, owner_id)})
+        return json_response({"agents": agent_settings.list_agents(conn, rt.settings, owner_id, tool_names())})
 
 
 @router.put("/api/jarvis/agents/<agent>",
@@ -38,6 +39,6 @@ def put_agent(agent: Agent, body: AgentConfigChange, owner_id: Owner, rt: Rt):
         raise not_found(f"agent {agent[:100]!r} (supervisor or worker)")
     try:
         with rt.pool.connection() as conn:
-            return json_response(agent_settings.change(conn, rt.settings, owner_id, agent, body))
+            return json_response(agent_settings.change(conn, rt.settings, owner_id, agent, body, tool_names()[agent]))
     except agent_settings.AgentConfigError as exc:
         raise ApiError(422, "validation_error", str(exc)) from None

@@ -1,5 +1,5 @@
 """The owner's contacts: add one (a 6-digit code is sent to it), verify it with that code, list
-them, remove one. Notifications go only to verified contacts (:mod:`zerg.alerts.contacts_service`)."""
+them, remove one. Notifications go only to verified contacts (:mod:`zerg.notify.verification`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from zerg.api.errors import ApiError
 from zerg.api.models import Contact, ContactAdded, ContactList, responses
 
 if TYPE_CHECKING:
-    from zerg.alerts.contacts_service import ContactError
+    from zerg.notify.verification import ContactError
 
 router = Router()
 
@@ -44,7 +44,7 @@ def _refusal(exc: "ContactError") -> ApiError:
              status_code=202, responses=responses(202, "The code was sent (or the contact was verified already)",
                                                   ContactAdded, 400, 401, 409, 415, 429, 503))
 def add_contact(body: AddContactBody, owner_id: Owner, rt: Rt):
-    from zerg.alerts import contacts_service as service
+    from zerg.notify import verification as service
 
     try:
         added = service.add(rt, owner_id, body.kind, body.address)
@@ -57,7 +57,7 @@ def add_contact(body: AddContactBody, owner_id: Owner, rt: Rt):
 @router.post("/api/jarvis/contacts/verify", summary="Verify a contact with the code sent to it",
              responses=responses(200, "The contact, verified", Contact, 400, 401, 404, 415, 429))
 def verify_contact(body: VerifyContactBody, owner_id: Owner, rt: Rt):
-    from zerg.alerts import contacts_service as service
+    from zerg.notify import verification as service
 
     try:
         contact = service.verify(rt, owner_id, body.kind, body.address, body.code)
@@ -69,7 +69,7 @@ def verify_contact(body: VerifyContactBody, owner_id: Owner, rt: Rt):
 @router.get("/api/jarvis/contacts", summary="The owner's contacts, verified or not",
             responses=responses(200, "By kind, then address", ContactList, 401))
 def list_contacts(owner_id: Owner, rt: Rt):
-    from zerg.alerts import contacts_service as service
+    from zerg.notify import verification as service
 
     return json_response({"contacts": service.list_contacts(rt, owner_id)})
 
@@ -77,7 +77,7 @@ def list_contacts(owner_id: Owner, rt: Rt):
 @router.delete("/api/jarvis/contacts/<contact_id>", summary="Remove a contact (nothing is sent to it any more)",
                responses=responses(204, "Removed", None, 401, 404))
 def remove_contact(contact_id: ContactId, owner_id: Owner, rt: Rt):
-    from zerg.alerts import contacts_service as service
+    from zerg.notify import verification as service
 
     try:
         service.remove(rt, owner_id, contact_id)

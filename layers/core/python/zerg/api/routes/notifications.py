@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from zerg.alerts.policy import PolicyChange
+from zerg.notify.policy import PolicyChange
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError
 from zerg.api.models import NotificationPage, NotificationPolicy, responses
@@ -19,7 +19,7 @@ router = Router()
 @router.get("/api/jarvis/policy", summary="The owner's notification policy (the defaults until changed)",
             responses=responses(200, "The policy", NotificationPolicy, 401))
 def get_policy(owner_id: Owner, rt: Rt):
-    from zerg.alerts import policy
+    from zerg.notify import policy
 
     with rt.pool.connection() as conn:
         return json_response(policy.get_policy(conn, owner_id).as_dict())
@@ -28,7 +28,7 @@ def get_policy(owner_id: Owner, rt: Rt):
 @router.patch("/api/jarvis/policy", summary="Change the owner's notification policy (only the fields given)",
               responses=responses(200, "The whole policy after the change", NotificationPolicy, 400, 401, 415))
 def patch_policy(body: PolicyChange, owner_id: Owner, rt: Rt):
-    from zerg.alerts import policy
+    from zerg.notify import policy
 
     try:
         with rt.pool.connection() as conn:
@@ -46,7 +46,7 @@ def list_notifications(
     limit: Annotated[int, Query(ge=1, le=200, description="How many")] = 50,
     before_id: Annotated[int | None, Query(ge=1, le=MAX_ID, description="Only ids below this (the next page)")] = None,
 ):
-    from zerg.alerts import notifications
+    from zerg.notify import notifications
 
     with rt.pool.connection() as conn:
         rows = notifications.list_for_owner(conn, owner_id, limit=limit, before_id=before_id)

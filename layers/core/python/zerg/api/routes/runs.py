@@ -241,7 +241,7 @@ def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
 def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
     """Queued workers never start; running ones have their commands ended (waited for up to
     ``CANCEL_WAIT_S``); the run's final ``error`` event follows the last of them."""
-    from zerg.runs.completion_mail import mail_answer
+    from zerg.alerts.completion_mail import mail_answer
     from zerg.workers.cancellation import stop_run_workers
 
     with rt.pool.connection() as conn:

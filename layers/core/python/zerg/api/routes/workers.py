@@ -22,8 +22,8 @@ from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_k
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runtime import Runtime
 from zerg.statuses import JobStatus
-from zerg.workers import jobs
-from zerg.workers.ownership import NotFound, NotStarted, WorkerArtifacts, open_worker
+from zerg.runs import jobs
+from zerg.runs.worker_artifacts import NotFound, NotStarted, WorkerArtifacts, open_worker
 
 router = Router()
 FILE_MAX_BYTES = 5_000_000

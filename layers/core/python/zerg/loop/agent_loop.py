@@ -1,0 +1,194 @@
+"""The one model↔tool loop that every agent runs: the supervisor's turn and a worker's task.
+
+The loop asks the model, appends its message, runs each tool call it made and appends the
+results, until the model answers without a tool call, a hook stops it, or the step budget is
+spent. What differs between agents is expressed as :class:`LoopHooks` (what the model is shown,
+where messages are persisted, calls the agent handles itself such as ``spawn_worker``, when a
+turn ends), never as a second copy of the loop.
+
+Invariants:
+- Usage is data: every model call (tokens, cost, latency) and every tool call (tool, outcome,
+  duration) is added to the :class:`AgentUsage` the caller passes in, as it happens, so a loop
+  that raises (model down) still leaves what it spent.
+- Tool failures are text for the model (:func:`zerg.loop.tool.invoke`); only a hook decides to stop.
+- A call to a tool in ``refused`` (one the owner's agent configuration removed) never runs, and is
+  never handed to a hook: its result is the error "tool X is not allowed for this agent". The
+  filter is here, in code, whatever a prompt says.
+- Every message is handed to :meth:`LoopHooks.message` the moment it is appended.
+- What the model is shown is assembled per inference by :func:`model_view`: tool results and
+  ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), with a marker
+  fresh for that call; the stored messages keep the raw text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from zerg import observability
+from zerg.llm import CallTag, ChatModel, ToolCall, Usage
+from zerg.llm.untrusted import fence_messages
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    model: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    tool: str
+    ok: bool
+    duration_ms: float
+
+
+@dataclass
+class AgentUsage:
+    """What one loop spent, accumulated as it runs."""
+
+    usage: Usage = field(default_factory=Usage)
+    model_calls: list[ModelCall] = field(default_factory=list)
+    tool_runs: list[ToolRun] = field(default_factory=list)
+
+    def add_model_call(self, model: str, usage: Usage, latency_ms: float) -> None:
+        self.usage.add(usage)
+        self.model_calls.append(ModelCall(model, usage.tokens_in, usage.tokens_out, usage.cost_usd, latency_ms))
+
+    def add_tool_run(self, tool: str, ok: bool, duration_ms: float) -> None:
+        self.tool_runs.append(ToolRun(tool, ok, duration_ms))
+
+    @property
+    def model_ms(self) -> float:
+        return sum(c.latency_ms for c in self.model_calls)
+
+    @property
+    def tool_ms(self) -> float:
+        return sum(t.duration_ms for t in self.tool_runs)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A hook's decision to end the loop, with the agent's own reason (a status, a cause)."""
+
+    reason: str
+    status: str | None = None
+
+
+@dataclass
+class LoopResult:
+    answer: str | None = None  # the model's final message, when it answered
+    stop: Stop | None = None  # why a hook ended the loop
+    exhausted: bool = False  # the step budget ran out
+
+
+def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as the model may see them for one inference: every tool result and every message
+    marked untrusted fenced as data with a fresh marker, bookkeeping keys (``zerg_*``) removed."""
+    return fence_messages(messages)
+
+
+class LoopHooks:
+    """The points where agents differ; each default is "nothing special"."""
+
+    def check(self) -> Stop | None:
+        """Before each model call: stop (cancelled, out of time) or go on."""
+        return None
+
+    def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What the model is shown for this call, before fencing: ephemeral layers are added here,
+        never stored; one carrying untrusted text is a non-system message marked with
+        :data:`zerg.llm.untrusted.UNTRUSTED`. The loop then applies :func:`model_view`."""
+        return messages
+
+    def timeout(self) -> float | None:
+        """This model call's budget in seconds (None: the provider's default)."""
+        return None
+
+    def message(self, message: dict[str, Any]) -> None:
+        """A message was appended to the conversation."""
+
+    def handle(self, call: ToolCall) -> dict[str, Any] | None:
+        """The tool message for a call the agent handles itself (e.g. ``spawn_worker``), or None
+        to run the call through the tool set."""
+        return None
+
+    def tool_started(self, call: ToolCall) -> None:
+        pass
+
+    def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
+        return None
+
+    def step_done(self, messages: list[dict[str, Any]]) -> Stop | None:
+        """After a step's tool calls: end the turn (e.g. workers were spawned) or go on."""
+        return None
+
+
+@dataclass
+class AgentLoop:
+    llm: ChatModel
+    model: str
+    tools: dict[str, Tool]
+    ctx: ToolContext
+    tag: CallTag
+    max_steps: int
+    hooks: LoopHooks = field(default_factory=LoopHooks)
+    answer_on_last_step: bool = False  # the last step keeps the tools visible but must answer
+    temperature: float | None = None  # None: the model's own default
+    max_tokens: int | None = None  # of each answer; None: the model's own default
+    refused: frozenset[str] = frozenset()  # tools the agent has that its configuration does not allow
+
+    def run(self, messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult:
+        schemas = [t.schema() for t in self.tools.values()]
+        hooks = self.hooks
+        for step in range(self.max_steps):
+            if stop := hooks.check():
+                return LoopResult(stop=stop)
+            last = step == self.max_steps - 1
+            started = time.perf_counter()
+            reply = self.llm.complete(
+                model_view(hooks.request(messages)), model=self.model, tools=schemas, timeout=hooks.timeout(),
+                tool_choice="none" if last and self.answer_on_last_step else None, tag=self.tag,
+                temperature=self.temperature, max_tokens=self.max_tokens,
+            )
+            spent.add_model_call(reply.model, reply.usage, (time.perf_counter() - started) * 1000)
+            self._append(messages, reply.as_message())
+            if not reply.tool_calls:
+                return LoopResult(answer=reply.content.strip())
+            for call in reply.tool_calls:
+                if call.name in self.refused:  # never run, never handled: the configuration removed it
+                    spent.add_tool_run(call.name, False, 0.0)
+                    self._append(messages, {"role": "tool", "tool_call_id": call.id,
+                                            "content": f"ERROR: tool {call.name} is not allowed for this agent"})
+                    continue
+                handled = hooks.handle(call)
+                if handled is not None:
+                    self._append(messages, handled)
+                    continue
+                hooks.tool_started(call)
+                outcome = self._run_tool(call, spent)
+                self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+                if stop := hooks.tool_done(call, outcome):
+                    return LoopResult(stop=stop)
+            if stop := hooks.step_done(messages):
+                return LoopResult(stop=stop)
+        return LoopResult(exhausted=True)
+
+    def _append(self, messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
+        messages.append(message)
+        self.hooks.message(message)
+
+    def _run_tool(self, call: ToolCall, spent: AgentUsage) -> ToolOutcome:
+        started = time.perf_counter()
+        outcome = invoke(self.tools, call.name, call.arguments, self.ctx)
+        duration_ms = (time.perf_counter() - started) * 1000
+        spent.add_tool_run(call.name, outcome.ok, duration_ms)
+        known = call.name if call.name in self.tools else "unknown"  # a model's invented name is no dimension
+        observability.metrics({"tool": known, "outcome": "ok" if outcome.ok else "error"},
+                              ("ToolCalls", 1, "Count"), ("ToolDuration", duration_ms, "Milliseconds"))
+        return outcome

@@ -1,0 +1,52 @@
+"""Starting and stopping a run's execution: one port, two implementations.
+
+- :class:`StepFunctionsStarter` (AWS): ``StartExecution`` with the run id as the execution name,
+  so a duplicate start is rejected by Step Functions itself.
+- ``zerg.local.engine.LocalStarter``: the in-process local engine running the same ASL (only in
+  a local install; the Lambda layer does not ship it).
+
+Chosen by configuration (:func:`make_starter`): ``ZERG_STATE_MACHINE_ARN`` set means Step Functions.
+The runtime owns the one starter of a process (``rt.starter``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from zerg.config import Settings
+
+
+def execution_name(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int) -> dict[str, Any]:
+    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit)."""
+    return {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+
+
+class StepFunctionsStarter:
+    def __init__(self, settings: Settings, client: Any = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("stepfunctions")
+        self.client = client
+        self.settings = settings
+
+    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+        payload = execution_input(run_id, owner_id, thread_id, self.settings.map_concurrency)
+        # Same name and same input as a running execution: Step Functions returns that execution
+        # (idempotent). ExecutionAlreadyExists means a different input reused the name: a real
+        # conflict (e.g. a database reset reusing run ids), so it is raised, not papered over.
+        return self.client.start_execution(
+            stateMachineArn=self.settings.state_machine_arn, name=execution_name(run_id),
+            input=json.dumps(payload, sort_keys=True),
+        )["executionArn"]
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,209 @@
+"""The one composition root: which adapter serves each port, and what follows a run's close.
+
+Entry points (the Lambda handlers, the API, the command line, the local host) ask
+:func:`get_runtime` for the process's :class:`~zerg.runtime.Runtime`; everything below them takes
+the runtime they are handed and builds nothing. Here, and only here:
+
+- each part of the runtime is made from the settings (:data:`FACTORIES`): Step Functions or the
+  local engine for runs and escalations, EventBridge Scheduler or the database's rows for
+  schedules, SES/SNS or the outbox for email and SMS, the model provider metered by the usage
+  ledger with the owner's spending cap checked before every call (:mod:`zerg.alerts.budget`);
+- what follows a run's close is subscribed by trigger (:func:`zerg.runs.closing.subscribe`): a
+  background run's inbox item and alerts, a reply's answer on its channel, the answer mail of every
+  other run that asked for it. By dotted path, imported on the first close that needs it, so a
+  Lambda cold start imports none of them.
+
+The local host (``zerg.local``) is not imported from here: it registers its own run starter with
+:func:`use_local_engine` when it loads, and the Lambda layer, which does not ship it, needs
+``ZERG_STATE_MACHINE_ARN``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from zerg.config import ConfigError, Settings, get_settings
+from zerg.runs import closing
+from zerg.runtime import Factory, Runtime
+from zerg.statuses import BACKGROUND_TRIGGERS, REPLY_TRIGGERS
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from zerg.embeddings import Embedder
+    from zerg.llm import ChatModel
+    from zerg.ports import EscalationStarter, Notifier, RunStarter, Scheduler
+
+closing.subscribe("zerg.alerts.background:on_close", triggers=BACKGROUND_TRIGGERS)
+closing.subscribe("zerg.inbound.replies:on_close", triggers=REPLY_TRIGGERS)
+closing.subscribe("zerg.alerts.completion_mail:on_close", triggers=None)
+
+
+def make_llm(settings: Settings) -> "ChatModel":
+    """The configured provider, unmetered: offline without a key or endpoint, else OpenAI's API."""
+    if settings.offline:  # no key, no endpoint: the deterministic playbook provider
+        from zerg.llm.offline import OfflineChatModel
+
+        return OfflineChatModel(ssh_hosts=list(settings.ssh_hosts))
+    from zerg.llm.keys import openai_api_key
+    from zerg.llm.openai_provider import OpenAIChatModel
+
+    return OpenAIChatModel(
+        api_key=openai_api_key(settings),
+        base_url=settings.openai_base_url,
+        max_retries=settings.llm_max_retries,
+        timeout=settings.llm_timeout_s,
+    )
+
+
+def metered_llm(rt: Runtime) -> "ChatModel":
+    """The provider, metered: every tagged call lands in the usage ledger, after the owner's cap."""
+    from zerg.alerts.budget import today
+    from zerg.llm.ledger import MeteredChatModel
+
+    return MeteredChatModel(make_llm(rt.settings), lambda: rt.pool, cap_check=today)
+
+
+def make_embedder(settings: Settings) -> "Embedder | None":
+    """The configured embedder with its hard timeout, or None (memory search is full-text only)."""
+    from zerg import embeddings
+    from zerg.embeddings.port import BoundedEmbedder
+
+    choice = embeddings.choose(settings)
+    if choice.kind is None:
+        if choice.broken:
+            from zerg import observability
+
+            observability.logger().warning("no embedder: memory search is full-text only",
+                                           extra={"reason": choice.reason})
+        return None
+    if choice.kind == "openai":
+        from zerg.embeddings.openai import OpenAIEmbedder
+        from zerg.llm.keys import openai_api_key
+
+        return BoundedEmbedder(OpenAIEmbedder(api_key=openai_api_key(settings), base_url=settings.openai_base_url,
+                                              timeout=settings.embedding_timeout_s))
+    from zerg.embeddings.local import LocalEmbedder
+
+    return BoundedEmbedder(LocalEmbedder())
+
+
+def make_notifier(settings: Settings) -> "Notifier":
+    """ZERG_NOTIFIER: ``local`` writes the outbox under ZERG_DATA_DIR, ``aws`` sends with SES v2 and SNS."""
+    if settings.notifier == "aws":
+        from zerg.notify.channels.notifier import AwsNotifier
+        from zerg.notify.channels.ses import SesEmail
+        from zerg.notify.channels.sns import SnsSms
+
+        return AwsNotifier(SesEmail(), SnsSms(origination=settings.sms_origination))
+    from zerg.notify.channels.outbox import OutboxNotifier
+
+    return OutboxNotifier(settings.data_dir / "outbox")
+
+
+_local_starter: Callable[[Settings], "RunStarter"] | None = None
+
+
+def use_local_engine(starter: Callable[[Settings], "RunStarter"]) -> None:
+    """The local host's run starter, for a process without ``ZERG_STATE_MACHINE_ARN`` (``zerg.local``
+    calls this when it loads)."""
+    global _local_starter
+    _local_starter = starter
+
+
+def make_starter(settings: Settings) -> "RunStarter":
+    """Step Functions when ``ZERG_STATE_MACHINE_ARN`` is set, else the local host's engine."""
+    if settings.state_machine_arn:
+        from zerg.runs.stepfunctions import StepFunctionsStarter
+
+        return StepFunctionsStarter(settings)
+    if _local_starter is None:  # the Lambda layer has no local engine: AWS must name the state machine
+        raise ConfigError("ZERG_STATE_MACHINE_ARN is not set and the local engine is not installed")
+    return _local_starter(settings)
+
+
+def make_scheduler(settings: Settings, pool: Callable[[], "ConnectionPool"]) -> "Scheduler":
+    """EventBridge Scheduler when ZERG_SCHEDULE_GROUP is set (with its role, target and DLQ), else the ticker's rows."""
+    if not settings.schedule_group:
+        from zerg.schedules.scheduler import LocalScheduler
+
+        return LocalScheduler(pool)
+    settings.check()  # the role, the target and the DLQ are set (ConfigError naming the missing one otherwise)
+    from zerg.schedules.eventbridge import EventBridgeScheduler
+
+    return EventBridgeScheduler(settings.schedule_group, role_arn=settings.scheduler_role_arn or "",
+                                target_arn=settings.schedule_target_arn or "", dlq_arn=settings.schedule_dlq_arn or "")
+
+
+def make_escalation_starter(settings: Settings, run_starter: Callable[[], Any]) -> "EscalationStarter":
+    """Step Functions when ``ZERG_ESCALATION_STATE_MACHINE_ARN`` is set, else the local engine of
+    ``run_starter()`` (the runtime's run starter, asked for lazily)."""
+    from zerg.alerts import escalation_starter
+
+    if settings.escalation_state_machine_arn:
+        return escalation_starter.StepFunctionsEscalationStarter(settings)
+    return escalation_starter.LocalEscalationStarter(run_starter)
+
+
+def _pool(rt: Runtime) -> "ConnectionPool":
+    from zerg.db import get_pool
+
+    return get_pool(rt.settings)
+
+
+def _store(rt: Runtime) -> Any:
+    from zerg.artifacts import get_store
+
+    return get_store(rt.settings)
+
+
+def _sealer(rt: Runtime) -> Any:
+    from zerg.sealing import get_sealer
+
+    return get_sealer(rt.settings)
+
+
+FACTORIES: dict[str, Factory] = {
+    "pool": _pool,
+    "store": _store,
+    "llm": metered_llm,
+    "embedder": lambda rt: make_embedder(rt.settings),
+    "sealer": _sealer,
+    "notifier": lambda rt: make_notifier(rt.settings),
+    "starter": lambda rt: make_starter(rt.settings),
+    "scheduler": lambda rt: make_scheduler(rt.settings, lambda: rt.pool),
+    "escalation_starter": lambda rt: make_escalation_starter(rt.settings, lambda: rt.starter),
+}
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """A runtime for ``settings`` with every part made as configured (on first use)."""
+    return Runtime(settings, FACTORIES)
+
+
+_runtime: Runtime | None = None
+_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """The process-wide runtime, built on first use from the settings of that moment."""
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = build_runtime(get_settings())
+        return _runtime
+
+
+def reset_runtime() -> None:
+    """Close and forget the process-wide runtime (tests, a host that changed its configuration);
+    the next :func:`get_runtime` builds a new one, and reads the model key again."""
+    from zerg.llm.keys import forget_keys
+
+    global _runtime
+    with _lock:
+        runtime, _runtime = _runtime, None
+    forget_keys()
+    if runtime is not None:
+        runtime.close()
