@@ -29,7 +29,7 @@ LAYER_SOURCE = ROOT / "layers" / "core"
 LIBRARY = LAYER_SOURCE / "python"
 # Paths under LIBRARY that never ship: the one-machine host (engine, local server, client) and
 # the CLI. Nothing in the layer may import them (see tests/test_layer.py).
-EXCLUDED = ("zerg/local", "zerg/cli.py")
+EXCLUDED = ("zerg/local", "zerg/cli")
 PYTHON_VERSION = "3.12"
 # Lambda's python3.12 runtime is Amazon Linux 2023 (glibc 2.34): both tags are loadable.
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
