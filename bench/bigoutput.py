@@ -112,9 +112,9 @@ def main(smoke: bool = False) -> None:
     from tests.support.llm_server import ScriptedLLM
     from tests.support.scripts import run_script
     from zerg.api.ranges import RANGE_MAX_BYTES
+    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
     from zerg.owners import create_owner
     from zerg.wiring import get_runtime
-    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 
     printed = 6_000_000 if smoke else 60_000_000
     command = f"head -c {printed} /dev/zero | tr '\\0' a"

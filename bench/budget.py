@@ -27,9 +27,9 @@ class _Instant:
 def main(smoke: bool = False) -> None:
     from zerg import config
     from zerg.alerts import budget
-    from zerg.notify.policy import PolicyChange, set_policy
     from zerg.llm import CallTag, ChatResult, Usage
     from zerg.llm.ledger import MeteredChatModel, record_call
+    from zerg.notify.policy import PolicyChange, set_policy
     from zerg.owners import create_owner
     from zerg.wiring import get_runtime
 

@@ -54,9 +54,9 @@ def _measure(rt, llm, engine, workers: int) -> dict:
     from tests.support.excerpts import evidence_ends, repeated_excerpts, request_text
     from tests.support.scripts import has_tool_results, role_of
     from zerg.owners import create_owner
+    from zerg.runs import jobs
     from zerg.runs import store as runs
     from zerg.supervisor.context import request_bytes
-    from zerg.runs import jobs
 
     llm.requests.clear()
     with rt.pool.connection() as conn:

@@ -29,10 +29,9 @@ def _ms(fn) -> float:
 
 def main(smoke: bool = False) -> None:
     from zerg.config import load_settings
+    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP, ToolContext, invoke
     from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, detect, execute
-    from zerg.loop.tool import ToolContext, invoke
     from zerg.tools.catalog import worker_tools
-    from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 
     repeat = 3 if smoke else 30
     settings = load_settings({})

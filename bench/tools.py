@@ -20,11 +20,11 @@ from bench._common import bench_database, environ, fmt, measure, script
 
 def main(smoke: bool = False) -> None:
     from tests.support.factories import make_finished_worker, make_run
-    from zerg.owners import create_owner
-    from zerg.wiring import get_runtime
-    from zerg.supervisor.evidence import build_evidence_mount
     from zerg.loop.tool import ToolContext, invoke
+    from zerg.owners import create_owner
+    from zerg.supervisor.evidence import build_evidence_mount
     from zerg.tools.worker_access import TOOLS
+    from zerg.wiring import get_runtime
 
     n_workers, n_mounted, lines = (20, 3, 1_000) if smoke else (1000, 20, 100_000)
     reps = (lambda n: 3) if smoke else (lambda n: n)

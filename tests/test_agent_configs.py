@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.api import call, login
 from zerg.agents.settings import HEADING, STANDING_RULE
-from zerg.runs import store as runs
 from zerg.runs import jobs
+from zerg.runs import store as runs
 
 SUPERVISOR_RULES_START = "You are the Zerg supervisor"
 WORKER_RULES_START = "You are a Zerg worker"
@@ -238,8 +238,8 @@ def test_a_scheduled_run_never_gets_person_only_tools_even_when_the_config_lists
 
 def test_a_disallowed_call_never_runs_even_when_a_hook_would_handle_it(runtime_env, pool, owner):
     """The refusal comes before the tool set and before the hooks (spawn_worker is a hook's call)."""
-    from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks
     from zerg.llm import CallTag, ChatResult, ToolCall
+    from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks
     from zerg.loop.tool import ToolContext
     from zerg.tools.clock import TOOL as CLOCK
 

@@ -16,9 +16,9 @@ from tests.support.api import call
 from tests.support.factories import make_finished_worker, make_run
 from zerg.artifacts import ArtifactError, ArtifactNotFound, ArtifactPathError, FileInfo
 from zerg.artifacts.local import LocalArtifactStore
+from zerg.loop.tool import ToolContext, invoke
 from zerg.owners import create_owner
 from zerg.supervisor.evidence import build_evidence_mount
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.worker_access import TOOLS
 
 SECRET = "OUTSIDE-SECRET-" + "x" * 4306  # 4,321 bytes: its size must not show up either

@@ -18,10 +18,9 @@ from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.config import load_settings
+from zerg.loop.tool import ARTIFACT_OUTPUT_CAP, ToolContext, invoke
 from zerg.sandbox import execute
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.catalog import worker_tools
-from zerg.loop.tool import ARTIFACT_OUTPUT_CAP
 from zerg.tools.output import ShellOutput
 
 TOOLS = worker_tools()

@@ -16,14 +16,13 @@ from tests.support.reachable import outbox, verified_contact
 from tests.support.schedules import fire_rows, make_schedule, runs_of, schedule_row
 from tests.support.scripts import run_script
 from zerg.alerts import budget
-from zerg.notify import notifications
-from zerg.notify.policy import PolicyChange, set_policy
 from zerg.llm import CallTag, ChatResult, Usage
 from zerg.llm.ledger import record_call
-from zerg.runs import events
+from zerg.notify import notifications
+from zerg.notify.policy import PolicyChange, set_policy
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.schedules.firing import fire
-from zerg.runs import jobs
 from zerg.workers.runner import run_worker_job
 
 MESSAGE = ("Daily spending cap of $2.50 reached ($2.51 spent today, UTC time): the run stopped. "

@@ -12,18 +12,17 @@ import threading
 
 import pytest
 
+from tests.support.api import http_login
 from tests.support.factories import make_job, make_run
 from tests.support.hosts import add_host
-from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
 from tests.support.sandbox import argv_of, require, running, wait_for
-from tests.support.api import http_login
+from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
 from tests.test_api import db_events, read_stream
-from zerg.runs import events
+from zerg.loop.tool import CancelSignal
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, execute, reaper
-from zerg.loop.tool import CancelSignal
 from zerg.workers import cancellation
-from zerg.runs import jobs
 
 SLEEP = ["sleep", "60"]
 

@@ -10,9 +10,9 @@ import pytest
 
 from tests.support.factories import make_run
 from tests.support.notify import body_of, emails, texts, unique_email, verified_contact
+from zerg.loop.tool import ToolContext, invoke
 from zerg.notify.policy import PolicyChange, set_policy
 from zerg.supervisor.turn import supervisor_tools
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.catalog import worker_tools
 
 

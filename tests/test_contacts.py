@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.api import call
 from tests.support.notify import body_of, code_in, emails, texts, unique_email, unique_number, verified_contact
-from zerg.notify import verification as service
 from zerg.cli.main import main
+from zerg.notify import verification as service
 from zerg.timestamps import utcnow
 
 

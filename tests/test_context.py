@@ -11,19 +11,18 @@ import pytest
 from tests.support.excerpts import answer_text, evidence_ends, log_command, repeated_excerpts, request_text
 from tests.support.factories import make_finished_worker
 from tests.support.scripts import has_tool_results, role_of, worker_task
-from zerg.loop.agent_loop import model_view
 from zerg.config import ConfigError, load_settings
 from zerg.llm.untrusted import UNTRUSTED, fenced_parts
+from zerg.loop.agent_loop import model_view
 from zerg.memory.paths import MAX_CONTENT_BYTES
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.runs import threads
 from zerg.supervisor import context, turn
-from zerg.supervisor.context import (
-    SupervisorContext, Thread, load_thread, message_bytes, request_bytes, thread_view, working_view,
-)
+from zerg.supervisor.context import (SupervisorContext, Thread, load_thread, message_bytes, request_bytes, thread_view,
+                                     working_view)
 from zerg.supervisor.evidence import HEADER, build_evidence_mount
 from zerg.supervisor.prompts import SUPERVISOR_PROMPT
-from zerg.runs import jobs
 
 MEMORY = "[MEMORY CONTEXT]\n- notes/backup.md: the backup server is called cube"
 

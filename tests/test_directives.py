@@ -17,12 +17,12 @@ import pytest
 from tests.support.factories import run_task
 from tests.support.schedules import moto_scheduler, scheduled
 from tests.support.scripts import memory_call
-from zerg.notify.policy import PolicyChange, get_policy, set_policy
 from zerg.inbound import pending
+from zerg.loop.tool import ToolContext, invoke
+from zerg.notify.policy import PolicyChange, get_policy, set_policy
 from zerg.runs import store as runs
 from zerg.schedules import service
 from zerg.schedules.spec import ScheduleSpec
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.directive_tools import TOOLS
 
 NAMES = {t.name for t in TOOLS}
@@ -99,8 +99,8 @@ def policy_of(pool, owner_id: int):
 # --- must show: "make that check weekly", "pause the backup check", "no SMS at night" --------------
 
 def test_make_that_check_weekly_changes_the_row_and_the_eventbridge_schedule(scheduler, llm, engine, pool, alice):
-    from zerg.wiring import get_runtime
     from zerg.supervisor.prompts import SUPERVISOR_PROMPT
+    from zerg.wiring import get_runtime
 
     rt = get_runtime()
     daily = schedule(rt, alice.owner_id)
@@ -670,8 +670,8 @@ def test_a_huge_string_argument_is_refused_by_its_bound_and_never_echoed(runtime
 
 
 def test_a_long_task_is_listed_on_one_line_and_cut_as_every_headline_is():
-    from zerg.alerts.severity import one_line
     from zerg.inbound.directives import listing
+    from zerg.text import one_line
 
     task = "check\n\nthe   disks " + "a" * 300
     row = {"id": 7, "name": "disk", "kind": "check", "enabled": True, "rate": "1 day", "cron": None, "at": None,

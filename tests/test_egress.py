@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from zerg.config import ConfigError, load_settings
-from zerg.supervisor.turn import supervisor_tools
-from zerg.loop.tool import ToolContext, invoke
-from zerg.tools.catalog import worker_tools
 from zerg.egress import host_allowed, refusal
+from zerg.loop.tool import ToolContext, invoke
+from zerg.supervisor.turn import supervisor_tools
+from zerg.tools.catalog import worker_tools
 from zerg.tools.http import HTTPRequestArgs, make_http_request
 
 

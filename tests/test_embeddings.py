@@ -13,8 +13,8 @@ import pytest
 from tests.support.waiting import wait_for
 from zerg.config import ConfigError, load_settings
 from zerg.embeddings import EmbeddingError, choose, local
-from zerg.wiring import make_embedder
 from zerg.embeddings.port import BoundedEmbedder
+from zerg.wiring import make_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "tests" / "fixtures" / "minilm_reference.json").read_text())

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.factories import make_finished_worker, unique_name
-from zerg.notify import contacts
 from zerg.alerts import inbox
-from zerg.notify import notifications
+from zerg.notify import contacts, notifications
 from zerg.notify.policy import PolicyChange, set_policy
 from zerg.runs import store as runs
 from zerg.schedules import fires

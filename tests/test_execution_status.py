@@ -11,9 +11,9 @@ import pytest
 
 from tests.support.factories import make_job, make_run, run_events
 from zerg.handler_input import InvalidEvent
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.timestamps import utcnow
-from zerg.runs import jobs
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:zerg-test-run"

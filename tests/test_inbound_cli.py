@@ -10,9 +10,9 @@ from email.message import EmailMessage
 
 import pytest
 
+from tests.support.inbound import inbound_rows, runs_with_trigger
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
-from tests.support.inbound import inbound_rows, runs_with_trigger
 from zerg.cli.main import main
 
 

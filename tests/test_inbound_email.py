@@ -9,16 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.mail import (
-    CLIENTS,
-    ZERG,
-    alert_email,
-    alert_fields,
-    as_received_by_ses,
-    new_token,
-    reply_to_alert,
-    ses_record,
-)
+from tests.support.mail import (CLIENTS, ZERG, alert_email, alert_fields, as_received_by_ses, new_token, reply_to_alert,
+                                ses_record)
 from zerg import config
 from zerg.handler_input import InvalidEvent
 from zerg.inbound import email as inbound_email
@@ -748,8 +740,8 @@ def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_a
     """The builders on a real alert: deliver() writes it to the outbox, a Gmail reply to that file
     names the notification's reply token and Message-ID."""
     from tests.support.notify import emails, verified_contact
-    from zerg.notify.deliver import deliver
     from zerg.alerts.matrix import compose
+    from zerg.notify.deliver import deliver
 
     rt = runtime_env()
     contact = verified_contact(pool, owner, "email")

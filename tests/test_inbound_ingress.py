@@ -14,9 +14,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from tests.support.inbound import inbound_rows, runs_with_trigger
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
-from tests.support.inbound import inbound_rows, runs_with_trigger
 
 BUCKET = "zerg-artifacts-inbound-test"
 

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
+from tests.support.inbound import runs_with_trigger
 from tests.support.notify import verified_contact
 from tests.support.schedules import answer_directly, finished_run
-from tests.support.inbound import runs_with_trigger
 from zerg.inbound import local_inbox
 
 

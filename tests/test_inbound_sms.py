@@ -11,13 +11,13 @@ import pytest
 
 from tests.support.api import call
 from tests.support.notify import texts, unique_number, verified_contact
-from zerg.notify import contacts
-from zerg.notify.deliver import OPTED_OUT, deliver, release_held
-from zerg.notify.policy import PolicyChange, set_policy
 from zerg.cli.main import main
 from zerg.handler_input import InvalidEvent
 from zerg.inbound import sms
 from zerg.inbound.messages import Inbound
+from zerg.notify import contacts
+from zerg.notify.deliver import OPTED_OUT, deliver, release_held
+from zerg.notify.policy import PolicyChange, set_policy
 
 SNS_ID = "95df01b4-ee98-5cb9-9903-4c221d41eb5e"
 NIGHT = datetime(2031, 1, 1, 23, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ Driven through the real OpenAI client against the scripted server."""
 from __future__ import annotations
 
 from tests.support.memory_rows import add_file, edit_file
-from zerg.wiring import make_embedder
 from zerg.embeddings.openai import MAX_BYTES
 from zerg.memory import embed_failures, indexer, vectors
+from zerg.wiring import make_embedder
 
 MODEL = "text-embedding-3-small"
 MARKER = "REFUSE-ME"

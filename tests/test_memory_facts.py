@@ -11,10 +11,10 @@ import pytest
 from tests.support.api import call
 from tests.support.factories import make_run
 from zerg.cli.main import main
-from zerg.memory import facts, org
-from zerg.runs import store as runs
 from zerg.loop.tool import ToolContext, invoke
+from zerg.memory import facts, org
 from zerg.runs import events
+from zerg.runs import store as runs
 from zerg.tools.fact_tools import TOOLS, asks_to_forget
 
 

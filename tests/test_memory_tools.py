@@ -10,10 +10,10 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run
+from zerg.loop.tool import ToolContext, invoke
 from zerg.memory import filesystem as fs
 from zerg.runs import events
 from zerg.supervisor.turn import supervisor_tools
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.catalog import worker_tools
 from zerg.tools.memory_tools import TOOLS
 

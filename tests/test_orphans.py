@@ -20,10 +20,9 @@ from tests.support.scripts import role_of, worker_task
 from tests.support.serve import Served
 from tests.support.waiting import wait_for
 from zerg.owners import create_owner
-from zerg.runs import executor, orphans
+from zerg.runs import executor, jobs, orphans
 from zerg.runs import store as runs
 from zerg.timestamps import utcnow
-from zerg.runs import jobs
 
 SLEEPY = "Collect evidence, then wait on the slow command"
 EVIDENCE = "EVIDENCE-before-the-kill"

@@ -16,16 +16,16 @@ import pytest
 
 from tests.support.factories import make_finished_worker, make_run, unique_name
 from tests.support.schedules import moto_scheduler as support_moto_scheduler
-from zerg.llm import CallTag, ChatResult, Usage
-from zerg.llm.ledger import record_call
 from zerg.hosts import store as hosts
 from zerg.identity.devices import hash_secret
+from zerg.llm import CallTag, ChatResult, Usage
+from zerg.llm.ledger import record_call
 from zerg.owners import create_owner, local_owner
 from zerg.privacy import scope
 from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
 from zerg.privacy.export import ExportError, export_owner, secret_column
-from zerg.runs import store as runs
 from zerg.runs import jobs
+from zerg.runs import store as runs
 
 GLOBAL_TABLES = {"owners", "schema_migrations", "push_vapid_keys"}  # the only tables that hang off no owner
 

@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 
 from tests.support.api import call
-from zerg.notify.policy import DEFAULTS, Policy, PolicyError, change_from, get_policy, in_quiet_hours, set_policy
 from zerg.cli.main import main
+from zerg.notify.policy import DEFAULTS, Policy, PolicyError, change_from, get_policy, in_quiet_hours, set_policy
 
 
 @pytest.fixture

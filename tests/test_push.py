@@ -294,8 +294,8 @@ def test_an_oversized_body_is_refused(rt, alice):
 # --- the deployment's key -------------------------------------------------------------------------------
 
 def test_the_vapid_key_is_made_once_kept_sealed_and_the_same_for_racing_runtimes(rt, pool, runtime_env):
-    from zerg.wiring import build_runtime
     from zerg.notify import push
+    from zerg.wiring import build_runtime
 
     with pool.connection() as conn:
         conn.execute("DELETE FROM push_vapid_keys")

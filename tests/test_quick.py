@@ -13,9 +13,9 @@ import pytest
 
 from tests.support.api import call, login
 from tests.support.factories import make_run
-from zerg.notify.policy import PolicyChange, set_policy
 from zerg.jarvis import quick
 from zerg.llm.untrusted import WORD
+from zerg.notify.policy import PolicyChange, set_policy
 from zerg.runs import threads
 
 QUICK = "/api/jarvis/quick"

@@ -12,11 +12,11 @@ import pytest
 from tests.support.factories import make_job, make_run, run_events
 from zerg.db import retry_unavailable
 from zerg.llm import Usage
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.supervisor import turn
 from zerg.supervisor.turn import PENDING
 from zerg.timestamps import parse_iso, utcnow
-from zerg.runs import jobs
 from zerg.workers.reconcile import reconcile_index, reconcile_run, run_reconcile
 
 

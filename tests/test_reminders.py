@@ -13,14 +13,14 @@ import pytest
 from tests.support.factories import run_task
 from tests.support.reachable import outbox, parts, verified_contact
 from tests.support.scripts import has_tool_results, memory_call
+from zerg.alerts.reminders import send_reminder
+from zerg.loop.tool import ToolContext, invoke
 from zerg.notify import notifications
 from zerg.notify.policy import PolicyChange, set_policy
-from zerg.alerts.reminders import send_reminder
 from zerg.runs import store as runs
 from zerg.schedules import service
 from zerg.schedules import store as schedules
 from zerg.schedules.spec import ScheduleSpec
-from zerg.loop.tool import ToolContext, invoke
 from zerg.tools.reminder_tools import TOOL
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -16,10 +16,10 @@ from tests.support.factories import make_run, unique_name
 from tests.support.notify import emails, texts, unique_email, unique_number, verified_contact
 from tests.support.schedules import answer_directly, finished_run, runs_of
 from tests.support.waiting import wait_for
-from zerg.notify import notifications
-from zerg.notify.deliver import deliver
 from zerg.inbound import messages, replies
 from zerg.inbound.messages import Inbound
+from zerg.notify import notifications
+from zerg.notify.deliver import deliver
 
 ALERT_SUBJECT = "[Zerg WARNING] Disk at 91% on cube"
 

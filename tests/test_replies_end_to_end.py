@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.inbound import inbound_rows
 from tests.support.notify import unique_number, verified_contact
 from tests.support.schedules import finished_run, schedule_row
 from tests.support.waiting import wait_for
-from tests.support.inbound import inbound_rows
 
 DOMAIN = "zerg.example.org"
 SENDER = f"zerg@{DOMAIN}"
@@ -297,8 +297,8 @@ def test_a_mail_clients_reply_make_this_weekly_to_a_warning_makes_the_check_week
 def test_an_sms_ack_to_a_critical_alert_stops_its_repeats_and_starts_no_run(aws, pool, owner):
     from tests.test_escalation_matrix import assessment, escalation_of, finish, schedule, scheduled_run
     from zerg.alerts import inbox
-    from zerg.notify.policy import PolicyChange, set_policy
     from zerg.alerts.repeats import repeat
+    from zerg.notify.policy import PolicyChange, set_policy
 
     rt = aws.rt
     phone = verified_contact(pool, owner, "sms", unique_number())

@@ -11,8 +11,8 @@ import pytest
 from tests.support.aged_workers import age, gone, indexed, kept, worker
 from tests.support.factories import make_job, make_run, unique_name
 from zerg.owners import create_owner
-from zerg.runs import store as runs
 from zerg.runs import jobs
+from zerg.runs import store as runs
 from zerg.workers.retention import pinned_workers, run_retention, sweep
 
 

@@ -12,9 +12,8 @@ import pytest
 from tests.support.factories import make_job, make_run, run_events
 from tests.support.scripts import has_tool_results, role_of, worker_task
 from zerg.config import ConfigError, load_settings
-from zerg.runs import deadline
+from zerg.runs import deadline, jobs
 from zerg.runs import store as runs
-from zerg.runs import jobs
 
 QUICK, SLOW = "Quick check", "Slow check"
 DEADLINE_ANSWER = "Disk is fine; the slow check did not finish in time."

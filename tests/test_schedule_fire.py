@@ -8,16 +8,10 @@ import threading
 
 import pytest
 
-from tests.support.schedules import (
-    answer_directly,
-    finished_run,
-    fire_rows,
-    make_schedule,
-    runs_of,
-    schedule_row,
-)
-from tests.support.scripts import assessment_json
+from tests.support.schedules import answer_directly, finished_run, fire_rows, make_schedule
 from tests.support.schedules import moto_scheduler as support_moto_scheduler
+from tests.support.schedules import runs_of, schedule_row
+from tests.support.scripts import assessment_json
 from zerg.runs import store as runs
 
 SIX = "2026-11-22T06:00:00Z"
@@ -401,8 +395,8 @@ def test_a_scheduler_delivery_for_a_row_that_is_gone_deletes_the_scheduler_sched
 
 def test_a_gone_rows_scheduler_schedule_that_cannot_be_deleted_still_fires_nothing(moto_scheduler, pool, owner,
                                                                                   monkeypatch):
-    from zerg.schedules import store
     from zerg.ports import SchedulerUnavailable
+    from zerg.schedules import store
 
     rt = moto_scheduler
     schedule = make_schedule(rt, owner)

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from zerg.ports import SCHEDULED_TIME, Scheduler
 from zerg.schedules import store
 from zerg.schedules.expressions import parse_when
 from zerg.schedules.scheduler import LocalScheduler
-from zerg.ports import SCHEDULED_TIME, Scheduler
 
 GROUP = "zerg-contract"
 

@@ -23,7 +23,6 @@ from zerg.owners import create_owner
 from zerg.runs import store as runs
 
 
-
 def _host_body() -> dict:
     """A PUT /hosts body that passes validation (keys generated here, never used to connect)."""
     from cryptography.hazmat.primitives import serialization as ser

@@ -17,8 +17,8 @@ from tests.support.api import call
 from tests.support.factories import make_job, make_run
 from tests.support.hosts import add_host, assert_no_key
 from tests.support.ssh_server import _keypair
-from zerg.owners import create_owner
 from zerg.loop.tool import ToolContext, invoke
+from zerg.owners import create_owner
 from zerg.tools.catalog import worker_tools
 
 TOOLS = worker_tools()

@@ -9,14 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.schedules import (
-    answer_directly,
-    finished_run,
-    fire_rows,
-    make_schedule,
-    runs_of,
-    schedule_row,
-)
+from tests.support.schedules import answer_directly, finished_run, fire_rows, make_schedule, runs_of, schedule_row
 from tests.support.scripts import background_script
 from tests.support.waiting import wait_for
 

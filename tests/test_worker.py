@@ -10,8 +10,8 @@ from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run, run_events
 from tests.support.hosts import add_host
 from tests.support.ssh_server import _keypair
-from zerg.handler_input import InvalidEvent
 from zerg.artifacts.store import SYNTHESISED_MARK
+from zerg.handler_input import InvalidEvent
 from zerg.workers.runner import JobNotFound
 
 

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from zerg.runs import jobs
 from zerg.artifacts.local import LocalArtifactStore
 from zerg.migrate import available
+from zerg.runs import jobs
 
 
 def _run_worker(pool, store, owner_id: int, n: int) -> tuple[int, str]:

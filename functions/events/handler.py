@@ -33,10 +33,10 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 
 def housekeeping(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    from zerg.notify.deliver import release_held
     from zerg.handler_input import HousekeepingEvent, parse_event
     from zerg.memory.filesystem import prune_versions
     from zerg.memory.org import prune_forgotten_facts
+    from zerg.notify.deliver import release_held
     from zerg.wiring import get_runtime
     from zerg.workers.retention import run_retention
 
@@ -87,8 +87,8 @@ def schedule_fire(event: dict[str, Any]) -> dict[str, Any]:
     raises InvalidEvent before anything is touched; a failure raises, so Scheduler (or Lambda's
     asynchronous retry) delivers it again and the retry completes the same fire."""
     from zerg.handler_input import ScheduleFireEvent, parse_event
-    from zerg.wiring import get_runtime
     from zerg.schedules.firing import fire
+    from zerg.wiring import get_runtime
 
     ev = parse_event(ScheduleFireEvent, event, "schedule")
     with observability.invocation("events", f"schedule:{ev.schedule_id}") as log:

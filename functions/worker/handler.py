@@ -17,8 +17,8 @@ class WorkerEvent(JobEvent):
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ev = parse_event(WorkerEvent, event, "worker")
-    from zerg.wiring import get_runtime
     from zerg.sandbox import invocation
+    from zerg.wiring import get_runtime
     from zerg.workers.runner import mark_job_failed, run_worker_job
 
     rt = get_runtime()

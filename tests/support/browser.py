@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from tests.support.parts import need
 from tests.support.scripts import has_tool_results, role_of, worker_task
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from zerg.validation import problems
+
 M = TypeVar("M", bound=BaseModel)
 SNS_MESSAGE_MAX = 256 * 1024  # SNS refuses to publish a longer message
 
@@ -25,10 +27,7 @@ def parse_event(model: type[M], event: Any, what: str) -> M:
     try:
         return model.model_validate(event)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'event'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidEvent(f"invalid {what} event: {problems}") from None
+        raise InvalidEvent(f"invalid {what} event: {problems(exc.errors(), 'event')}") from None
 
 
 class JobEvent(BaseModel):

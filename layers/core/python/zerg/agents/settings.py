@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerg.agents import configs
+from zerg.validation import problems
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -88,8 +89,7 @@ def parse_change(values: dict[str, Any]) -> AgentConfigChange:
     try:
         return AgentConfigChange.model_validate(values)
     except ValidationError as exc:
-        raise AgentConfigError("; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
-                                         for e in exc.errors())) from None
+        raise AgentConfigError(problems(exc.errors(), "body")) from None
 
 
 @dataclass(frozen=True)

@@ -1,2 +1,4 @@
-"""Alerts: background results (the task inbox), the owner's notification policy, notifications to
-verified contacts (email and SMS through the notifier port) and the escalation of critical alerts."""
+"""Alerts: what a run's close brings about. A background run's assessment and task inbox item, the
+escalation matrix and the repeats of a critical alert, the daily digest, reminders, the answer mail of
+``notify_on_complete`` and the per-owner daily spending cap. Telling the owner itself (contacts,
+policy, delivery, channels) is :mod:`zerg.notify`."""

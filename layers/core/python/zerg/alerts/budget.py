@@ -26,9 +26,9 @@ from zoneinfo import ZoneInfo
 from psycopg import Connection
 
 from zerg import observability, timezones
+from zerg.llm.ledger import spent_since
 from zerg.notify import notifications
 from zerg.notify.policy import get_policy
-from zerg.llm.ledger import spent_since
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from zerg.alerts import inbox
-from zerg.notify import notifications
 from zerg.alerts.matrix import base_url as escalation_base_url
 from zerg.alerts.matrix import run_link
+from zerg.notify import notifications
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime

@@ -1,5 +1,6 @@
 """Starting and stopping an escalation's execution (``statemachines/escalation.asl.json``): one
-port, two implementations, chosen by configuration (:func:`make_escalation_starter`).
+port (:class:`zerg.ports.EscalationStarter`), two implementations, chosen by configuration
+(:func:`zerg.wiring.make_escalation_starter`).
 
 - :class:`StepFunctionsEscalationStarter` (AWS, ``ZERG_ESCALATION_STATE_MACHINE_ARN`` set):
   ``StartExecution`` named ``esc-{escalation_id}`` (a duplicate start with the same input returns

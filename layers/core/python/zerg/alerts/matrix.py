@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zerg.notify.policy import CHANNELS
-from zerg.alerts.severity import one_line
+from zerg.text import one_line
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerg.notify.policy import SEVERITIES  # in rising order
+from zerg.text import one_line
 
 Severity = Literal["info", "warning", "critical"]
 HEADLINE_CHARS = 120
@@ -54,12 +55,6 @@ def rank(severity: str) -> int:
 
 def at_least(severity: str, floor: str) -> str:
     return severity if rank(severity) >= rank(floor) else floor
-
-
-def one_line(text: str, limit: int = HEADLINE_CHARS) -> str:
-    """``text`` on one line (whitespace collapsed), at most ``limit`` characters (cut with …)."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from zerg.api.errors import PARAMETER_SOURCES, ApiError, error_response, unavailable, validation_message
+from zerg.api.errors import ApiError, error_response, unavailable
+from zerg.validation import PARAMETER_SOURCES, validation_message
 
 
 @lru_cache(maxsize=1)

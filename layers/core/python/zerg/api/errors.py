@@ -45,24 +45,3 @@ def unavailable(exc: BaseException) -> ApiError:
 
 def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} not found")
-
-
-PARAMETER_SOURCES = ("path", "query", "header")
-
-
-def validation_message(errors: list[dict]) -> tuple[int, str, str]:
-    """(status, error, message) for pydantic validation errors; each names what it is about.
-
-    A parameter's message quotes the value it got (``limit: Input should be less than or equal to
-    200, got '500'``); body messages name the field (``task: Field required``)."""
-    if any(e.get("type") == "json_invalid" for e in errors):
-        return 400, "bad_request", "request body is not valid JSON"
-    parts = []
-    for e in errors:
-        loc = [str(p) for p in e.get("loc", ())]
-        source = loc.pop(0) if loc and loc[0] in ("body", *PARAMETER_SOURCES) else "body"
-        part = f"{'.'.join(loc) or 'body'}: {e.get('msg', 'invalid')}"
-        if source in PARAMETER_SOURCES and isinstance(e.get("input"), str):
-            part += f", got {e['input']!r}"
-        parts.append(part)
-    return 422, "validation_error", "; ".join(parts)

@@ -17,7 +17,7 @@ Invariants:
 - ``status`` is system-determined (exit codes, exceptions, timeouts) and set once by
   ``complete_worker``; it never comes from an LLM.
 - Callers' paths pass through :func:`clean_relpath`; ownership is decided elsewhere, once
-  (:mod:`zerg.ownership`): a store trusts the worker id it is given.
+  (:mod:`zerg.runs.worker_artifacts`): a store trusts the worker id it is given.
 - A symbolic link in a worker directory is never followed by any read or write; ``list_files``
   shows it as ``kind="symlink"`` without a size (only the local backend can hold one).
 - Tails, heads and :meth:`read_range` read only the bytes asked for (file seek / S3 ranged GET);
@@ -40,13 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from zerg.artifacts.paths import (
-    ArtifactPathError,
-    check_worker_id,
-    clean_relpath,
-    new_worker_id,
-    tool_file_name,
-)
+from zerg.artifacts.paths import ArtifactPathError, check_worker_id, clean_relpath, new_worker_id, tool_file_name
 from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import iso, parse_iso, utcnow
 

@@ -18,8 +18,8 @@ from zerg.cli.common import run_as_owner
 
 def _run(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
     """``work(runtime, owner_id)`` with the services' refusals as exit statuses."""
-    from zerg.notify.verification import ContactError
     from zerg.notify.policy import PolicyError
+    from zerg.notify.verification import ContactError
 
     return run_as_owner(args, work, ((ContactError, lambda exc: 2 if exc.status == 422 else 1), (PolicyError, 2)))
 

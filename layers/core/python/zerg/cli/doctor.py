@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from zerg.config import SSHHost, Settings
+from zerg.config import Settings, SSHHost
 
 
 def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:

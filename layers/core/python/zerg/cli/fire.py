@@ -20,9 +20,9 @@ HISTORY_MAX = 1000
 
 def cmd_run_now(args: argparse.Namespace) -> int:
     from zerg import observability
+    from zerg.cli.schedules import _run
     from zerg.local.run import prepare_local_run, wait_for_run
     from zerg.schedules import service
-    from zerg.cli.schedules import _run
     from zerg.schedules.firing import fire
 
     if not args.verbose:  # the handlers' log lines are for operators, not this terminal
@@ -49,8 +49,8 @@ def cmd_run_now(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from zerg.schedules import fires, service
     from zerg.cli.schedules import _run, local_time
+    from zerg.schedules import fires, service
 
     def work(rt: Any, owner_id: int) -> int:
         schedule = service.find(rt, owner_id, args.schedule)

@@ -98,8 +98,8 @@ def describe(channel: str, outcome: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from zerg.alerts.severity import one_line
     from zerg.inbound import messages
+    from zerg.text import one_line
 
     def work(rt: Any, owner_id: int) -> int:
         with rt.pool.connection() as conn:

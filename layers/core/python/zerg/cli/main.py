@@ -9,6 +9,7 @@ from functools import partial
 
 import zerg.local  # noqa: F401  the local host: gives the composition root its run starter
 from zerg.config import ConfigError, get_settings
+from zerg.validation import problems
 
 
 class CliError(RuntimeError):
@@ -117,7 +118,7 @@ def cmd_hosts_add(args: argparse.Namespace) -> int:
     try:
         spec = HostSpec(hostname=args.hostname, port=args.port, user=args.user, private_key=private_key, host_key=host_key)
     except ValidationError as exc:  # messages name the field and the rule, never the value
-        raise CliError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        raise CliError(problems(exc.errors(), "host")) from None
     try:
         with _connection() as conn:
             migrate(conn)
@@ -410,9 +411,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.local.housekeeping import Housekeeping, default_tasks
     from zerg.local.server import make_server
     from zerg.migrate import migrate
-    from zerg.wiring import get_runtime
-
     from zerg.sandbox import announce
+    from zerg.wiring import get_runtime
 
     tls_cert, tls_key = _tls_files(args)
     announce(get_settings())  # a crash's sandboxes go; no isolation here is said once, loudly

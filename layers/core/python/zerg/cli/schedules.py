@@ -63,9 +63,9 @@ def _channels(values: list[str] | None) -> dict[str, list[str]] | None:
 def cmd_add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from zerg.api.errors import validation_message
     from zerg.schedules import service
     from zerg.schedules.spec import ScheduleSpec
+    from zerg.validation import problems
 
     try:
         spec = ScheduleSpec.model_validate({
@@ -73,7 +73,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             "rate": args.rate, "at": args.at, "timezone": args.timezone, "enabled": not args.paused,
             "channels": _channels(args.channels)})
     except ValidationError as exc:
-        return _fail(validation_message(exc.errors())[2], 2)
+        return _fail(problems(exc.errors(), "body"), 2)
     except ValueError as exc:
         return _fail(str(exc), 2)
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from zerg.notify.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
-from zerg.alerts.severity import one_line
+from zerg.text import one_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -194,8 +194,8 @@ def _effect(policy: Policy, key: str) -> str:
 
 def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str, confirm: bool) -> str:
     """Apply the preference, or ask first when it is destructive (see the module's rules)."""
-    from zerg.notify.policy import get_policy, set_policy
     from zerg.inbound import pending
+    from zerg.notify.policy import get_policy, set_policy
 
     pref = parse_preference(key, value)
     args = {"key": pref.key, "value": pref.value}
@@ -232,10 +232,10 @@ def _confirmable(conn: Connection, owner_id: int, run: dict[str, Any], action: s
                  args: dict[str, Any]) -> dict[str, Any]:
     """The question this confirmation answers, locked, when the user said yes to it (module rules);
     DirectiveError otherwise (with the overdue questions marked expired and committed)."""
-    from zerg.statuses import BACKGROUND_TRIGGERS
     from zerg.inbound import pending
     from zerg.inbound.words import is_affirmative
     from zerg.runs import store as runs
+    from zerg.statuses import BACKGROUND_TRIGGERS
 
     expired = pending.expire_overdue(conn, owner_id)
     row = pending.latest_pending(conn, owner_id, action, args)
@@ -346,8 +346,8 @@ def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
                     confirm: bool) -> str:
     """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
     ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
-    from zerg.notify.policy import get_policy
     from zerg.inbound import pending
+    from zerg.notify.policy import get_policy
     from zerg.schedules import service
     from zerg.schedules.spec import SchedulePatch
 

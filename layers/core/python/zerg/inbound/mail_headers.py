@@ -28,8 +28,8 @@ from email.message import Message
 from email.utils import getaddresses
 from typing import Any
 
-from zerg.notify.verification import ContactError, normalise
 from zerg.notify.channels.notifier import MESSAGE_ID, header_text
+from zerg.notify.verification import ContactError, normalise
 
 HEADER_MAX_CHARS = 4096  # of one value a header class reads
 FROM_MAX_CHARS = 2048

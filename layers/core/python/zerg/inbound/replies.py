@@ -63,11 +63,10 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from zerg import observability
-from zerg.notify import contacts
-from zerg.notify import notifications
 from zerg.inbound import messages
 from zerg.inbound.messages import Inbound
 from zerg.inbound.words import is_acknowledgement
+from zerg.notify import contacts, notifications
 from zerg.notify.answers import Send, send_answer
 from zerg.runs import store as runs
 from zerg.statuses import REPLY_TRIGGERS, RUN_FINAL
@@ -282,7 +281,7 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
     if inbound.channel == "email" and inbound.message_id:
-        from zerg.alerts.severity import one_line
+        from zerg.text import one_line
 
         earlier = messages.lock_and_find_message_id(conn, owner_id, inbound.message_id, row["id"])
         if earlier is not None:  # a new provider id, the same mail: a replay, or an MTA resending it
@@ -333,7 +332,7 @@ def _acknowledge(rt: "Runtime", conn: "Connection", owner_id: int, answered: dic
     answer, a question, a reminder): the words are then a reply like any other, for a run."""
     from zerg.alerts import inbox
     from zerg.alerts.background import acknowledge
-    from zerg.alerts.severity import one_line
+    from zerg.text import one_line
 
     item = inbox.get(conn, owner_id, answered["run_id"]) if answered["run_id"] else None
     if item is None:
@@ -447,7 +446,7 @@ def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
     run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link."""
     from zerg.alerts.matrix import base_url, run_link
-    from zerg.alerts.severity import one_line
+    from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])
     answered = run["status"] in ("success", "timeout") and bool((run["result"] or "").strip())

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
-from zerg.alerts.severity import one_line
 from zerg.statuses import REPLY_TRIGGERS
+from zerg.text import one_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -47,8 +47,8 @@ def reply_layer(rt: "Runtime", run: dict[str, Any]) -> str | None:
 
 def build(conn: "Connection", owner_id: int, run_id: int) -> str | None:
     from zerg.alerts import inbox
-    from zerg.notify import notifications
     from zerg.inbound import messages
+    from zerg.notify import notifications
     from zerg.runs import store as runs
 
     inbound = messages.for_run(conn, owner_id, run_id)
@@ -116,7 +116,7 @@ def _schedule_line(s: dict[str, Any]) -> str:
 
 def _excerpt(text: str | None, limit: int) -> str:
     """A text of many lines (a message's body, a run's answer) kept as lines, cut with …; a field
-    of one line is :func:`zerg.alerts.severity.one_line` (a newline in it cannot start a line here)."""
+    of one line is :func:`zerg.text.one_line` (a newline in it cannot start a line here)."""
     text = (text or "").strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

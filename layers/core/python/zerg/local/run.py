@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 from zerg.config import ConfigError
 from zerg.local.progress import describe_event
-from zerg.runs import events
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.runs import jobs
 
 Printer = Callable[[str], None]
 

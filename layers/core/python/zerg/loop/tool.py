@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from zerg.config import Settings
+from zerg.validation import problems
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -170,10 +171,7 @@ def parse_args(tool: Tool, arguments: str) -> BaseModel | ToolOutcome:
     try:
         return tool.args.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        return error(f"invalid arguments for {tool.name}: {problems}")
+        return error(f"invalid arguments for {tool.name}: {problems(exc.errors(), 'arguments')}")
 
 
 def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:

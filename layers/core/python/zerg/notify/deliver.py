@@ -32,13 +32,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from zerg import observability
-from zerg.notify import contacts
 from zerg.alerts import inbox
-from zerg.notify import notifications
-from zerg.notify import limits
+from zerg.notify import contacts, limits, notifications
 from zerg.notify.channels.notifier import header_text
-from zerg.ports import Email, NotifierError, Sms
 from zerg.notify.policy import CHANNELS, Policy, get_policy, in_quiet_hours
+from zerg.ports import Email, NotifierError, Sms
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:

@@ -41,10 +41,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerg.notify import notifications
-from zerg.notify import limits
-from zerg.notify import push_keys
-from zerg.notify import push_subscriptions
+from zerg.notify import limits, notifications, push_keys, push_subscriptions
 from zerg.notify.deliver import log_row
 from zerg.timestamps import utcnow
 
@@ -128,8 +125,7 @@ def endpoint_refusal(endpoint: str, settings: "Settings") -> str | None:
     """Why the server must not POST to ``endpoint`` (None: it may). Resolves the host."""
     import socket
 
-    from zerg import hosting
-    from zerg import egress
+    from zerg import egress, hosting
 
     if len(endpoint) > ENDPOINT_MAX:
         return f"endpoint is longer than {ENDPOINT_MAX} characters"

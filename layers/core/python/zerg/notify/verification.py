@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from zerg.notify import contacts
-from zerg.notify import notifications
+from zerg.notify import contacts, notifications
 from zerg.notify.policy import CHANNELS
 from zerg.timestamps import utcnow
 

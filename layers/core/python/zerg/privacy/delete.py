@@ -28,10 +28,10 @@ from psycopg import errors
 from zerg import observability, owners
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.privacy import scope
-from zerg.privacy.export import human_bytes
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.schedules import store as schedules
-from zerg.runs import jobs
+from zerg.text import human_bytes
 
 if TYPE_CHECKING:
     from psycopg import Connection

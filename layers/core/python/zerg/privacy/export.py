@@ -37,6 +37,7 @@ from uuid import UUID
 
 from zerg.artifacts.store import ArtifactError, ArtifactPathError, WorkerArtifactStore
 from zerg.privacy import scope
+from zerg.text import human_bytes
 from zerg.timestamps import iso, utcnow
 
 if TYPE_CHECKING:
@@ -74,16 +75,6 @@ class ExportReport:
             out.append(f"note: {self.unattributed_workers} worker(s) in the store have an unreadable metadata.json "
                        "and are in no owner's index: whose they are is unknown, so they are not in the archive")
         return out
-
-
-def human_bytes(n: float) -> str:
-    if n < 1024:
-        return f"{n:.0f} bytes"
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}"
-    raise AssertionError("unreachable")
 
 
 def default_filename(owner_name: str) -> str:

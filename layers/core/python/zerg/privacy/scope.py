@@ -20,25 +20,21 @@ from typing import Any
 from psycopg import Connection
 
 from zerg import owners
-from zerg.notify import contacts
 from zerg.agents import configs as agent_configs
+from zerg.alerts import escalations, inbox
+from zerg.artifacts.store import WorkerArtifactStore
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
 from zerg.inbound import pending
-from zerg.artifacts.store import WorkerArtifactStore
-from zerg.alerts import escalations, inbox
-from zerg.notify import notifications
-from zerg.notify import limits
-from zerg.notify import policy
-from zerg.notify import push_subscriptions
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
-from zerg.runs import events, threads
+from zerg.notify import contacts, limits, notifications, policy, push_subscriptions
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
+from zerg.runs import threads
 from zerg.schedules import fires
 from zerg.schedules import store as schedules
-from zerg.runs import jobs
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from zerg.runs import deadline as run_deadline
-from zerg.runs import events, executor
+from zerg.runs import events, executor, jobs
 from zerg.runs import store as runs
-from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool

@@ -5,7 +5,8 @@
 - ``zerg.local.engine.LocalStarter``: the in-process local engine running the same ASL (only in
   a local install; the Lambda layer does not ship it).
 
-Chosen by configuration (:func:`make_starter`): ``ZERG_STATE_MACHINE_ARN`` set means Step Functions.
+The port is :class:`zerg.ports.RunStarter`, chosen by configuration (:func:`zerg.wiring.make_starter`):
+``ZERG_STATE_MACHINE_ARN`` set means Step Functions.
 The runtime owns the one starter of a process (``rt.starter``).
 """
 

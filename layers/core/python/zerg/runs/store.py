@@ -36,10 +36,8 @@ from psycopg.types.json import Jsonb
 from zerg import observability
 from zerg.llm import Usage
 from zerg.llm.ledger import usage_by_component
-from zerg.runs import events, threads
+from zerg.runs import events, jobs, threads
 from zerg.statuses import RUN_FINAL, RUN_UNFINISHED
-from zerg.runs import jobs
-
 
 # What started a run (the CHECK on ``runs.trigger``; tests/test_runs_list.py holds the two in step).
 RunTrigger = Literal["api", "cli", "schedule", "email", "sms"]

@@ -132,7 +132,6 @@ def _nsinit_program(base: Path) -> Path:
     target = base / _nsinit_name()
     if not target.exists():
         import py_compile
-
         import threading
 
         tmp = base / f".{target.name}.{os.getpid()}.{threading.get_ident()}"

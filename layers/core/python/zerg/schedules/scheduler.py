@@ -1,6 +1,6 @@
-"""The scheduler port: what makes a ``schedules`` row fire. On AWS an EventBridge Scheduler
-schedule per row (:mod:`zerg.schedules.eventbridge`); locally the rows are the schedule and the
-ticker of ``zerg serve`` reads them (:class:`LocalScheduler`).
+"""What makes a ``schedules`` row fire (the port: :class:`zerg.ports.Scheduler`). On AWS an
+EventBridge Scheduler schedule per row (:mod:`zerg.schedules.eventbridge`); locally the rows are
+the schedule and the ticker of ``zerg serve`` reads them (:class:`LocalScheduler`, here).
 
 Invariants:
 - One port, two implementations, one contract (tests/test_scheduler_contract.py): after

@@ -53,9 +53,9 @@ from typing import Any
 
 from zerg.llm.untrusted import UNTRUSTED, WORD, as_text
 from zerg.memory import summaries as summary_rows
+from zerg.memory.recall import MEMORY_SHARE
 from zerg.runs import threads
 from zerg.supervisor.prompts import system_prompt
-from zerg.memory.recall import MEMORY_SHARE
 
 DEFAULT_BUDGET_BYTES = 40_000
 THREAD_SHARE = 0.20  # of the budget left after the prompt and the task

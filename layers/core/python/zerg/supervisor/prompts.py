@@ -1,7 +1,7 @@
 """What the supervisor is told: its system prompt (static, first, so prompt caching applies)."""
 
-from zerg.llm.untrusted import PROMPT_RULE
 from zerg.llm.port import BACKGROUND_MARKER
+from zerg.llm.untrusted import PROMPT_RULE
 
 COMMON_PROMPT = """\
 You are the Zerg supervisor: the one brain of a personal assistant. You coordinate disposable

@@ -48,28 +48,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
-
 from zerg import observability
-from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
-from zerg.statuses import is_background
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
 from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.loop.tool import ToolContext, ToolOutcome, parse_args
 from zerg.memory import notes, recall
 from zerg.runs import deadline as run_deadline
-from zerg.runs import events
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runs.closing import after_close
 from zerg.runtime import Runtime
-from zerg.statuses import JOB_UNFINISHED, RUN_FINAL
+from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, is_background
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
-from zerg.loop.tool import ToolContext
-from zerg.loop.tool import ToolOutcome, parse_args
 from zerg.tools.catalog import SPAWN_TOOL, SpawnArgs, supervisor_tools
-from zerg.runs import jobs
 from zerg.workers.reconcile import reconcile_run
 
 PENDING = "zerg_pending_job"  # marks a spawn_worker tool message awaiting its worker's outcome

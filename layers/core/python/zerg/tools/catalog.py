@@ -27,10 +27,11 @@ SPAWN_TOOL = Tool(
 def supervisor_tools(*, background: bool = False) -> dict[str, Tool]:
     """The supervisor's tools; a ``background`` (scheduled) run gets no create_reminder and no
     directive tools (schedules, preferences)."""
-    from zerg.tools import clock, connectors, http
+    from zerg.tools import clock, connectors
     from zerg.tools import directive_tools as directives
-    from zerg.tools import reminder_tools as reminders
+    from zerg.tools import http
     from zerg.tools import memory_tools as memory
+    from zerg.tools import reminder_tools as reminders
     from zerg.tools.fact_tools import TOOLS as FACT_TOOLS
     from zerg.tools.worker_access import TOOLS as WORKER_QUERY_TOOLS
 

@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.notify.policy import Channel, Severity
 from zerg.schedules.spec import NAME_MAX, TASK_MAX
-from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.tools.person import person_run
 
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"

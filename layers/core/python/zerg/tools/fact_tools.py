@@ -19,9 +19,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.memory import facts
 from zerg.memory.facts import Category
-from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 
 CONTENT_CHARS = 300
 _FORGET = re.compile(

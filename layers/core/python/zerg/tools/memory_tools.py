@@ -26,9 +26,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg import observability
+from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.memory import filesystem as fs
 from zerg.memory.paths import MAX_CONTENT_BYTES, MAX_PATH_CHARS
-from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 
 READ_MAX_BYTES = 64_000
 SEARCH_MAX = 20

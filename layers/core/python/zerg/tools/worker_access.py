@@ -1,7 +1,7 @@
 """The supervisor's tools for past work: list, read, drill into, search and describe workers.
 
 Invariants:
-- Every read is scoped to the calling owner through :mod:`zerg.ownership`; another owner's job
+- Every read is scoped to the calling owner through :mod:`zerg.runs.worker_artifacts`; another owner's job
   is "not found", exactly like a job that does not exist.
 - ``list_workers`` returns summaries only (the task, cut to 150 characters, until a summary
   exists), never result text: it is the compression layer that lets the supervisor scan
@@ -17,10 +17,10 @@ from datetime import datetime, timedelta, timezone
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.statuses import JobStatus
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.runs import jobs
 from zerg.runs.worker_artifacts import NotFound, NotStarted, WorkerArtifacts, open_worker, resolve_worker
+from zerg.statuses import JobStatus
 
 GREP_MAX_MATCHES = 50
 GREP_LINE_CHARS = 200

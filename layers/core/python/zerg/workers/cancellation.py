@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from zerg import observability
+from zerg.loop.tool import CancelSignal
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
-from zerg.loop.tool import CancelSignal
-from zerg.runs import jobs
 
 POLL_S = 0.5  # how often a running worker asks the database whether to stop (two indexed reads)
 CANCELLED_BY_USER = "cancelled by the user"

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from zerg.runs import events
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, WORKER_OUTCOMES
 from zerg.timestamps import parse_iso, utcnow
-from zerg.runs import jobs
 
 log = logging.getLogger("zerg.workers.reconcile")
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.artifacts.store import WorkerArtifactStore
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.runs import threads
 from zerg.timestamps import utcnow
-from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -197,6 +197,6 @@ def run_retention(rt: "Runtime", should_stop: Callable[[], bool] | None = None) 
 
 
 def _human(n: int) -> str:
-    from zerg.privacy.export import human_bytes
+    from zerg.text import human_bytes
 
     return human_bytes(n)

@@ -40,24 +40,23 @@ from typing import TYPE_CHECKING, Any
 from psycopg import OperationalError
 
 from zerg import observability
-from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.agents import settings as agent_settings
-from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.alerts.budget import SpendingCapReached
+from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.config import Settings
 from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import PROMPT_RULE
+from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
+from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
 from zerg.runs import deadline as run_deadline
-from zerg.runs import events
+from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
-from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
-from zerg.runs import jobs
 
 if TYPE_CHECKING:
     pass

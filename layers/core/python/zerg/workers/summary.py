@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from zerg.llm import CallTag, ChatModel, Usage
 from zerg.llm.untrusted import PROMPT_RULE, Fence
-from zerg.runs import events
+from zerg.runs import events, jobs
 from zerg.timestamps import iso
-from zerg.runs import jobs
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime

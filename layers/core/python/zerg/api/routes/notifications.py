@@ -8,10 +8,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from zerg.notify.policy import PolicyChange
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError
 from zerg.api.models import NotificationPage, NotificationPolicy, responses
+from zerg.notify.policy import PolicyChange
 
 router = Router()
 

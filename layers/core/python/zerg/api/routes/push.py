@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from zerg.notify.push import SubscriptionIn
 from zerg.api.deps import MAX_ID, Owner, Rt, Session, json_response
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import PushKey, PushSubscription, PushSubscriptionList, PushTestResult, responses
+from zerg.notify.push import SubscriptionIn
 
 router = Router()
 
@@ -40,8 +40,7 @@ def push_key(owner_id: Owner, rt: Rt):
              responses=responses(201, "The subscription (the same one again for a known endpoint)", PushSubscription,
                                  400, 401, 409, 413, 415))
 def subscribe(body: SubscriptionIn, caller: Session, rt: Rt):
-    from zerg.notify import push_subscriptions
-    from zerg.notify import push
+    from zerg.notify import push, push_subscriptions
 
     refusal = push.endpoint_refusal(body.endpoint, rt.settings)
     if refusal is not None:
@@ -80,9 +79,8 @@ def delete_subscription(subscription_id: SubscriptionId, owner_id: Owner, rt: Rt
 @router.post("/api/jarvis/push/test", summary="Send a test push to each of the owner's subscriptions (recorded)",
              responses=responses(200, "One notification per subscription", PushTestResult, 401, 409))
 def test_push(owner_id: Owner, rt: Rt):
-    from zerg.notify import push_subscriptions
-    from zerg.notify import push
     from zerg.alerts.matrix import base_url
+    from zerg.notify import push, push_subscriptions
 
     with rt.pool.connection() as conn:
         if not push_subscriptions.has_any(conn, owner_id):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
-from zerg.api.errors import ApiError, not_found, validation_message
+from zerg.api.errors import ApiError, not_found
 from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
                              responses)
 from zerg.auth import Caller
@@ -25,6 +25,7 @@ from zerg.runs.launch import LaunchError, start_execution
 from zerg.runs.store import RunTrigger
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL, RunStatus
+from zerg.validation import validation_message
 
 router = Router()
 CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end their commands

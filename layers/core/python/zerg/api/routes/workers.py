@@ -20,10 +20,10 @@ from zerg.api.models import RunAccepted, WorkerDetail, WorkerPage, responses
 from zerg.api.ranges import RANGE_MAX_BYTES, RangeNotSatisfiable, parse_range, partial_content
 from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_key
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
-from zerg.runtime import Runtime
-from zerg.statuses import JobStatus
 from zerg.runs import jobs
 from zerg.runs.worker_artifacts import NotFound, NotStarted, WorkerArtifacts, open_worker
+from zerg.runtime import Runtime
+from zerg.statuses import JobStatus
 
 router = Router()
 FILE_MAX_BYTES = 5_000_000

@@ -1,5 +1,6 @@
-"""The notifier port: email and SMS to one address each, through SES v2 and SNS on AWS
-(:mod:`zerg.notify.channels.ses`, :mod:`zerg.notify.channels.sns`) or the local outbox (:mod:`zerg.notify.channels.outbox`).
+"""Email and SMS as they are sent (the port: :class:`zerg.ports.Notifier`), through SES v2 and SNS
+on AWS (:mod:`zerg.notify.channels.ses`, :mod:`~zerg.notify.channels.sns`) or the local outbox
+(:mod:`zerg.notify.channels.outbox`).
 
 Invariants:
 - A notifier sends exactly what it is given to exactly the one address it is given; who may be

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerg.aws_clients import LazyClient
 from zerg.notify.channels.notifier import mime_message
 from zerg.ports import Email, NotifierError, SentEmail
-from zerg.aws_clients import LazyClient
 
 TIMEOUT_S = 5.0
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from zerg import observability
+from zerg.aws_clients import LazyClient
 from zerg.notify.channels.notifier import split_sms
 from zerg.ports import NotifierError, Sms
-from zerg.aws_clients import LazyClient
 
 TIMEOUT_S = 5.0
 

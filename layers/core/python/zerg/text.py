@@ -1,0 +1,20 @@
+"""Text for a person, made the same way everywhere: a one-line cut of any text, a size in bytes."""
+
+from __future__ import annotations
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """``text`` on one line (whitespace collapsed), at most ``limit`` characters (cut with …)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes as a person reads them: ``512 bytes``, ``1.5 KiB``, ``3.2 GiB``."""
+    if n < 1024:
+        return f"{n:.0f} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}"
+    raise AssertionError("unreachable")
