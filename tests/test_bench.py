@@ -57,7 +57,7 @@ FIGURES = {
                "POST /api/jarvis/quick (clock, no model)", "POST /api/jarvis/quick (scripted model)",
                "rules alone, hostile 4,000-char inputs (worst p95)"],
     "imports": ["host layer build", "== import handler, only the layer on sys.path", "worker", "supervisor",
-                "summary", "events", "from source", "with .pyc"],
+                "summary", "events", "from source", "with .pyc", "+ first event"],
     "web": ["== the built app (web/dist) ==", "transferred size, gzip", "== the page (headless Chromium",
             "POST /supervisor -> first worker row rendered", "POST /api/jarvis/route (pre-check",
             "POST /api/jarvis/quick (scripted model)", "run start -> first supervisor_thinking"],

@@ -5,17 +5,25 @@ Each handler runs in a fresh isolated interpreter with only its code dir and the
 ``[project].dependencies`` -- or a handler reaching into ``zerg.local``, the CLI or a local-only
 extra -- fails here instead of on the first cold start. The dependencies are installed once per
 dependency list and cached under ``.zerg/layer-deps`` (the first run downloads them).
+
+The layer ships bytecode for its target interpreter (unchecked-hash .pyc, compiled by an
+interpreter of that version): this one's for the host layer, CPython 3.12's for Lambda's.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import infra.components.layer_build as lb
 from infra.components.layer_build import EXCLUDED, LIBRARY, build_host_layer, layer_hash, shipped_files
 from tests.support.lambda_layer import FUNCTION_DIRS, lambda_task, run_isolated
+from tests.support.parts import need
 
 HANDLERS = {"worker": "handler", "supervisor": "handler", "summary": "handler",
             "events": "handler", "migrator": "on_event"}
@@ -49,7 +57,8 @@ def test_layer_ships_the_library_without_the_local_host_and_cli(layer: Path):
     assert "zerg/__init__.py" in shipped and "zerg/migrations" in {str(Path(p).parent) for p in shipped}
     assert not [p for p in shipped if p.startswith("zerg/local/") or p == "zerg/cli.py"]
     assert (LIBRARY / "zerg" / "local" / "engine.py").is_file()  # it exists, it just does not ship
-    on_disk = {p.relative_to(layer).as_posix() for p in (layer / "zerg").rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(layer).as_posix() for p in (layer / "zerg").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
     assert on_disk == shipped
     assert not (layer / "bin").exists()
     assert EXCLUDED == ("zerg/local", "zerg/cli.py")
@@ -72,6 +81,73 @@ def test_layer_hash_ignores_excluded_files_and_follows_shipped_ones(monkeypatch,
     (copy / "zerg" / "statuses.py").write_text("# changed\n", encoding="utf-8")
     assert layer_hash(requirements) != before
     assert layer_hash(["boto3", "httpx"]) != layer_hash(requirements)
+
+
+def _pyc_header(pyc: Path) -> tuple[bytes, int]:
+    """(magic number, flags) of a .pyc: flags 1 is unchecked-hash (never compared with its source)."""
+    head = pyc.read_bytes()[:8]
+    return head[:4], int.from_bytes(head[4:8], "little")
+
+
+def _modules_without_bytecode(root: Path, tag: str) -> list[str]:
+    return [p.relative_to(root).as_posix() for p in root.rglob("*.py")
+            if not (p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").is_file()]
+
+
+def test_host_layer_ships_unchecked_bytecode_for_this_interpreter(layer: Path):
+    tag = sys.implementation.cache_tag
+    assert _modules_without_bytecode(layer / "zerg", tag) == []
+    for module in ("zerg/__init__.py", "zerg/handler_input.py", "pydantic/main.py", "botocore/client.py"):
+        path = layer / module
+        assert _pyc_header(path.parent / "__pycache__" / f"{path.stem}.{tag}.pyc") == (importlib.util.MAGIC_NUMBER, 1)
+
+
+def test_lambda_bytecode_is_compiled_by_python312_for_opt_python(tmp_path: Path):
+    python = lb.bytecode_interpreter(lb.LAMBDA)
+    need(None if python else f"no CPython {lb.PYTHON_VERSION} to compile the Lambda layer's bytecode "
+         f"(set {lb.INTERPRETER_VARIABLE}, or install python{lb.PYTHON_VERSION})",
+         "the Lambda layer's bytecode test")
+    target = tmp_path / "python"
+    lb.copy_library(target)
+
+    assert lb.compile_bytecode(target, lb.LAMBDA) is True
+
+    assert lb.LAMBDA.cache_tag == "cpython-312"
+    assert _modules_without_bytecode(target / "zerg", "cpython-312") == []
+    assert not list(target.rglob(f"*.{sys.implementation.cache_tag}.pyc"))  # none for the build's own Python
+    pyc = target / "zerg" / "__pycache__" / "handler_input.cpython-312.pyc"
+    magic = subprocess.run([python, "-I", "-c", "import importlib.util, sys; "
+                            "sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"],
+                           capture_output=True, text=True, check=True).stdout
+    assert _pyc_header(pyc) == (bytes.fromhex(magic), 1)
+    recorded = subprocess.run([python, "-I", "-c", f"import marshal; print(marshal.loads(open({str(pyc)!r}, 'rb')"
+                               ".read()[16:]).co_filename)"], capture_output=True, text=True, check=True).stdout
+    assert recorded.strip() == "/opt/python/zerg/handler_input.py"
+
+
+def test_without_python312_the_layer_ships_no_bytecode_and_says_so(monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(lb, "bytecode_interpreter", lambda platform=lb.LAMBDA: "/usr/bin/python3.12")
+    with_bytecode = layer_hash(["boto3"])
+    monkeypatch.setattr(lb, "bytecode_interpreter", lambda platform=lb.LAMBDA: None)
+    target = tmp_path / "python"
+    lb.copy_library(target)
+
+    with pytest.warns(lb.BytecodeWarning, match="NO bytecode"):
+        assert lb.compile_bytecode(target, lb.LAMBDA) is False
+
+    assert not list(target.rglob("*.pyc"))
+    assert lb.bytecode_key() == "bytecode: none"
+    assert layer_hash(["boto3"]) != with_bytecode  # one asset per outcome: a later build with .pyc publishes
+
+
+def test_an_explicit_interpreter_of_another_version_is_refused(monkeypatch):
+    monkeypatch.setenv(lb.INTERPRETER_VARIABLE, sys.executable if sys.version_info[:2] != (3, 12) else "/bin/false")
+    lb.bytecode_interpreter.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=lb.INTERPRETER_VARIABLE):
+            lb.bytecode_interpreter(lb.LAMBDA)
+    finally:
+        lb.bytecode_interpreter.cache_clear()
 
 
 @pytest.mark.parametrize("name", sorted(HANDLERS))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from zerg import observability
-from zerg.api.app import resolve
 
 # Lambda's remaining time below which a housekeeping task starts no new piece of work.
 HOUSEKEEPING_MARGIN_MS = 5_000
@@ -27,6 +26,10 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return execution_status(event)
     if (channel := inbound_channel(event)) is not None:
         return inbound(event, channel)
+    # Imported here, not at the top: the API (Powertools' event handler, the routes and their
+    # models) is loaded by the first HTTP request, never by a scheduled or inbound event.
+    from zerg.api.app import resolve
+
     request_id = ((event or {}).get("requestContext") or {}).get("requestId")
     with observability.invocation("events", request_id):
         return resolve(event, context)

@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from zerg import observability
-from zerg.handler_input import JobEvent, parse_event
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    # Imported here, not at the top: pydantic and the event models stay out of the cold start's
+    # import (tests/test_supervisor_imports.py).
+    from zerg.handler_input import JobEvent, parse_event
+
     ev = parse_event(JobEvent, event, "summary")
     from zerg.wiring import get_runtime
     from zerg.workers.summary import summarize_job

@@ -4,28 +4,18 @@ escalation state machine's steps (escalate: the next repeat of a critical alert;
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from zerg import observability
-from zerg.handler_input import InvalidEvent, parse_event
-
-
-class SupervisorEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    action: Literal["plan", "resume", "finalize", "fail", "remember", "escalate", "escalation_failed"]
-    run_id: int = Field(gt=0)
-    owner_id: int = Field(gt=0)
-    thread_id: int | None = Field(default=None, gt=0)
-    escalation_id: int | None = Field(default=None, gt=0)  # the escalation actions'
-    error: Any = None  # the run-level Catch's {"Error", "Cause"}, for fail (and escalation_failed)
-
 
 ESCALATION_ACTIONS = ("escalate", "escalation_failed")
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    # Imported here, not at the top: pydantic and the event models stay out of the cold start's
+    # import (tests/test_supervisor_imports.py).
+    from zerg.handler_input import InvalidEvent, SupervisorEvent, parse_event
+
     ev = parse_event(SupervisorEvent, event, "supervisor")
     if ev.action in ESCALATION_ACTIONS:
         if ev.escalation_id is None:

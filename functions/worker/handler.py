@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from zerg import observability
-from zerg.handler_input import JobEvent, describe_step_error, parse_event
-
-
-class WorkerEvent(JobEvent):
-    action: Literal["run", "mark_failed"] = "run"
-    error: Any = Field(default=None, description="the Catch's error object, for mark_failed")
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    # Imported here, not at the top: pydantic and the event models stay out of the cold start's
+    # import (tests/test_supervisor_imports.py).
+    from zerg.handler_input import WorkerEvent, describe_step_error, parse_event
+
     ev = parse_event(WorkerEvent, event, "worker")
     from zerg.sandbox import invocation
     from zerg.wiring import get_runtime

@@ -47,6 +47,7 @@ class CoreLayer(Construct):
             str(LAYER_SOURCE),
             asset_hash_type=AssetHashType.CUSTOM,
             asset_hash=layer_hash(runtime_requirements()),
+            # The source's stray caches; not the bundled output, whose .cpython-312.pyc ship.
             exclude=["**/__pycache__", "**/*.pyc"],
             bundling=BundlingOptions(
                 # Only used if local bundling declined, which it never does.

@@ -1,8 +1,9 @@
 """Run handler code the way Lambda does, against a built layer: the function's code dir is
 ``/var/task`` (first on ``sys.path``), the layer's ``python/`` is ``/opt/python``, and apart from
 them only the standard library is importable (``-I -S``: no site-packages, no PYTHON* variables).
-``-B`` because Lambda's file system is read-only: nothing is compiled ahead, every import is from
-source, as on a cold start with this layer."""
+``-B`` because Lambda's file system is read-only: no bytecode is written, so a module runs from the
+bytecode the layer ships (infra.components.layer_build.compile_bytecode) or is compiled from
+source on every cold start (a layer built with ``bytecode=False``), as on Lambda."""
 
 from __future__ import annotations
 

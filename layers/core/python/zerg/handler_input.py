@@ -39,6 +39,25 @@ class JobEvent(BaseModel):
     owner_id: int = Field(gt=0)
 
 
+class WorkerEvent(JobEvent):
+    """The worker function's input: a job to run, or one to mark failed after its Lambda crashed."""
+
+    action: Literal["run", "mark_failed"] = "run"
+    error: Any = Field(default=None, description="the Catch's error object, for mark_failed")
+
+
+class SupervisorEvent(BaseModel):
+    """The supervisor function's input: one step of a run, its memory writes, or an escalation step."""
+
+    model_config = ConfigDict(extra="ignore")
+    action: Literal["plan", "resume", "finalize", "fail", "remember", "escalate", "escalation_failed"]
+    run_id: int = Field(gt=0)
+    owner_id: int = Field(gt=0)
+    thread_id: int | None = Field(default=None, gt=0)
+    escalation_id: int | None = Field(default=None, gt=0)  # the escalation actions'
+    error: Any = None  # the run-level Catch's {"Error", "Cause"}, for fail (and escalation_failed)
+
+
 class HousekeepingEvent(BaseModel):
     """What a scheduled EventBridge rule sends the ingress function: which housekeeping task to run."""
 
