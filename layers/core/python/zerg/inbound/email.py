@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zerg.aws_clients import LazyClient
+from zerg.files import atomic_private_file
 from zerg.inbound import mail_headers
 from zerg.inbound.messages import Inbound
 from zerg.inbound.reply_text import clean_text, html_to_text, strip_quotes, unflow
@@ -317,16 +318,7 @@ def keep_copy(directory: Path, name: str, raw: bytes) -> Path:
     path = directory / name
     if path.exists():
         return path
-    tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_private_file(path, directory / f".{name}.{secrets.token_hex(4)}.tmp") as f:
+        f.write(raw)
     return path
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from zerg.config import Settings
+from zerg.files import atomic_private_file
 from zerg.local.client import ClientError, ask, authenticate, revoke
 
 
@@ -67,15 +68,8 @@ def _private_dirs(config_dir: Path) -> Path:
 def save_session(config_dir: Path, stored: StoredSession) -> Path:
     _private_dirs(config_dir)
     target = session_file(config_dir, stored.url)
-    tmp = target.with_suffix(f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(asdict(stored), fh)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_private_file(target, target.with_suffix(f".tmp{os.getpid()}")) as fh:
+        fh.write(json.dumps(asdict(stored)).encode())
     return target
 
 

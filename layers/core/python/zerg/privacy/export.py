@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import secrets
 import zipfile
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from zerg.artifacts.store import ArtifactError, ArtifactPathError, WorkerArtifactStore
+from zerg.files import atomic_private_file
 from zerg.privacy import scope
 from zerg.text import human_bytes
 from zerg.timestamps import iso, utcnow
@@ -99,20 +99,13 @@ def export_owner(pool: "ConnectionPool", store: WorkerArtifactStore, owner_id: i
     if not dest.parent.is_dir():
         raise ExportError(f"{dest.parent} is not a directory")
     tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.partial")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # private data: private file
-    except OSError as exc:
-        raise ExportError(f"cannot write in {dest.parent}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
-                report = _write(zf, pool, store, owner_id, dest)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    def cannot(exc: OSError) -> ExportError:
+        return ExportError(f"cannot write in {dest.parent}: {exc.strerror}")
+
+    with atomic_private_file(dest, tmp, open_error=cannot) as fh:  # private data: a private file
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+            report = _write(zf, pool, store, owner_id, dest)
     return report
 
 
