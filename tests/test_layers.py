@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "observability": FOUNDATION, "statuses": FOUNDATION, "timestamps": FOUNDATION, "timezones": FOUNDATION,
     "handler_input": FOUNDATION, "ports": FOUNDATION, "egress": FOUNDATION, "aws_clients": FOUNDATION,
     "pids": FOUNDATION, "hosting": FOUNDATION, "runtime": FOUNDATION, "validation": FOUNDATION, "text": FOUNDATION,
+    "files": FOUNDATION,
     # 2 adapters and the loop: what talks to the world, and the model<->tool loop with its tool seam
     "llm": ADAPTERS, "embeddings": ADAPTERS, "sealing": ADAPTERS, "artifacts": ADAPTERS, "sandbox": ADAPTERS,
     "loop": ADAPTERS, "notify.channels": ADAPTERS, "schedules.eventbridge": ADAPTERS,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from zerg.alerts import inbox
 from zerg.alerts.severity import Assessment, assess
+from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.statuses import RUN_FINAL, is_background
 
@@ -45,7 +46,6 @@ def schedule_of(conn: "Connection", owner_id: int, run_id: int) -> dict[str, Any
 
 def assess_run(conn: "Connection", run: dict[str, Any], schedule: dict[str, Any] | None) -> Assessment:
     """The assessment of ``run`` (with its final ``status`` and ``error``) from its answer and jobs."""
-    from zerg.runs import jobs
 
     rows = jobs.run_jobs(conn, run["owner_id"], run["id"])
     return assess(run.get("result"), rows, run, schedule_name=(schedule or {}).get("name"))

@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zerg.notify.policy import CHANNELS
+from zerg.notify.policy import CHANNELS, get_policy
 from zerg.text import one_line
 
 if TYPE_CHECKING:
@@ -99,7 +99,6 @@ def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str
     """Send what ``item``'s severity calls for; a report: the notifications rows' statuses per
     channel, and whether an escalation started."""
     from zerg.notify.deliver import deliver
-    from zerg.notify.policy import get_policy
 
     severity = item["severity"]
     report: dict[str, Any] = {"severity": severity, "sent": {}}

@@ -10,6 +10,7 @@ from functools import partial
 import zerg.local  # noqa: F401  the local host: gives the composition root its run starter
 from zerg.config import ConfigError, get_settings
 from zerg.validation import problems
+from zerg.wiring import get_runtime, make_scheduler
 
 
 class CliError(RuntimeError):
@@ -215,7 +216,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from zerg import observability
     from zerg.local.run import print_report, run_task
     from zerg.migrate import migrate
-    from zerg.wiring import get_runtime
 
     task = " ".join(args.task).strip()
     if not task:
@@ -357,8 +357,6 @@ def cmd_owners_delete(args: argparse.Namespace) -> int:
         stop = partial(StepFunctionsStarter(settings).stop, cause="owner deleted")
     delete_schedule = None
     if settings.schedule_group:  # locally the rows are the schedules: nothing else fires them
-        from zerg.wiring import make_scheduler
-
         delete_schedule = make_scheduler(settings, lambda: pool).delete
     try:
         report = delete_owner(pool, store, owner_id, force=args.force, stop_execution=stop,
@@ -412,7 +410,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.sandbox import announce
-    from zerg.wiring import get_runtime
 
     tls_cert, tls_key = _tls_files(args)
     announce(get_settings())  # a crash's sandboxes go; no isolation here is said once, loudly

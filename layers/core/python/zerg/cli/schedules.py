@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from zerg.cli.common import fail as _fail
 from zerg.cli.common import run_as_owner
-from zerg.schedules.spec import KINDS
+from zerg.schedules.spec import KINDS, ScheduleSpec
 
 
 def _run(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
@@ -64,7 +64,6 @@ def cmd_add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from zerg.schedules import service
-    from zerg.schedules.spec import ScheduleSpec
     from zerg.validation import problems
 
     try:

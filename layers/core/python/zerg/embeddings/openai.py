@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerg.embeddings.port import EmbeddingError
+
 MODEL = "text-embedding-3-small"
 DIMENSION = 1536
 MAX_BYTES = 8_000  # < 8,191 tokens for any text (see the invariants)
@@ -37,8 +39,6 @@ class OpenAIEmbedder:
                                     timeout=timeout)
 
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
-        from zerg.embeddings.port import EmbeddingError
-
         # The API rejects empty input; one space embeds as "nothing" just the same.
         inputs = [cut_utf8(t, MAX_BYTES) if t.strip() else " " for t in texts]
         try:

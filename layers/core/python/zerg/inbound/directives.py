@@ -38,7 +38,8 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from zerg.notify.policy import CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from
+from zerg.notify.policy import (CHANNELS, SEVERITIES, Policy, PolicyChange, PolicyError, change_from, get_policy,
+                                set_policy)
 from zerg.text import one_line
 
 if TYPE_CHECKING:
@@ -195,7 +196,6 @@ def _effect(policy: Policy, key: str) -> str:
 def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str, confirm: bool) -> str:
     """Apply the preference, or ask first when it is destructive (see the module's rules)."""
     from zerg.inbound import pending
-    from zerg.notify.policy import get_policy, set_policy
 
     pref = parse_preference(key, value)
     args = {"key": pref.key, "value": pref.value}
@@ -347,7 +347,6 @@ def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
     """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
     ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
     from zerg.inbound import pending
-    from zerg.notify.policy import get_policy
     from zerg.schedules import service
     from zerg.schedules.spec import SchedulePatch
 

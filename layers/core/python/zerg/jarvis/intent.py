@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from zerg import observability
+from zerg.llm import CallTag, LLMError
 from zerg.llm.untrusted import Fence
 
 if TYPE_CHECKING:
@@ -203,7 +204,6 @@ def parse_answer(text: str) -> tuple[Mode, str] | None:
 def ask_model(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[str, str]]) -> Decision:
     """The intent model's decision; supervisor ("uncertain") when it fails or answers garbage."""
     from zerg.alerts.budget import SpendingCapReached
-    from zerg.llm import CallTag, LLMError
 
     try:
         result = rt.llm.complete(_intent_messages(utterance, history), model=rt.settings.intent_model,

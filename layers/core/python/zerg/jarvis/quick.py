@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.jarvis.intent import CLOCK, MEMORY_RECALL, normalise
+from zerg.llm import CallTag, LLMError
 from zerg.llm.untrusted import PROMPT_RULE, UNTRUSTED, fence_messages
 
 if TYPE_CHECKING:
@@ -99,7 +100,6 @@ def _ask(rt: "Runtime", owner_id: int, messages: list[dict[str, Any]]) -> str:
     if rt.settings.offline:  # the offline playbook plans runs; it has nothing to say here
         return OFFLINE_ANSWER
     from zerg.alerts.budget import SpendingCapReached
-    from zerg.llm import CallTag, LLMError
 
     model = rt.settings.quick_model or rt.settings.supervisor_model
     try:

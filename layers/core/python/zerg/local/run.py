@@ -17,6 +17,7 @@ from zerg.local.progress import describe_event
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
+from zerg.statuses import RUN_FINAL
 
 Printer = Callable[[str], None]
 
@@ -148,7 +149,6 @@ def wait_for_run(rt: Runtime, owner_id: int, run_id: int, out: Printer = print) 
     the way out when it executes in this process)."""
     from zerg.alerts import inbox
     from zerg.local.engine import LocalStarter
-    from zerg.statuses import RUN_FINAL
 
     local = isinstance(rt.starter, LocalStarter)
 

@@ -43,7 +43,9 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 import anyio.to_thread
 
-from zerg.api.errors import error_body
+from zerg.api.errors import ApiError, error_body, unavailable
+from zerg.config import get_settings
+from zerg.wiring import get_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +244,6 @@ class ZergASGI:
         ends, the client leaves, the server stops or the caller's session is revoked."""
         from zerg.api import sse
         from zerg.auth import still_valid
-        from zerg.wiring import get_runtime
 
         stop = threading.Event()
         frames = checked.frames(stop=stop, still_valid=partial(still_valid, get_runtime().pool, checked.caller))
@@ -281,7 +282,6 @@ class ZergASGI:
 
 async def _serve_static(scope, send, raw_path: str) -> None:
     """The built web app (:mod:`zerg.local.static`) for a path outside /api/."""
-    from zerg.config import get_settings
     from zerg.local import static
 
     answer = await anyio.to_thread.run_sync(static.serve, scope["method"], raw_path, _request_headers(scope),
@@ -331,7 +331,6 @@ def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
     answer in the handler's result shape, or ``{"stream": LiveStream}`` to follow live."""
     from psycopg import OperationalError
 
-    from zerg.api.errors import ApiError, unavailable
     from zerg.api.routes.runs import live_stream
 
     try:

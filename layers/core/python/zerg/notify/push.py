@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from zerg.notify import limits, notifications, push_keys, push_subscriptions
 from zerg.notify.deliver import log_row
+from zerg.notify.policy import get_policy
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:
@@ -234,7 +235,6 @@ def notify(rt: "Runtime", owner_id: int, message: PushMessage, *, purpose: str, 
            attempt: int = 0, now: datetime | None = None) -> list[dict[str, Any]]:
     """Push ``message`` to each of the owner's subscriptions: one notifications row each, in order
     (none when the owner has no subscription). Never raises for a push service's failure."""
-    from zerg.notify.policy import get_policy
 
     now = now or utcnow()
     with rt.pool.connection() as conn:

@@ -1,7 +1,6 @@
 """``zerg owners export``: everything an owner has, in one zip archive.
 
 Archive layout::
-
     tables/{table}.jsonl            one JSON object per row, for every table in scope.OWNER_TABLES
     artifacts/workers/{id}/...      the owner's worker artifacts at their store paths, byte for byte
     manifest.json                   format and version, owner, created_at, schema version, rows per
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from zerg.artifacts.paths import slugify
 from zerg.artifacts.store import ArtifactError, ArtifactPathError, WorkerArtifactStore
 from zerg.files import atomic_private_file
 from zerg.privacy import scope
@@ -79,7 +79,6 @@ class ExportReport:
 
 def default_filename(owner_name: str) -> str:
     """``zerg-export-{owner}-{UTC time}.zip``."""
-    from zerg.artifacts.paths import slugify
 
     return f"zerg-export-{slugify(owner_name)}-{utcnow():%Y%m%dT%H%M%SZ}.zip"
 

@@ -33,6 +33,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from zerg.artifacts.store import settle_abandoned
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, executor, jobs
 from zerg.runs import store as runs
@@ -122,7 +123,6 @@ def close_run(pool: "ConnectionPool", store: "WorkerArtifactStore", run: dict[st
     if payload is None:
         return False
     if status == "interrupted":  # nobody runs these workers any more
-        from zerg.artifacts.store import settle_abandoned
 
         for job in running:
             if job["worker_id"]:
@@ -146,8 +146,6 @@ def _finish_abandoned_cancels(rt: "Runtime", report: ReapReport) -> None:
 
 
 def _time_out_jobs(rt: "Runtime", report: ReapReport) -> None:
-    from zerg.artifacts.store import settle_abandoned
-
     limit = rt.settings.worker_timeout_s + JOB_GRACE_S
     message = f"worker timed out: still running {limit:g}s after it started (worker timeout plus a grace)"
     with rt.pool.connection() as conn:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from zerg.config import Settings
 from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, run
+from zerg.sandbox.reaper import reap_leftovers
 
 PROBE_OUTPUT = "zerg-sandbox-probe"
 
@@ -97,8 +98,6 @@ def level(settings: Settings) -> Level:
     else:
         with _lock:
             if _found is None:
-                from zerg.sandbox.reaper import reap_leftovers
-
                 reap_leftovers()  # a crash's sandboxes go before the first new one
                 _found = _detect()
             found = _found
@@ -110,7 +109,6 @@ def announce(settings: Settings) -> Level:
     """At the start of ``zerg run`` / ``zerg serve``: remove a crash's leftovers, and say once,
     loudly, on stderr when commands will run without a sandbox."""
     global _announced
-    from zerg.sandbox.reaper import reap_leftovers
 
     reap_leftovers()
     current = level(settings)

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from zerg import observability
+from zerg.notify.policy import timezone_of
 from zerg.schedules import store
 from zerg.schedules.expressions import ScheduleError, When, parse_when, when_of
 from zerg.schedules.spec import DIGEST_TASK, TASK_MAX, SchedulePatch, ScheduleSpec
@@ -113,8 +114,6 @@ def create(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | No
     now = now or datetime.now(UTC)
     name, task = _name(spec.name), _task(rt, spec.kind, spec.task)
     with rt.pool.connection() as conn:
-        from zerg.notify.policy import timezone_of
-
         timezone = spec.timezone if spec.timezone is not None else timezone_of(conn, owner_id) or "UTC"
         when = parse_when(cron=spec.cron, rate=spec.rate, at=spec.at, timezone=timezone, now=now)
         try:

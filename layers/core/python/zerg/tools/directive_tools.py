@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, error
 from zerg.notify.policy import Channel, Severity
-from zerg.schedules.spec import NAME_MAX, TASK_MAX
+from zerg.schedules.spec import NAME_MAX, TASK_MAX, ScheduleSpec
 from zerg.tools.person import person_run
 
 _CRON = "Unix cron in the time zone, e.g. '0 6 * * 1' (Mondays 06:00)"
@@ -129,7 +129,6 @@ def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
 def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     from zerg.inbound.directives import timing
     from zerg.schedules import service
-    from zerg.schedules.spec import ScheduleSpec
 
     run = person_run(ctx, "create_schedule")
     if isinstance(run, ToolOutcome):

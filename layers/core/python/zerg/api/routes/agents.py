@@ -8,6 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
+from zerg.agents import settings as agent_settings
 from zerg.agents.settings import AgentConfigChange
 from zerg.api.deps import Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
@@ -23,8 +24,6 @@ Agent = Annotated[str, Path(description="supervisor or worker")]
 @router.get("/api/jarvis/agents", summary="The owner's supervisor and worker configuration (the defaults until changed)",
             responses=responses(200, "Both agents", AgentConfigList, 401))
 def list_agents(owner_id: Owner, rt: Rt):
-    from zerg.agents import settings as agent_settings
-
     with rt.pool.connection() as conn:
         return json_response({"agents": agent_settings.list_agents(conn, rt.settings, owner_id, tool_names())})
 
@@ -33,8 +32,6 @@ def list_agents(owner_id: Owner, rt: Rt):
             summary="Change an agent's configuration (the fields given; null resets one to the default)",
             responses=responses(200, "The agent's configuration after the change", AgentConfig, 400, 401, 404, 415))
 def put_agent(agent: Agent, body: AgentConfigChange, owner_id: Owner, rt: Rt):
-    from zerg.agents import settings as agent_settings
-
     if agent not in agent_settings.AGENTS:
         raise not_found(f"agent {agent[:100]!r} (supervisor or worker)")
     try:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError
 from zerg.api.models import NotificationPage, NotificationPolicy, responses
+from zerg.notify import policy
 from zerg.notify.policy import PolicyChange
 
 router = Router()
@@ -19,8 +20,6 @@ router = Router()
 @router.get("/api/jarvis/policy", summary="The owner's notification policy (the defaults until changed)",
             responses=responses(200, "The policy", NotificationPolicy, 401))
 def get_policy(owner_id: Owner, rt: Rt):
-    from zerg.notify import policy
-
     with rt.pool.connection() as conn:
         return json_response(policy.get_policy(conn, owner_id).as_dict())
 
@@ -28,8 +27,6 @@ def get_policy(owner_id: Owner, rt: Rt):
 @router.patch("/api/jarvis/policy", summary="Change the owner's notification policy (only the fields given)",
               responses=responses(200, "The whole policy after the change", NotificationPolicy, 400, 401, 415))
 def patch_policy(body: PolicyChange, owner_id: Owner, rt: Rt):
-    from zerg.notify import policy
-
     try:
         with rt.pool.connection() as conn:
             changed = policy.set_policy(conn, owner_id, body)

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from zerg.api.deps import MAX_ID, Owner, Rt, Session, json_response
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import PushKey, PushSubscription, PushSubscriptionList, PushTestResult, responses
+from zerg.notify import push, push_subscriptions
 from zerg.notify.push import SubscriptionIn
 
 router = Router()
@@ -26,7 +27,6 @@ def _public(row: dict) -> dict:
 @router.get("/api/jarvis/push/key", summary="The VAPID public key browsers subscribe with",
             responses=responses(200, "The key", PushKey, 401, 503))
 def push_key(owner_id: Owner, rt: Rt):
-    from zerg.notify import push
     from zerg.sealing import SealError
 
     try:
@@ -40,8 +40,6 @@ def push_key(owner_id: Owner, rt: Rt):
              responses=responses(201, "The subscription (the same one again for a known endpoint)", PushSubscription,
                                  400, 401, 409, 413, 415))
 def subscribe(body: SubscriptionIn, caller: Session, rt: Rt):
-    from zerg.notify import push, push_subscriptions
-
     refusal = push.endpoint_refusal(body.endpoint, rt.settings)
     if refusal is not None:
         raise ApiError(422, "validation_error", f"endpoint: {refusal}")
@@ -58,8 +56,6 @@ def subscribe(body: SubscriptionIn, caller: Session, rt: Rt):
 @router.get("/api/jarvis/push/subscriptions", summary="The owner's push subscriptions (never their keys)",
             responses=responses(200, "Oldest first", PushSubscriptionList, 401))
 def list_subscriptions(owner_id: Owner, rt: Rt):
-    from zerg.notify import push_subscriptions
-
     with rt.pool.connection() as conn:
         rows = push_subscriptions.list_for_owner(conn, owner_id)
     return json_response({"subscriptions": [_public(r) for r in rows]})
@@ -68,8 +64,6 @@ def list_subscriptions(owner_id: Owner, rt: Rt):
 @router.delete("/api/jarvis/push/subscriptions/<subscription_id>", summary="Remove a push subscription",
                responses=responses(204, "Removed", None, 401, 404))
 def delete_subscription(subscription_id: SubscriptionId, owner_id: Owner, rt: Rt):
-    from zerg.notify import push_subscriptions
-
     with rt.pool.connection() as conn:
         if not push_subscriptions.delete(conn, owner_id, subscription_id):
             raise not_found(f"push subscription {subscription_id}")
@@ -80,7 +74,6 @@ def delete_subscription(subscription_id: SubscriptionId, owner_id: Owner, rt: Rt
              responses=responses(200, "One notification per subscription", PushTestResult, 401, 409))
 def test_push(owner_id: Owner, rt: Rt):
     from zerg.alerts.matrix import base_url
-    from zerg.notify import push, push_subscriptions
 
     with rt.pool.connection() as conn:
         if not push_subscriptions.has_any(conn, owner_id):

@@ -20,6 +20,7 @@ from zerg.api.errors import ApiError, not_found
 from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
                              responses)
 from zerg.auth import Caller
+from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runs.launch import LaunchError, start_execution
 from zerg.runs.store import RunTrigger
@@ -287,8 +288,6 @@ def list_runs(
 @router.get("/api/jarvis/runs/<run_id>/events", summary="A run's timeline: its events with their times",
             responses=responses(200, "Oldest first, at most 2,000 (truncated says so)", RunTimeline, 401, 404))
 def run_timeline(run_id: RunId, owner_id: Owner, rt: Rt):
-    from zerg.runs import events
-
     with rt.pool.connection() as conn:
         if runs.get_run(conn, owner_id, run_id) is None:
             raise not_found(f"run {run_id}")
