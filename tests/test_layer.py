@@ -55,13 +55,13 @@ def test_every_handler_is_covered():
 def test_layer_ships_the_library_without_the_local_host_and_cli(layer: Path):
     shipped = {p.as_posix() for p in shipped_files()}
     assert "zerg/__init__.py" in shipped and "zerg/migrations" in {str(Path(p).parent) for p in shipped}
-    assert not [p for p in shipped if p.startswith("zerg/local/") or p == "zerg/cli.py"]
+    assert not [p for p in shipped if p.startswith(("zerg/local/", "zerg/cli/"))]
     assert (LIBRARY / "zerg" / "local" / "engine.py").is_file()  # it exists, it just does not ship
     on_disk = {p.relative_to(layer).as_posix() for p in (layer / "zerg").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts}
     assert on_disk == shipped
     assert not (layer / "bin").exists()
-    assert EXCLUDED == ("zerg/local", "zerg/cli.py")
+    assert EXCLUDED == ("zerg/local", "zerg/cli")
 
 
 def test_layer_hash_ignores_excluded_files_and_follows_shipped_ones(monkeypatch, tmp_path):
