@@ -15,9 +15,10 @@ import pytest
 from moto import mock_aws
 
 from zerg.config import load_settings
-from zerg.sealing import SealError, get_sealer
+from zerg.sealing import SealError
 from zerg.sealing.kms import KMSSealer
 from zerg.sealing.local import LocalSealer
+from zerg.wiring import make_sealer
 
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nnot-really-a-key-but-secret-bytes\n-----END OPENSSH PRIVATE KEY-----\n"
 
@@ -124,8 +125,8 @@ def test_kms_failures_name_the_error_code_not_the_request(kms):
 
 
 def test_the_factory_picks_kms_when_a_key_is_configured_and_never_a_local_file_on_lambda(tmp_path):
-    assert isinstance(get_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path)})), LocalSealer)
-    kms_sealer = get_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path), "ZERG_KMS_KEY_ID": "alias/zerg/test/host-keys"}))
+    assert isinstance(make_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path)})), LocalSealer)
+    kms_sealer = make_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path), "ZERG_KMS_KEY_ID": "alias/zerg/test/host-keys"}))
     assert isinstance(kms_sealer, KMSSealer) and kms_sealer.key_id == "alias/zerg/test/host-keys"
     with pytest.raises(SealError, match="ZERG_KMS_KEY_ID must be set on Lambda"):
-        get_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path), "AWS_LAMBDA_FUNCTION_NAME": "zerg-test-worker"}))
+        make_sealer(load_settings({"ZERG_DATA_DIR": str(tmp_path), "AWS_LAMBDA_FUNCTION_NAME": "zerg-test-worker"}))

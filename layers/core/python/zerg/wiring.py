@@ -32,9 +32,11 @@ from zerg.statuses import BACKGROUND_TRIGGERS, REPLY_TRIGGERS
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+    from zerg.artifacts import WorkerArtifactStore
     from zerg.embeddings import Embedder
     from zerg.llm import ChatModel
     from zerg.ports import EscalationStarter, Notifier, RunStarter, Scheduler
+    from zerg.sealing import Sealer
 
 closing.subscribe("zerg.alerts.background:on_close", triggers=BACKGROUND_TRIGGERS)
 closing.subscribe("zerg.inbound.replies:on_close", triggers=REPLY_TRIGGERS)
@@ -153,24 +155,42 @@ def _pool(rt: Runtime) -> "ConnectionPool":
     return get_pool(rt.settings)
 
 
-def _store(rt: Runtime) -> Any:
-    from zerg.artifacts import get_store
+def make_store(settings: Settings | None = None) -> "WorkerArtifactStore":
+    """The artifact store the configuration names (local directory or S3 bucket)."""
+    settings = settings or get_settings()
+    if settings.artifact_backend == "s3":
+        from zerg.artifacts.s3 import S3ArtifactStore
 
-    return get_store(rt.settings)
+        return S3ArtifactStore(settings.artifact_bucket or "")
+    from zerg.artifacts.local import LocalArtifactStore
+
+    return LocalArtifactStore(settings.artifact_root)
 
 
-def _sealer(rt: Runtime) -> Any:
-    from zerg.sealing import get_sealer
+def make_sealer(settings: Settings | None = None) -> "Sealer":
+    """KMS when ``ZERG_KMS_KEY_ID`` is set; else AES-GCM under ``ZERG_DATA_DIR/sealing.key``, refused
+    on Lambda, where the data dir does not outlive the container."""
+    from zerg import hosting
+    from zerg.sealing import LOCAL_KEY_FILE, SealError
 
-    return get_sealer(rt.settings)
+    settings = settings or get_settings()
+    if settings.kms_key_id:
+        from zerg.sealing.kms import KMSSealer
+
+        return KMSSealer(settings.kms_key_id)
+    if hosting.may_be_lambda(settings):
+        raise SealError("ZERG_KMS_KEY_ID must be set on Lambda: a local key file would not outlive the container")
+    from zerg.sealing.local import LocalSealer
+
+    return LocalSealer(settings.data_dir / LOCAL_KEY_FILE)
 
 
 FACTORIES: dict[str, Factory] = {
     "pool": _pool,
-    "store": _store,
+    "store": lambda rt: make_store(rt.settings),
     "llm": metered_llm,
     "embedder": lambda rt: make_embedder(rt.settings),
-    "sealer": _sealer,
+    "sealer": lambda rt: make_sealer(rt.settings),
     "notifier": lambda rt: make_notifier(rt.settings),
     "starter": lambda rt: make_starter(rt.settings),
     "scheduler": lambda rt: make_scheduler(rt.settings, lambda: rt.pool),

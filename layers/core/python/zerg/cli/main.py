@@ -10,7 +10,7 @@ from functools import partial
 import zerg.local  # noqa: F401  the local host: gives the composition root its run starter
 from zerg.config import ConfigError, get_settings
 from zerg.validation import problems
-from zerg.wiring import get_runtime, make_scheduler
+from zerg.wiring import get_runtime, make_scheduler, make_sealer, make_store
 
 
 class CliError(RuntimeError):
@@ -105,7 +105,7 @@ def cmd_hosts_add(args: argparse.Namespace) -> int:
     from zerg.hosts import registry
     from zerg.hosts.spec import HostInputError, HostSpec, check_alias
     from zerg.migrate import migrate
-    from zerg.sealing import SealError, get_sealer
+    from zerg.sealing import SealError
 
     try:
         check_alias(args.alias)
@@ -124,7 +124,7 @@ def cmd_hosts_add(args: argparse.Namespace) -> int:
         with _connection() as conn:
             migrate(conn)
             owner_id = _owner(conn, args.owner)
-            host, created = registry.put_host(conn, get_sealer(), owner_id, args.alias, spec, replace=args.replace)
+            host, created = registry.put_host(conn, make_sealer(), owner_id, args.alias, spec, replace=args.replace)
     except registry.HostExists as exc:
         raise CliError(f"{exc}: zerg hosts add --replace ...") from None
     except SealError as exc:
@@ -165,10 +165,9 @@ def cmd_hosts_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_workers_reindex(args: argparse.Namespace) -> int:
-    from zerg.artifacts import get_store
     from zerg.runs.jobs import reindex
 
-    store = get_store()
+    store = make_store()
     with _connection() as conn:
         report = reindex(conn, store)
     print(f"scanned {report.scanned} workers in {store!r}; indexed {report.indexed}")
@@ -178,7 +177,6 @@ def cmd_workers_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_workers_gc(args: argparse.Namespace) -> int:
-    from zerg.artifacts import get_store
     from zerg.db import get_pool
     from zerg.migrate import migrate
     from zerg.workers.retention import sweep
@@ -191,7 +189,7 @@ def cmd_workers_gc(args: argparse.Namespace) -> int:
         migrate(conn)
         if args.owner is not None:
             owner_id = _owner(conn, args.owner)
-    report = sweep(get_pool(), get_store(), days=days, owner_id=owner_id, dry_run=args.dry_run)
+    report = sweep(get_pool(), make_store(), days=days, owner_id=owner_id, dry_run=args.dry_run)
     print("\n".join(report.lines()))
     return 0 if not report.failed else 1
 
@@ -312,7 +310,6 @@ def cmd_owners_pair(args: argparse.Namespace) -> int:
 def cmd_owners_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from zerg.artifacts import get_store
     from zerg.db import get_pool
     from zerg.migrate import migrate
     from zerg.privacy.export import ExportError, default_filename, export_owner
@@ -321,7 +318,7 @@ def cmd_owners_export(args: argparse.Namespace) -> int:
         migrate(conn)
         owner_id = _owner(conn, args.name)
     try:
-        report = export_owner(get_pool(), get_store(), owner_id, Path(args.output or default_filename(args.name)))
+        report = export_owner(get_pool(), make_store(), owner_id, Path(args.output or default_filename(args.name)))
     except ExportError as exc:
         raise CliError(str(exc)) from None
     print("\n".join(report.lines()))
@@ -329,7 +326,6 @@ def cmd_owners_export(args: argparse.Namespace) -> int:
 
 
 def cmd_owners_delete(args: argparse.Namespace) -> int:
-    from zerg.artifacts import get_store
     from zerg.db import get_pool
     from zerg.migrate import migrate
     from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
@@ -337,7 +333,7 @@ def cmd_owners_delete(args: argparse.Namespace) -> int:
     with _connection() as conn:
         migrate(conn)
         owner_id = _owner(conn, args.name)
-    pool, store, settings = get_pool(), get_store(), get_settings()
+    pool, store, settings = get_pool(), make_store(), get_settings()
     plan = plan_delete(pool, store, owner_id)
     print(plan.summary())
     if (busy := plan.busy()) and not args.force:

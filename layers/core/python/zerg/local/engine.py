@@ -56,6 +56,7 @@ from typing import Any
 
 from zerg.config import Settings
 from zerg.runs.stepfunctions import execution_input, execution_name
+from zerg.wiring import make_store
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -594,7 +595,6 @@ class LocalStarter:
 
     def _interrupt(self, run_ids: list[int]) -> None:
         """Close the runs this process still executed: their execution stopped with it."""
-        from zerg.artifacts import get_store
         from zerg.runs import store as runs
         from zerg.runs.orphans import close_run
 
@@ -607,7 +607,7 @@ class LocalStarter:
                 waiting = [r for r in runs.cancelled_awaiting_workers(conn)
                            if r["id"] in run_ids and r["executor"] == self.executor.token]
             for run in unfinished:
-                close_run(pool, get_store(self.settings), run, "interrupted", message)
+                close_run(pool, make_store(self.settings), run, "interrupted", message)
             for run in waiting:  # cancelled, its workers stopping with this process: end its events
                 with pool.connection() as conn:
                     runs.finish_abandoned_cancel(conn, run["owner_id"], run["id"])
