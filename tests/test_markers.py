@@ -31,6 +31,12 @@ def test_the_registered_markers_are_the_ones_the_rule_gives():
         assert marks.split() and set(marks.split()) <= MARKERS and why, key
 
 
+def test_the_fast_slice_of_dev_sh_deselects_registered_markers_only():
+    slice_ = re.search(r'slice="([^"]+)"', (ROOT / "dev.sh").read_text()).group(1)
+    words = set(slice_.split()) - {"and", "not", "or"}
+    assert words == {"browser", "infra", "e2e", "slow"}, slice_
+
+
 def test_every_listed_file_and_test_exists():
     stale = []
     for key in [*slices.LISTED, *slices.NOT_E2E]:
