@@ -42,11 +42,12 @@ def _with_dbname(url: str, name: str) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test gets its markers (db, e2e, browser, infra, slow) from the one rule in
     tests/support/slices.py: ``./dev.sh test --fast`` and ``-m db`` select by them (docs/testing.md)."""
-    from tests.support.slices import marks_for
+    from tests.support.slices import marks_for, runs_first
 
     for item in items:
         for mark in sorted(marks_for(item.path, item.name, getattr(item, "fixturenames", ()))):
             item.add_marker(mark)
+    items.sort(key=lambda item: not runs_first(item.path, item.name))  # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True)

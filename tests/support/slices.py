@@ -192,6 +192,14 @@ NOT_E2E: dict[str, str] = {
 }
 
 
+# Tests that start Playwright's sync API themselves (bench.web, in-process). Playwright allows one
+# per thread, and the browser tests' session-scoped Chromium holds it from its first test to the
+# end of the process: these fail after it. The collection hook puts them first, and xdist hands
+# out the first items first (to one worker, in order), so they run before it in any slice.
+RUN_FIRST = ("browser/test_bench_web.py::test_bench_web_smoke_run_prints_its_figures",
+             "test_bench.py::test_benchmark_smoke_run_prints_its_figures[web]")
+
+
 def relative(path: Path) -> str:
     """A test file's path relative to tests/, with forward slashes (the maps' keys)."""
     return path.resolve().relative_to(TESTS).as_posix()
@@ -216,6 +224,10 @@ def marks_for(path: Path, name: str, fixturenames: Iterable[str]) -> set[str]:
         if key in LISTED:
             marks |= set(LISTED[key][0].split())
     return marks
+
+
+def runs_first(path: Path, name: str) -> bool:
+    return path.resolve().is_relative_to(TESTS) and f"{relative(path)}::{name}" in RUN_FIRST
 
 
 # -- the guard: an in-process engine start is an e2e test -------------------------------------------
