@@ -1,6 +1,6 @@
-"""The suite's slices stay true (tests/support/slices.py): the markers are the registered ones,
-every listed file and test exists, a file with a way to the end-to-end engine says whether it is
-e2e, and the engine guard is armed."""
+"""The suite's slices stay true (tests/support/slices.py, docs/testing.md): the markers are the
+registered ones, every listed file and test exists, a file with a way to the end-to-end engine says
+whether it is e2e, the engine guard is armed, and the package table matches the test files' imports."""
 
 from __future__ import annotations
 
@@ -96,3 +96,17 @@ def test_every_collected_test_carries_what_the_rule_gives(request):
     for item in request.session.items:
         given = slices.marks_for(item.path, item.name, item.fixturenames)
         assert given <= {m.name for m in item.iter_markers()}, item.nodeid
+
+
+def test_the_package_table_in_docs_testing_md_is_current():
+    assert slices.documented() == slices.table(), (
+        "docs/testing.md's package table is not what the test files import: regenerate it with "
+        "`.venv/bin/python -m tests.support.slices --write` and commit docs/testing.md")
+
+
+def test_the_package_table_sees_imports_in_every_form(tmp_path):
+    test = tmp_path / "test_forms.py"
+    test.write_text("import zerg.db\nfrom zerg.memory import files\nfrom zerg import config, runtime\n"
+                    "def test_x():\n    from zerg.runs.store import create_run\n")
+    assert slices.imported(test, set(slices.packages())) == {"zerg.db", "zerg.memory", "zerg.config",
+                                                             "zerg.runtime", "zerg.runs"}

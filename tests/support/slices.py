@@ -1,4 +1,5 @@
-"""How the suite is sliced: the one rule that gives every test its markers.
+"""How the suite is sliced (docs/testing.md): the one rule that gives every test its markers, and
+the map of which test files cover which package of the core.
 
 Invariants:
 - Every marker a test carries comes from :func:`marks_for` (called by ``tests/conftest.py`` at
@@ -13,18 +14,24 @@ Invariants:
     or ``zerg serve`` process, ``./dev.sh``) is in :data:`LISTED` or :data:`NOT_E2E`, and every
     entry of both names a file and test that exist (``tests/test_markers.py``).
 - ``slow`` is measured, not derived: a test whose call took over :data:`SLOW_S` under ``-n 2``
-  (``--durations=0``).
+  (docs/testing.md says how to measure again).
+- The package table in docs/testing.md is :func:`table` of the test files' own imports; after a
+  package is renamed or a test file added, ``python -m tests.support.slices --write`` rewrites it.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
+ZERG = ROOT / "layers" / "core" / "python" / "zerg"
+DOC = ROOT / "docs" / "testing.md"
 
 # A test whose fixtures (with what they depend on) include one of these talks to a PostgreSQL ...
 DB_FIXTURES = frozenset({"admin_url", "make_database", "database_url", "pg16"})
@@ -273,8 +280,96 @@ def unmarked_engine_start(nodeid: str) -> str:
     return (f"{nodeid} started the local engine but is not marked e2e: add\n"
             f'    "{rel}::{name}": ("e2e", "<how it reaches the engine>"),\n'
             f"to LISTED in tests/support/slices.py (or take the engine fixture, or pytestmark = pytest.mark.e2e);"
-            f"")
+            f" docs/testing.md says why")
+
+
+# -- the package table -----------------------------------------------------------------------------
+
+BEGIN, END = "<!-- slices:begin (python -m tests.support.slices --write) -->", "<!-- slices:end -->"
 
 
 def test_files() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
+
+
+def packages() -> list[str]:
+    """The core's top-level packages and modules, as ``zerg.name``."""
+    names = {p.stem for p in ZERG.glob("*.py") if p.stem != "__init__"}
+    names |= {p.name for p in ZERG.iterdir() if (p / "__init__.py").is_file()}
+    return sorted(f"zerg.{n}" for n in names)
+
+
+def imported(path: Path, known: set[str]) -> set[str]:
+    """The core packages (of ``known``) a test file imports, at module level or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            top = ".".join(module.split(".")[:2])
+            if top in known:
+                found.add(top)
+    return found
+
+
+def coverage() -> dict[str, list[str]]:
+    """Each core package -> the test files (relative to tests/) that import it."""
+    known = set(packages())
+    covered: dict[str, list[str]] = {name: [] for name in sorted(known)}
+    for path in test_files():
+        for name in imported(path, known):
+            covered[name].append(relative(path))
+    return covered
+
+
+def table() -> str:
+    """The markdown table of docs/testing.md: package, how many files, the files (under tests/)."""
+    lines = ["| package | files | the test files that import it (under `tests/`) |", "|---|---|---|"]
+    for name, files in coverage().items():
+        lines.append(f"| `{name}` | {len(files)} | {', '.join(files) or '—'} |")
+    return "\n".join(lines)
+
+
+def documented() -> str | None:
+    """The table as docs/testing.md has it (between the BEGIN and END lines), or None."""
+    text = DOC.read_text() if DOC.is_file() else ""
+    if BEGIN not in text or END not in text:
+        return None
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+def write() -> None:
+    """Rewrite the table in docs/testing.md from the test files' imports."""
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    DOC.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+
+
+def main(args: list[str]) -> int:
+    if args == ["--write"]:
+        write()
+        print(f"wrote the package table of {DOC.relative_to(ROOT)}")
+    elif not args:
+        print(table())
+    elif len(args) == 1 and not args[0].startswith("-"):
+        name = args[0] if args[0].startswith("zerg.") else f"zerg.{args[0]}"
+        files = coverage().get(name)
+        if files is None:
+            print(f"no core package {name}; there are: {' '.join(packages())}", file=sys.stderr)
+            return 2
+        print(" ".join(f"tests/{f}" for f in files))
+    else:
+        print("usage: python -m tests.support.slices [--write | PACKAGE]\n"
+              "  the package table of docs/testing.md; --write rewrites it there;\n"
+              "  PACKAGE (zerg.memory or memory): its test files, for ./dev.sh test $(...)", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
