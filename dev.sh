@@ -3,6 +3,7 @@
 #   ./dev.sh run "task"   run a task end to end on the embedded runtime (sandboxed)
 #   ./dev.sh serve [args] the assistant for daily use: API, web app, schedules, housekeeping on :8000
 #   ./dev.sh test [args]  run the whole test suite (extra args go to pytest)
+#   ./dev.sh test --fast  only what needs no browser, CDK or end-to-end engine (docs/testing.md)
 #   ./dev.sh web          only build the web app and install chromium, as test does (what bench.web runs first)
 # Each also installs what it needs where it can: the web app is built when web/ changed (and npm is
 # there); as root, Debian's bubblewrap (the container_exec sandbox) and, for the tests, chromium
@@ -141,15 +142,42 @@ case "$cmd" in
     ensure_chromium
     ;;
   test)
+    # --fast (anywhere in the arguments): the slice that needs no browser, no CDK and no end-to-end
+    # engine, and no slow test (docs/testing.md). It neither builds the web app nor installs
+    # chromium, which only the browser tests use; a -m of the caller's narrows the slice further.
+    fast="" args=()
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --fast) fast=1 ;;
+        *) args+=("$1") ;;
+      esac
+      shift
+    done
     ensure_venv
-    ensure_web strict
-    ensure_chromium
+    if [ -z "$fast" ]; then
+      ensure_web strict
+      ensure_chromium
+    fi
     ensure_sandbox
     ensure_sshd
-    exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"
+    if [ -n "$fast" ]; then
+      slice="not browser and not infra and not e2e and not slow" rest=()
+      set -- ${args[@]+"${args[@]}"}
+      while [ $# -gt 0 ]; do
+        case "$1" in
+          -m) [ $# -ge 2 ] || { echo "dev.sh: -m needs an expression" >&2; exit 2; }
+              slice="($2) and ($slice)"; shift ;;
+          -m*) slice="(${1#-m}) and ($slice)" ;;
+          *) rest+=("$1") ;;
+        esac
+        shift
+      done
+      exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" -m "$slice" ${rest[@]+"${rest[@]}"}
+    fi
+    exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" ${args[@]+"${args[@]}"}
     ;;
   *)
-    echo "usage: ./dev.sh run \"task\" | ./dev.sh serve [zerg serve args] | ./dev.sh test [pytest args] | ./dev.sh web" >&2
+    echo "usage: ./dev.sh run \"task\" | ./dev.sh serve [zerg serve args] | ./dev.sh test [--fast] [pytest args] | ./dev.sh web" >&2
     exit 2
     ;;
 esac

@@ -40,6 +40,30 @@ def _with_dbname(url: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(url, dbname=name)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test gets its markers (db, e2e, browser, infra, slow) from the one rule in
+    tests/support/slices.py: ``./dev.sh test --fast`` and ``-m db`` select by them (docs/testing.md)."""
+    from tests.support.slices import marks_for, runs_first
+
+    for item in items:
+        for mark in sorted(marks_for(item.path, item.name, getattr(item, "fixturenames", ()))):
+            item.add_marker(mark)
+    items.sort(key=lambda item: not runs_first(item.path, item.name))  # stable: the rest keep their order
+
+
+@pytest.fixture(autouse=True)
+def _e2e_is_marked(request: pytest.FixtureRequest):
+    """A test that starts the local engine in this process carries ``e2e`` (so ``--fast`` never
+    runs the engine): one that does not fails here, saying where to list it."""
+    from tests.support import slices
+
+    slices.watch_engine()
+    before = slices.engine_starts()
+    yield
+    if slices.engine_starts() > before and request.node.get_closest_marker("e2e") is None:
+        pytest.fail(slices.unmarked_engine_start(request.node.nodeid), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def admin_url() -> str:
     return _admin_url()
