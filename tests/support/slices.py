@@ -48,7 +48,7 @@ SLOW_FIXTURES = {"crowded": "test_memory_vectors.py: 1,000+ vectors written once
 # ``zerg serve`` as a process, ``./dev.sh``; building a LocalEngine or a LocalStarter. A test file
 # whose text matches is in LISTED (as a file or by its tests) or in NOT_E2E.
 E2E_SIGNS = re.compile(r"LocalEngine|LocalStarter|zerg\.local\.engine|tests\.support\.serve|\bServed\b|"
-                       r"dev\.sh|[\"']zerg\.cli[\"']|bin/zerg")
+                       r"dev\.sh|[\"']zerg\.cli(?:\.main)?[\"']|bin/zerg")
 
 SLOW_S = 5.0  # a test's call phase above this (--durations=0, -n 2, shared 2-core machine) is slow
 
