@@ -22,13 +22,13 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from zerg.config import ConfigError, Settings
+from zerg.runs.stepfunctions import StepFunctionsMachine
 
 log = logging.getLogger("zerg.alerts.escalation_starter")
 
@@ -41,25 +41,14 @@ def execution_input(escalation_id: int, owner_id: int, run_id: int, interval_s: 
     return {"owner_id": owner_id, "run_id": run_id, "escalation_id": escalation_id, "interval_s": interval_s}
 
 
-class StepFunctionsEscalationStarter:
+class StepFunctionsEscalationStarter(StepFunctionsMachine):
     def __init__(self, settings: Settings, client: Any = None) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("stepfunctions")
-        self.client = client
-        self.state_machine_arn = settings.escalation_state_machine_arn
+        super().__init__(settings.escalation_state_machine_arn, client)
 
     def start(self, escalation_id: int, owner_id: int, run_id: int, interval_s: int, *, resumed: bool = False) -> str:
         # Nothing resumes on AWS (an execution outlives any Lambda); the name is the escalation's.
-        payload = execution_input(escalation_id, owner_id, run_id, interval_s)
-        return self.client.start_execution(
-            stateMachineArn=self.state_machine_arn, name=execution_name(escalation_id),
-            input=json.dumps(payload, sort_keys=True),
-        )["executionArn"]
-
-    def stop(self, execution_arn: str, cause: str) -> None:
-        self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
+        return self.start_named(execution_name(escalation_id),
+                                execution_input(escalation_id, owner_id, run_id, interval_s))
 
     def running(self) -> set[int]:
         return set()  # not used on AWS: there is no local sweep

@@ -27,27 +27,37 @@ def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency:
     return {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
 
 
-class StepFunctionsStarter:
-    def __init__(self, settings: Settings, client: Any = None) -> None:
+class StepFunctionsMachine:
+    """The executions of one state machine (runs', escalations'): started by name, stopped by ARN."""
+
+    def __init__(self, state_machine_arn: str | None, client: Any = None) -> None:
         if client is None:
             import boto3
 
             client = boto3.client("stepfunctions")
         self.client = client
-        self.settings = settings
+        self.state_machine_arn = state_machine_arn
 
-    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
-        payload = execution_input(run_id, owner_id, thread_id, self.settings.map_concurrency)
+    def start_named(self, name: str, payload: dict[str, Any]) -> str:
         # Same name and same input as a running execution: Step Functions returns that execution
         # (idempotent). ExecutionAlreadyExists means a different input reused the name: a real
         # conflict (e.g. a database reset reusing run ids), so it is raised, not papered over.
         return self.client.start_execution(
-            stateMachineArn=self.settings.state_machine_arn, name=execution_name(run_id),
-            input=json.dumps(payload, sort_keys=True),
+            stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(payload, sort_keys=True),
         )["executionArn"]
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
+
+
+class StepFunctionsStarter(StepFunctionsMachine):
+    def __init__(self, settings: Settings, client: Any = None) -> None:
+        super().__init__(settings.state_machine_arn, client)
+        self.settings = settings
+
+    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+        return self.start_named(execution_name(run_id),
+                                execution_input(run_id, owner_id, thread_id, self.settings.map_concurrency))
 
     def close(self) -> None:
         pass
