@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,14 @@ _OUTER_DATABASE_URL = os.environ.get("DATABASE_URL")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 for _var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
     os.environ.setdefault(_var, "testing")
+
+
+# A suite started as a background job of a non-interactive shell (``./dev.sh test &``, some CI
+# runners) inherits SIGINT ignored, and so would every process it starts: Ctrl-C could then neither
+# reach a test's ``zerg run`` nor ``_thread.interrupt_main``. The tests of Ctrl-C need it handled,
+# as in any terminal; the process's children then start with it at its default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def embedded_test_dir() -> Path:

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 # --- runs -----------------------------------------------------------------------------------------
-
 class RunStarter(Protocol):
+    """Starts and stops a run's execution (:mod:`zerg.runs.stepfunctions`, ``zerg.local.engine``).
+    Starting is idempotent per run: the execution is named after it."""
+
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str: ...
 
     def stop(self, execution_arn: str, cause: str) -> None: ...
@@ -21,9 +23,12 @@ class RunStarter(Protocol):
 
 
 # --- escalations: the repeats of a critical alert ----------------------------------------------
-
 class EscalationStarter(Protocol):
-    def start(self, escalation_id: int, owner_id: int, run_id: int, interval_s: int, *, resumed: bool = False) -> str: ...
+    """Starts and stops the execution that repeats a critical alert (:mod:`zerg.alerts.escalation_starter`);
+    its input is ids and the interval only."""
+
+    def start(self, escalation_id: int, owner_id: int, run_id: int, interval_s: int, *,
+              resumed: bool = False) -> str: ...
 
     def stop(self, execution_arn: str, cause: str) -> None: ...
 
@@ -31,7 +36,6 @@ class EscalationStarter(Protocol):
 
 
 # --- schedules --------------------------------------------------------------------------------------
-
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # Scheduler's context attribute, replaced at each fire
 
 
@@ -50,6 +54,9 @@ def schedule_name(schedule_id: int) -> str:
 
 
 class Scheduler(Protocol):
+    """What makes a ``schedules`` row fire (:mod:`zerg.schedules.eventbridge`, :mod:`zerg.schedules.scheduler`);
+    ``put`` and ``delete`` raise :class:`SchedulerUnavailable`, never a provider's exception."""
+
     def put(self, row: dict[str, Any]) -> None:
         """Create or replace what fires ``row`` (its expression, time zone, enabled state)."""
 
@@ -61,7 +68,6 @@ class Scheduler(Protocol):
 
 
 # --- email and SMS ----------------------------------------------------------------------------------
-
 class NotifierError(RuntimeError):
     """The provider refused or could not be reached; the message says why (for the notifications row)."""
 
