@@ -47,6 +47,9 @@ from zerg.timestamps import iso, parse_iso, utcnow
 if TYPE_CHECKING:
     from zerg.artifacts.stream import ArtifactStream
 
+log = logging.getLogger(__name__)
+
+
 class ArtifactError(RuntimeError):
     """A store operation that cannot be done; the message says why."""
 
@@ -420,5 +423,4 @@ def settle_abandoned(store: WorkerArtifactStore, worker_id: str, status: str, re
         if store.read_metadata(worker_id).get("status") not in JOB_FINISHED:
             store.complete_worker(worker_id, status, error=reason)
     except Exception as exc:
-        logging.getLogger(__name__).warning("could not close the artifacts of worker %s: %s: %s", worker_id,
-                                            type(exc).__name__, exc)
+        log.warning("could not close the artifacts of worker %s: %s: %s", worker_id, type(exc).__name__, exc)

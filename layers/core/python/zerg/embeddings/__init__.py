@@ -1,6 +1,6 @@
 """The embeddings port: text to vectors for memory search (see port.py for the rules).
 
-Which embedder (``ZERG_EMBEDDINGS``):
+Which embedder (``ZERG_EMBEDDINGS``; :func:`choose` decides, :func:`zerg.wiring.make_embedder` builds it):
 - ``auto`` (default): OpenAI ``text-embedding-3-small`` when a model key, endpoint or key secret
   is configured (on AWS too); else the local all-MiniLM-L6-v2 when its package is installed
   (the embedded runtime); else none, and memory search is full-text only.

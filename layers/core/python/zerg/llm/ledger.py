@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
-from datetime import time as clock
-from datetime import timedelta, timezone
+from datetime import date, datetime, time as clock, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from psycopg import OperationalError
 
@@ -57,9 +57,6 @@ from zerg.statuses import JOB_FINISHED
 from zerg.timestamps import utcnow
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
-
-if TYPE_CHECKING:
-    pass
 
 WORKER_SYSTEM_PROMPT = """\
 You are a Zerg worker: a disposable agent that completes exactly one task and reports back.
