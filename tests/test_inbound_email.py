@@ -740,7 +740,7 @@ def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_a
     """The builders on a real alert: deliver() writes it to the outbox, a Gmail reply to that file
     names the notification's reply token and Message-ID."""
     from tests.support.notify import emails, verified_contact
-    from zerg.alerts.matrix import compose
+    from zerg.alerts.messages import compose
     from zerg.notify.deliver import deliver
 
     rt = runtime_env()

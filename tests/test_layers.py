@@ -1,5 +1,6 @@
 """The import contract of the core library: its layers, bottom to top, each importing only from its
-own layer or below, and no cycle between its packages (docs/architecture.md has the picture).
+own layer or below, no cycle between its packages, nor between any two modules (docs/architecture.md
+has the picture).
 
 Every import counts: at module level and inside functions alike (a deferred import is for cold
 start, never to dodge a cycle); only ``if TYPE_CHECKING:`` blocks are left out, since they never
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,9 +155,18 @@ def upward(found: list[Import], allowed: dict[tuple[str, str], str] = UPWARD) ->
 
 def package_cycles(found: list[Import], allowed: dict[tuple[str, str], str] = UPWARD) -> list[str]:
     """Each cycle between packages (a strongly connected set of two or more), with the imports that make it."""
+    return cycles(found, unit_of, allowed)
+
+
+def module_cycles(found: list[Import], allowed: dict[tuple[str, str], str] = UPWARD) -> list[str]:
+    """Each cycle between modules, inside a package too."""
+    return cycles(found, lambda module: module, allowed)
+
+
+def cycles(found: list[Import], unit: Callable[[str], str], allowed: dict[tuple[str, str], str]) -> list[str]:
     edges: dict[str, dict[str, list[Import]]] = defaultdict(lambda: defaultdict(list))
     for i in found:
-        a, b = unit_of(i.importer), unit_of(i.imported)
+        a, b = unit(i.importer), unit(i.imported)
         if a != b and (i.importer, i.imported) not in allowed:
             edges[a][b].append(i)
     index: dict[str, int] = {}
@@ -213,6 +224,10 @@ def test_no_cycle_between_the_packages_of_the_core():
     assert package_cycles(imports()) == []
 
 
+def test_no_cycle_between_the_modules_of_a_package_either():
+    assert module_cycles(imports()) == []
+
+
 def test_the_few_upward_imports_that_stay_still_exist_and_say_why():
     found = {(i.importer, i.imported) for i in imports()}
     assert len(UPWARD) <= 5
@@ -246,6 +261,10 @@ def test_a_planted_cycle_between_packages_fails_with_its_imports(tmp_path):
         "memory/__init__.py": "", "memory/recall.py": "from zerg.hosts import registry\n",
         "hosts/__init__.py": "", "hosts/registry.py": "def f():\n    import zerg.memory.recall\n",
     })
+    assert module_cycles(imports(root), {}) == [
+        "cycle between hosts.registry, memory.recall:\n"
+        "  hosts/registry.py:2: hosts.registry imports memory.recall\n"
+        "  memory/recall.py:1: memory.recall imports hosts.registry"]
     assert package_cycles(imports(root), {}) == [
         "cycle between hosts, memory:\n"
         "  hosts/registry.py:2: hosts.registry imports memory.recall\n"
@@ -258,5 +277,5 @@ if __name__ == "__main__":  # every offender at once, to work through
         print("undeclared:", line)
     for line in upward(everything):
         print("upward:", line)
-    for line in package_cycles(everything):
+    for line in package_cycles(everything) + module_cycles(everything):
         print(line)

@@ -29,6 +29,7 @@ from zerg.alerts import inbox
 from zerg.alerts.severity import Assessment, assess
 from zerg.runs import jobs
 from zerg.runs import store as runs
+from zerg.schedules.fires import schedule_of_run
 from zerg.statuses import RUN_FINAL, is_background
 
 if TYPE_CHECKING:
@@ -37,12 +38,6 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-def schedule_of(conn: "Connection", owner_id: int, run_id: int) -> dict[str, Any] | None:
-    from zerg.schedules.fires import schedule_of_run
-
-    return schedule_of_run(conn, owner_id, run_id)
-
 
 def assess_run(conn: "Connection", run: dict[str, Any], schedule: dict[str, Any] | None) -> Assessment:
     """The assessment of ``run`` (with its final ``status`` and ``error``) from its answer and jobs."""
@@ -57,7 +52,7 @@ def assess_closing(rt: "Runtime", run: dict[str, Any], status: str, answer: str,
     the run then closes as any other, and :func:`on_run_end` assesses it afterwards)."""
     try:
         with rt.pool.connection() as conn:
-            schedule = schedule_of(conn, run["owner_id"], run["id"])
+            schedule = schedule_of_run(conn, run["owner_id"], run["id"])
             return assess_run(conn, {**run, "status": status, "result": answer, "error": error}, schedule)
     except Exception:
         log.warning("background run %s: could not assess it before closing", run["id"], exc_info=True)
@@ -87,7 +82,7 @@ def _on_run_end(rt: "Runtime", owner_id: int, run_id: int, assessment: Assessmen
             return {"run_id": run_id, "skipped": "not a background run"}
         if run["status"] not in RUN_FINAL or run["status"] == "cancelled":
             return {"run_id": run_id, "skipped": f"the run is {run['status']}"}
-        schedule = schedule_of(conn, owner_id, run_id)
+        schedule = schedule_of_run(conn, owner_id, run_id)
         assessment = assessment or assess_run(conn, run, schedule)
         item = inbox.add(conn, owner_id, run_id, (schedule or {}).get("id"), assessment)
     if item is None:

@@ -61,7 +61,7 @@ def _prepare(rt: "Runtime", run: dict[str, Any]) -> "Send | str":
 
 def compose(settings: Any, run: dict[str, Any]) -> tuple[str, str]:
     """(subject, body) of the mail for a closed ``run``."""
-    from zerg.alerts.matrix import base_url, run_link
+    from zerg.alerts.messages import base_url, run_link
     from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])

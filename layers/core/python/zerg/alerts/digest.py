@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from zerg.alerts import inbox
-from zerg.alerts.matrix import base_url as escalation_base_url
-from zerg.alerts.matrix import run_link
+from zerg.alerts.messages import base_url as escalation_base_url
+from zerg.alerts.messages import run_link
 from zerg.notify import notifications
 
 if TYPE_CHECKING:

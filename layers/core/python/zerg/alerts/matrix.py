@@ -23,77 +23,16 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zerg.notify.policy import CHANNELS, get_policy
-from zerg.text import one_line
+from zerg.alerts.messages import channels_for, compose, push_alert
+from zerg.alerts.repeats import start_escalation
+from zerg.notify.policy import get_policy
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-SMS_CHARS = 300  # an alert SMS stays short (2 segments); the email carries the details
-
-
-@dataclass(frozen=True)
-class AlertMessage:
-    """One alert's texts: the email's subject and body (the notifier escapes it into the HTML part)
-    and the SMS."""
-
-    subject: str
-    text: str
-    sms: str
-
-
-def base_url(settings: Any) -> str:
-    return (settings.public_url or settings.api_url).rstrip("/")
-
-
-def run_link(base: str, run_id: int) -> str:
-    """The run's page under ``base`` (:func:`base_url`), for alerts and digests."""
-    return f"{base.rstrip('/')}/api/jarvis/runs/{run_id}"
-
-
-def compose(settings: Any, item: dict[str, Any], *, attempt: int = 0) -> AlertMessage:
-    """The alert for an inbox ``item`` (run_id, severity, headline, details, schedule_name);
-    ``attempt`` n > 0 marks the n-th repeat of a critical alert."""
-    severity, run_id = item["severity"].upper(), item["run_id"]
-    headline, details = one_line(item["headline"]), item["details"] or ""
-    again = f" (repeat {attempt})" if attempt else ""
-    origin = f"Scheduled check: {item['schedule_name']}\n" if item.get("schedule_name") else ""
-    text = (f"{headline}\n\n{details}\n\n{origin}Run: {run_link(base_url(settings), run_id)}\n"
-            # Replies are not read yet (issue 15): the text promises only what acknowledges today.
-            f"To acknowledge: run `zerg inbox ack {run_id}`, or POST "
-            f"{base_url(settings)}/api/jarvis/inbox/{run_id}/ack\n")
-    head, tail = f"Zerg {severity}{again}: {headline}.", f" Ack: zerg inbox ack {run_id}"
-    room = SMS_CHARS - len(head) - len(tail) - 1
-    short = one_line(details, room) if room > 20 and details.strip() else ""
-    return AlertMessage(f"[Zerg {severity}] {headline}{again}", text, f"{head} {short}{tail}" if short else head + tail)
-
-
-def channels_for(policy: Any, schedule: dict[str, Any] | None, severity: str) -> list[str]:
-    """The channels a result of ``severity`` goes to: the schedule's override for that severity if
-    it has one, else the owner's policy."""
-    override = (schedule or {}).get("channels") or {}
-    chosen = override[severity] if severity in override else policy.channels.get(severity, [])
-    return [c for c in dict.fromkeys(chosen) if c in CHANNELS]
-
-
-def push_alert(rt: "Runtime", owner_id: int, policy: Any, item: dict[str, Any], message: AlertMessage, *,
-               purpose: str = "alert", attempt: int = 0) -> list[dict[str, Any]]:
-    """Push ``message`` (an inbox ``item``'s alert) to the owner's browsers when the policy pushes
-    its severity; the notifications rows (none without a subscription, or when not pushed)."""
-    if item["severity"] not in policy.push:
-        return []
-    from zerg.notify.push import PushMessage, notify
-
-    run_id = item["run_id"]
-    push = PushMessage(title=message.subject, body=message.sms, url=f"{base_url(rt.settings)}/#/",
-                       severity=item["severity"], run_id=run_id, tag=f"zerg-run-{run_id}")
-    return notify(rt, owner_id, push, purpose=purpose, schedule_id=item.get("schedule_id"), attempt=attempt)
-
 
 def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str, Any] | None) -> dict[str, Any]:
     """Send what ``item``'s severity calls for; a report: the notifications rows' statuses per
@@ -123,8 +62,6 @@ def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str
         report["sent"]["push"] = [r["status"] for r in pushed]
     if severity == "critical":
         try:  # the first alert is out whatever happens here; a failed start is logged and reported
-            from zerg.alerts.repeats import start_escalation
-
             report["escalation"] = start_escalation(rt, owner_id, item["run_id"])
         except Exception as exc:
             log.warning("run %s: critical alert sent, but its escalation could not start", item["run_id"], exc_info=True)

@@ -15,11 +15,11 @@ Invariants:
   Each repeat is claimed (and committed) by one conditional UPDATE before it is sent, so a retried
   or duplicate invocation never sends a repeat twice, and never more than ``max_repeats`` go out:
   at most once per repeat (a process that dies between the claim and the send loses that one).
-- Repeats are the first alert again (:func:`zerg.alerts.matrix.compose`, marked "repeat n") on
-  the same channels (:func:`zerg.alerts.matrix.channels_for`: the schedule's critical override,
+- Repeats are the first alert again (:func:`zerg.alerts.messages.compose`, marked "repeat n") on
+  the same channels (:func:`zerg.alerts.messages.channels_for`: the schedule's critical override,
   else the policy's), to the owner's verified contacts through ``deliver``, purpose
   ``escalation``, ``attempt`` = n, never held by quiet hours (critical never is); and pushed to
-  the owner's browsers when the policy pushes critical (:func:`zerg.alerts.matrix.push_alert`).
+  the owner's browsers when the policy pushes critical (:func:`zerg.alerts.messages.push_alert`).
 - Stopping is best effort: the status change is what counts; the next Repeat step ends an
   execution whose StopExecution was lost.
 """
@@ -71,9 +71,9 @@ def start_escalation(rt: "Runtime", owner_id: int, run_id: int) -> int | None:
 def repeat(rt: "Runtime", owner_id: int, run_id: int, escalation_id: int) -> dict[str, bool]:
     """The Repeat step: send the next repeat if it is due; ``{"done": True}`` when nothing more will be sent."""
     from zerg.alerts import inbox
-    from zerg.alerts.background import schedule_of
-    from zerg.alerts.matrix import channels_for, compose, push_alert
+    from zerg.alerts.messages import channels_for, compose, push_alert
     from zerg.notify.policy import get_policy
+    from zerg.schedules.fires import schedule_of_run
 
     with rt.pool.connection() as conn:
         esc = escalations.get(conn, owner_id, escalation_id)
@@ -98,7 +98,7 @@ def repeat(rt: "Runtime", owner_id: int, run_id: int, escalation_id: int) -> dic
                 return {"done": True}
             return {"done": current is None or current["status"] != "running"}
         policy = get_policy(conn, owner_id)
-        channels = channels_for(policy, schedule_of(conn, owner_id, run_id), "critical")
+        channels = channels_for(policy, schedule_of_run(conn, owner_id, run_id), "critical")
     attempt, last = claimed["repeats_sent"], claimed["max_repeats"]
     message = compose(rt.settings, item, attempt=attempt)  # the first alert's texts, marked "(repeat n)"
     for channel in channels:

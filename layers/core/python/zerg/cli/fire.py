@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zerg.cli.common import count_arg
+from zerg.cli.schedules import local_time, run_for_owner
 
 HISTORY_MAX = 1000
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
     from zerg import observability
-    from zerg.cli.schedules import _run
     from zerg.local.run import prepare_local_run, wait_for_run
     from zerg.schedules import service
     from zerg.schedules.firing import fire
@@ -43,13 +43,12 @@ def cmd_run_now(args: argparse.Namespace) -> int:
     from zerg.wiring import get_runtime
 
     try:
-        return _run(args, work)
+        return run_for_owner(args, work)
     finally:
         get_runtime().close()
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from zerg.cli.schedules import _run, local_time
     from zerg.schedules import fires, service
 
     def work(rt: Any, owner_id: int) -> int:
@@ -66,7 +65,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         for r in table:
             print("  ".join([*(cell.ljust(w) for cell, w in zip(r, widths, strict=False)), r[-1]]).rstrip())
         return 0
-    return _run(args, work)
+    return run_for_owner(args, work)
 
 
 def add_fire_commands(schedules: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],

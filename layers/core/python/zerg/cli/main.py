@@ -621,9 +621,11 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.cli.inbox import add_commands as add_inbox_commands
 
     add_inbox_commands(groups, _add_owner_option, _owner)
+    from zerg.cli.fire import add_fire_commands
     from zerg.cli.schedules import add_commands as add_schedule_commands
 
-    add_schedule_commands(groups, _add_owner_option, _owner)
+    schedules = add_schedule_commands(groups, _add_owner_option, _owner)
+    add_fire_commands(schedules, _add_owner_option, _owner)  # run-now, history
     from zerg.cli.contacts import add_commands as add_alert_commands
 
     add_alert_commands(groups, _add_owner_option, _owner)  # zerg contacts, zerg policy

@@ -20,7 +20,7 @@ from zerg.cli.common import run_as_owner
 from zerg.schedules.spec import KINDS, ScheduleSpec
 
 
-def _run(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
+def run_for_owner(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
     """``work(runtime, owner_id)`` with the service's refusals as exit statuses."""
     from zerg.schedules import service
 
@@ -79,7 +79,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     def work(rt: Any, owner_id: int) -> int:
         print("created " + describe(service.create(rt, owner_id, spec)))
         return 0
-    return _run(args, work)
+    return run_for_owner(args, work)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -97,7 +97,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for r in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip())
         return 0
-    return _run(args, work)
+    return run_for_owner(args, work)
 
 
 def _by_ref(action: str, verb: str) -> Callable[[argparse.Namespace], int]:
@@ -109,7 +109,7 @@ def _by_ref(action: str, verb: str) -> Callable[[argparse.Namespace], int]:
             schedule = service.find(rt, owner_id, args.schedule)
             print(f"{verb} " + describe(getattr(service, action)(rt, owner_id, schedule["id"])))
             return 0
-        return _run(args, work)
+        return run_for_owner(args, work)
     return command
 
 
@@ -132,7 +132,7 @@ class _Intermixed(argparse.ArgumentParser):
 def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
                  resolve_owner: Callable[[Any, str | None], int]) -> argparse._SubParsersAction:
     """The ``zerg schedules`` group under the top-level sub-parsers; returns its sub-parsers so
-    more commands can join (``run-now``: :mod:`zerg.schedules.firing`)."""
+    more commands can join (``run-now`` and ``history``: :mod:`zerg.cli.fire`)."""
     schedules = groups.add_parser("schedules", help="the owner's schedules: background checks, the digest, reminders"
                                   ).add_subparsers(dest="cmd", required=True, parser_class=_Intermixed)
     add = schedules.add_parser("add", help="create a schedule (EventBridge Scheduler on AWS, the ticker of zerg serve locally)")
@@ -155,9 +155,6 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     rm = schedules.add_parser("rm", help="delete a schedule")
     for parser in (pause, resume, rm):
         parser.add_argument("schedule", metavar="NAME_OR_ID")
-    from zerg.cli.fire import add_fire_commands
-
-    add_fire_commands(schedules, add_owner_option, resolve_owner)  # run-now, history
     for parser, func in ((add, cmd_add), (listing, cmd_list), (pause, _by_ref("pause", "paused")),
                          (resume, _by_ref("resume", "resumed")), (rm, _by_ref("delete", "deleted"))):
         add_owner_option(parser)

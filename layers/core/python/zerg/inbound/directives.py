@@ -171,7 +171,7 @@ def silenced_schedule(policy: Policy, schedule: dict[str, Any], channels: dict[s
     """Why giving ``schedule`` these channel overrides ({}: the policy's) needs the user's yes: its
     critical alerts, or its warnings and critical alerts together, would reach the user by no
     channel (silencing the check); None otherwise."""
-    from zerg.alerts.matrix import channels_for
+    from zerg.alerts.messages import channels_for
 
     before = {s: channels_for(policy, schedule, s) for s in SEVERITIES}
     after = {s: channels_for(policy, {"channels": channels}, s) for s in SEVERITIES}

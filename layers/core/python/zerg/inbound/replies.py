@@ -445,7 +445,7 @@ def _prepare_answer(rt: "Runtime", conn: "Connection", run: dict[str, Any]) -> "
 def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
     run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link."""
-    from zerg.alerts.matrix import base_url, run_link
+    from zerg.alerts.messages import base_url, run_link
     from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])

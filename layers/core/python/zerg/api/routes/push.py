@@ -73,7 +73,7 @@ def delete_subscription(subscription_id: SubscriptionId, owner_id: Owner, rt: Rt
 @router.post("/api/jarvis/push/test", summary="Send a test push to each of the owner's subscriptions (recorded)",
              responses=responses(200, "One notification per subscription", PushTestResult, 401, 409))
 def test_push(owner_id: Owner, rt: Rt):
-    from zerg.alerts.matrix import base_url
+    from zerg.alerts.messages import base_url
 
     with rt.pool.connection() as conn:
         if not push_subscriptions.has_any(conn, owner_id):
