@@ -95,7 +95,6 @@ def _valid_bodies() -> dict[str, Any]:
             "SubscriptionIn": {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}}
 
 
-
 def _example(schema: dict[str, Any], doc: dict[str, Any]) -> Any:
     """A minimal value the schema accepts (enough to get past validation to the database)."""
     if "$ref" in schema:

@@ -69,7 +69,6 @@ def call(name: str, **args: Any) -> Callable[[list[str]], tuple[str, dict[str, A
     return lambda results: (name, args)
 
 
-
 def last_results(llm) -> list[str]:
     """The tool results the supervisor was shown at its last inference."""
     return next(tool_results(r) for r in reversed(llm.requests) if not memory_call(r))

@@ -760,4 +760,3 @@ def test_a_reply_to_an_alert_zerg_really_sent_carries_that_notifications_token_a
                                 (row["id"], owner)).fetchone()
     assert got.tokens == (sent_row["reply_token"],) and got.in_reply_to == sent_row["message_id"]
     assert got.subject == f"Re: {alert.subject}"
-

@@ -99,7 +99,6 @@ def reminder_script(at: str, timezone: str | None = None, background: bool = Fal
     return respond
 
 
-
 def tool_results(request) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 

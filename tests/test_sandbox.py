@@ -25,6 +25,8 @@ from zerg.config import load_settings
 from zerg.sandbox import BEST_EFFORT, BWRAP, UNSHARE, detect, execute, reaper
 
 CAP = 1_000_000
+
+
 @pytest.fixture(params=[BWRAP, UNSHARE])
 def mechanism(request) -> str:
     return require(request.param)

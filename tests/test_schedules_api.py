@@ -223,4 +223,3 @@ def test_a_taken_name_is_a_409_on_create_and_on_rename(runtime_env, alice):
     assert call("PATCH", f"/api/jarvis/schedules/{second['id']}", {"name": " health "}, token=token)[:2] == (409, taken)
     listed = call("GET", "/api/jarvis/schedules", token=token)[1]["schedules"]
     assert [s["name"] for s in listed] == ["health", "digest"] and listed[0] == first
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+
 # --- runs -----------------------------------------------------------------------------------------
 class RunStarter(Protocol):
     """Starts and stops a run's execution (:mod:`zerg.runs.stepfunctions`, ``zerg.local.engine``).

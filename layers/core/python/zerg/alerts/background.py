@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def assess_run(conn: "Connection", run: dict[str, Any], schedule: dict[str, Any] | None) -> Assessment:
     """The assessment of ``run`` (with its final ``status`` and ``error``) from its answer and jobs."""
 

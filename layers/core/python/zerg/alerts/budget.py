@@ -139,4 +139,3 @@ def fire_skip(conn: Connection, owner_id: int) -> Budget | None:
     """The owner's budget when a background check must be skipped for it, else None."""
     state = today(conn, owner_id)
     return state if state.reached else None
-

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def apply(rt: "Runtime", owner_id: int, item: dict[str, Any], schedule: dict[str, Any] | None) -> dict[str, Any]:
     """Send what ``item``'s severity calls for; a report: the notifications rows' statuses per
     channel, and whether an escalation started."""

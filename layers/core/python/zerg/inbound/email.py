@@ -321,4 +321,3 @@ def keep_copy(directory: Path, name: str, raw: bytes) -> Path:
     with atomic_private_file(path, directory / f".{name}.{secrets.token_hex(4)}.tmp") as f:
         f.write(raw)
     return path
-

@@ -238,4 +238,3 @@ def automatic(msg: Message) -> str | None:
     if msg.get_content_type() == "multipart/report":
         return "automatic reply (a delivery report)"
     return None
-

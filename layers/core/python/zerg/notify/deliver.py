@@ -238,4 +238,3 @@ def log_row(row: dict[str, Any]) -> None:
         observability.logger().warning("notification failed", extra=extra)
     else:
         observability.logger().info(f"notification {row['status']}", extra=extra)
-

@@ -24,6 +24,7 @@ from zerg.ports import fire_input, schedule_name
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+
 class LocalScheduler:
     """Locally the row is the schedule: ``put`` checks the row can fire, ``delete`` has nothing to
     remove, ``describe`` reads the row as the ticker will."""
