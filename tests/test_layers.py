@@ -217,15 +217,18 @@ def test_every_declared_name_is_a_module_or_package_of_the_core():
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
-    assert upward(imports()) == []
+    found = upward(imports())
+    assert found == [], "imports into a higher layer:\n" + "\n".join(found)
 
 
 def test_no_cycle_between_the_packages_of_the_core():
-    assert package_cycles(imports()) == []
+    found = package_cycles(imports())
+    assert found == [], "\n".join(found)
 
 
 def test_no_cycle_between_the_modules_of_a_package_either():
-    assert module_cycles(imports()) == []
+    found = module_cycles(imports())
+    assert found == [], "\n".join(found)
 
 
 def test_the_few_upward_imports_that_stay_still_exist_and_say_why():
