@@ -69,8 +69,9 @@ def embedded_start_lock(data_dir: Path) -> Iterator[None]:
     initdb and server start are not safe to race."""
     import fcntl
 
-    if not data_dir.exists():  # the per-user data dir: private
-        data_dir.mkdir(parents=True, mode=0o700)
+    # The per-user data dir: private. Two first starts at once (two test workers, two commands) may
+    # both find it missing: the second one's mkdir then finds it made.
+    data_dir.mkdir(parents=True, mode=0o700, exist_ok=True)
     with open(data_dir / ".pg-start.lock", "w") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         yield
