@@ -255,7 +255,7 @@ def test_owners_add_prints_the_secret_once_and_stores_only_its_hash(database_url
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZERG_")} | {"DATABASE_URL": database_url}
     name = unique_name("carol")
-    out = subprocess.run([sys.executable, "-m", "zerg.cli.main", "owners", "add", name], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "owners", "add", name], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     secret = out.stdout.split("device secret (shown once, store it now): ")[1].strip()
     with pool.connection() as conn:
@@ -281,10 +281,10 @@ def test_zerg_ask_reports_a_wrong_secret_and_an_unreachable_api_in_one_line(api_
     import sys
 
     base, _ = api_server
-    wrong = subprocess.run([sys.executable, "-m", "zerg.cli.main", "ask", "--url", base, "--secret-stdin", "hi"],
+    wrong = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", base, "--secret-stdin", "hi"],
                            input="nope\n", capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "HTTP 401" in wrong.stderr and "unknown device secret" in wrong.stderr
-    down = subprocess.run([sys.executable, "-m", "zerg.cli.main", "ask", "--url", "http://127.0.0.1:9", "hi"],
+    down = subprocess.run([sys.executable, "-m", "zerg.cli", "ask", "--url", "http://127.0.0.1:9", "hi"],
                           env={**os.environ, "ZERG_DEVICE_SECRET": "s"}, capture_output=True, text=True, timeout=60)
     assert down.returncode == 2 and "cannot reach http://127.0.0.1:9" in down.stderr and "Traceback" not in down.stderr
 

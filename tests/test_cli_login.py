@@ -24,7 +24,7 @@ from zerg.owners import create_owner
 
 
 def zerg(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zerg.cli.main", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "zerg.cli", *args], input=stdin, capture_output=True, text=True,
                           timeout=120, env={**os.environ, **env}, stdin=None if stdin is not None else subprocess.DEVNULL)
 
 

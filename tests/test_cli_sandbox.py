@@ -66,7 +66,7 @@ def test_zerg_run_commands_cannot_see_another_owners_files_the_hosts_loopback_or
         env |= {"DATABASE_URL": database_url, "ZERG_DATA_DIR": str(tmp_path / "data"),
                 "ZERG_ARTIFACT_DIR": str(tmp_path / "data" / "artifacts"), "OPENAI_BASE_URL": llm.base_url,
                 "OPENAI_API_KEY": "test", "ZERG_LLM_MAX_RETRIES": "0", "ZERG_EMBEDDINGS": "off"}
-        out = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "look around the host"],
+        out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "look around the host"],
                              capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "NO sandbox" not in out.stderr, out.stderr

@@ -116,7 +116,7 @@ def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_on
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))} | {
         "DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"),
         "ZERG_DATA_DIR": str(tmp_path / "data"), "ZERG_ARTIFACT_RETENTION_DAYS": "30"}
-    server = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "serve", "--port", "0"], env=env,
+    server = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: gone(pool, store, old) or server.poll() is not None, "the old worker's deletion", 120, 0.01)

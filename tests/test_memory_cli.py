@@ -105,7 +105,7 @@ def test_the_real_command_pipes_content_in_and_out_without_a_traceback(rt, alice
     env = dict(os.environ)
 
     def zerg(*args: str, data: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "zerg.cli.main", "memory", *args, "--owner", alice.name], input=data,
+        return subprocess.run([sys.executable, "-m", "zerg.cli", "memory", *args, "--owner", alice.name], input=data,
                               capture_output=True, text=True, timeout=120, env=env)
 
     assert zerg("write", "piped.md", data="line one\nline two\n").returncode == 0

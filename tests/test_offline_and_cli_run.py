@@ -44,7 +44,7 @@ def test_zerg_run_offline_completes_and_leaves_the_artifact_tree(database_url, t
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
     env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts")}
     out = subprocess.run(
-        [sys.executable, "-m", "zerg.cli.main", "run", "check disk and memory on this machine"],
+        [sys.executable, "-m", "zerg.cli", "run", "check disk and memory on this machine"],
         capture_output=True, text=True, env=env, timeout=180,
     )
     assert out.returncode == 0, out.stdout + out.stderr
@@ -67,13 +67,13 @@ def test_zerg_run_acts_for_the_owner_named_and_refuses_an_unknown_one(database_u
         bob = create_owner(conn, f"bob-{tmp_path.name}").owner_id
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
     env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts")}
-    out = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "--owner", f"bob-{tmp_path.name}", "check disk"],
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", f"bob-{tmp_path.name}", "check disk"],
                          capture_output=True, text=True, env=env, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = int(next(line for line in out.stdout.splitlines() if line.startswith("run ")).split()[1].rstrip(":"))
     with pool.connection() as conn:
         assert conn.execute("SELECT owner_id FROM runs WHERE id = %s", (run_id,)).fetchone()["owner_id"] == bob
-    unknown = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "--owner", "nobody-here", "check disk"],
+    unknown = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", "nobody-here", "check disk"],
                              capture_output=True, text=True, env=env, timeout=60)
     assert unknown.returncode == 2 and "no owner named 'nobody-here'" in unknown.stderr
 
@@ -86,7 +86,7 @@ def test_zerg_run_offline_notes_what_to_remember_and_writes_the_episode_before_i
         carol = create_owner(conn, name).owner_id
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZERG_", "OPENAI_"))}
     env |= {"DATABASE_URL": database_url, "ZERG_ARTIFACT_DIR": str(tmp_path / "artifacts"), "ZERG_EMBEDDINGS": "off"}
-    out = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "--owner", name,
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "--owner", name,
                           "Remember that the backup server is called cube"],
                          capture_output=True, text=True, env=env, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -102,7 +102,7 @@ def test_zerg_run_offline_notes_what_to_remember_and_writes_the_episode_before_i
 
 @pytest.mark.parametrize(("args", "message"), [(["run", " "], "give a task"), (["run", "x" * 9000], "the limit is 8192")])
 def test_zerg_run_refuses_an_empty_or_huge_task(args, message):
-    out = subprocess.run([sys.executable, "-m", "zerg.cli.main", *args], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", *args], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
@@ -112,7 +112,7 @@ def test_zerg_run_with_a_state_machine_arn_says_why_it_cannot_run_and_starts_not
             "ZERG_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:zerg-run"}
     with pool.connection() as conn:
         before = conn.execute("SELECT count(*) AS n FROM runs").fetchone()["n"]
-    out = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "check disk"],
+    out = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "check disk"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 2 and "unset ZERG_STATE_MACHINE_ARN" in out.stderr and "Traceback" not in out.stderr
     with pool.connection() as conn:

@@ -140,7 +140,7 @@ def test_kill_9_of_zerg_serve_mid_run_leaves_an_interrupted_run_with_its_evidenc
 def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_url, pool, tmp_path, llm):
     llm.respond_with(sleepy_script(30))
     env = cli_env(database_url, tmp_path, llm)
-    killed = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "run", "check something slow"], env=env,
+    killed = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: running_sleep(tmp_path / "artifacts", 30), "the worker's sleep", limit_s=120)
@@ -150,7 +150,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
     run_id = int(out.split("> run ", 1)[1].split()[0])
 
     llm.respond_with(lambda request: {"content": "nothing to do"})
-    again = subprocess.run([sys.executable, "-m", "zerg.cli.main", "run", "say hello"], env=env,
+    again = subprocess.run([sys.executable, "-m", "zerg.cli", "run", "say hello"], env=env,
                            capture_output=True, text=True, timeout=180)
     assert again.returncode == 0, again.stdout + again.stderr
     assert run_id in recovered(again.stdout.splitlines()), again.stdout
@@ -164,7 +164,7 @@ def test_zerg_run_recovers_what_a_killed_zerg_run_left_before_it_runs(database_u
 def test_ctrl_c_on_zerg_run_cancels_its_run_and_says_so(database_url, pool, tmp_path, llm):
     llm.respond_with(sleepy_script(300))
     env = cli_env(database_url, tmp_path, llm)
-    proc = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "run", "check something slow"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "run", "check something slow"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: running_sleep(tmp_path / "artifacts", 300), "the worker's sleep", limit_s=120)

@@ -360,7 +360,7 @@ def test_the_local_owner_can_be_deleted_and_is_created_again_on_next_use(pool, s
 
 
 def _cli(env: dict, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zerg.cli.main", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "zerg.cli", *args], input=stdin, capture_output=True, text=True,
                           env=env, timeout=120)
 
 

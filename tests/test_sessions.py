@@ -49,7 +49,7 @@ BODIES[("/api/jarvis/push/subscriptions", "post")] = {"endpoint": "https://8.8.8
 
 def zerg(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """The real ``zerg`` command in a child process (this checkout first on its path)."""
-    return subprocess.run([sys.executable, "-m", "zerg.cli.main", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "zerg.cli", *args], input=stdin, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ))
 
 

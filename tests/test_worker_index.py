@@ -89,7 +89,7 @@ def _zerg(*args: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
 
     env = {k: v for k, v in os.environ.items()} | env_extra
     return subprocess.run(
-        [sys.executable, "-m", "zerg.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "zerg.cli", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 
@@ -128,15 +128,15 @@ def test_db_stop_stops_the_embedded_server_and_keeps_its_data(tmp_path):
     import os
 
     env_all = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("ZERG_")} | env
-    up = subprocess.run([sys.executable, "-m", "zerg.cli.main", "db", "migrate"], capture_output=True, text=True, env=env_all, timeout=120)
+    up = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "migrate"], capture_output=True, text=True, env=env_all, timeout=120)
     assert up.returncode == 0, up.stderr
     assert (data / "pg" / "postmaster.pid").exists()
-    down = subprocess.run([sys.executable, "-m", "zerg.cli.main", "db", "stop"], capture_output=True, text=True, env=env_all, timeout=60)
+    down = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "stop"], capture_output=True, text=True, env=env_all, timeout=60)
     assert "stopped the embedded PostgreSQL" in down.stdout
     assert not (data / "pg" / "postmaster.pid").exists() and (data / "pg" / "PG_VERSION").exists()
-    again = subprocess.run([sys.executable, "-m", "zerg.cli.main", "db", "status"], capture_output=True, text=True, env=env_all, timeout=120)
+    again = subprocess.run([sys.executable, "-m", "zerg.cli", "db", "status"], capture_output=True, text=True, env=env_all, timeout=120)
     assert again.returncode == 0 and "schema version" in again.stdout  # restarts on the kept data
-    subprocess.run([sys.executable, "-m", "zerg.cli.main", "db", "stop"], capture_output=True, env=env_all, timeout=60)
+    subprocess.run([sys.executable, "-m", "zerg.cli", "db", "stop"], capture_output=True, env=env_all, timeout=60)
 
 
 def test_reindex_never_hands_another_owners_job_row_to_a_worker(pool, owner, other_owner, tmp_path):

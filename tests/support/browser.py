@@ -85,7 +85,7 @@ class ServedZerg:
         } | env
         self.artifact_dir = Path(environ["ZERG_ARTIFACT_DIR"])
         with open(self.out, "w") as out, open(self.log, "w") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "serve", "--port", "0"], env=environ,
+            self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=environ,
                                          stdout=out, stderr=log, cwd=ROOT)
         self.url = self._wait_for_url(120)
 

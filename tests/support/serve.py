@@ -18,7 +18,7 @@ class Served:
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
         self.log = log.open("a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli.main", "serve", "--port", "0"], env=env, cwd=ROOT,
+        self.proc = subprocess.Popen([sys.executable, "-m", "zerg.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         guard = threading.Timer(120, self.proc.kill)  # a server that never says where it listens
         guard.start()

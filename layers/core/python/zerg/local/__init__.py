@@ -1,6 +1,6 @@
 """The one-machine host: the local engine, the HTTP server, ``zerg run`` and the ``zerg ask`` client.
 
-Not in the Lambda layer; the only core code (with ``zerg.cli.main``) that imports ``functions``.
+Not in the Lambda layer; the only core code (with ``zerg.cli``) that imports ``functions``.
 Loading it gives the composition root its run starter for a process without Step Functions
 (:func:`zerg.wiring.use_local_engine`): the local engine, started on first use.
 """
