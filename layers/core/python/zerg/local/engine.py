@@ -292,8 +292,9 @@ class LocalEngine:
         _import_moto()
         from moto.stepfunctions.parser.asl.component.common.path import result_path
         from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
-        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import \
-            state_task_service_lambda as sfn_lambda
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_lambda as sfn_lambda,
+        )
         from moto.stepfunctions.parser.asl.utils import json_path
         from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
         from moto.stepfunctions.parser.models import StepFunctionsParserBackend

@@ -123,7 +123,6 @@ def close_run(pool: "ConnectionPool", store: "WorkerArtifactStore", run: dict[st
     if payload is None:
         return False
     if status == "interrupted":  # nobody runs these workers any more
-
         for job in running:
             if job["worker_id"]:
                 settle_abandoned(store, job["worker_id"], "cancelled", message)
