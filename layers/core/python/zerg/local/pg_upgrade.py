@@ -33,6 +33,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 from zerg import db
+from zerg.files import atomic_private_file
 from zerg.migrate import migrate
 
 OLD_MAJOR = "16"  # pgserver 0.1.4's PostgreSQL 16.2: the one format this knows how to read
@@ -209,11 +210,9 @@ def _read_state(work: Path) -> dict[str, Any] | None:
 def _write_state(work: Path, state: dict[str, Any]) -> None:
     """Atomically and durably: the rename that follows relies on it."""
     partial = work / "state.json.part"
-    with open(partial, "w") as f:
-        json.dump(state, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, work / "state.json")
+    partial.unlink(missing_ok=True)  # a crash's leftover: the temporary name is created new
+    with atomic_private_file(work / "state.json", partial) as f:
+        f.write(json.dumps(state, indent=1).encode())
     directory = os.open(work, os.O_RDONLY)
     try:
         os.fsync(directory)
