@@ -46,7 +46,6 @@ class Subscription:
 
 
 _subscriptions: list[Subscription] = []
-_resolved: dict[str, Subscriber] = {}
 _lock = threading.Lock()
 
 
@@ -70,14 +69,9 @@ def subscribers(trigger: str | None) -> list[str]:
 
 
 def _resolve(target: str) -> Subscriber:
-    with _lock:
-        found = _resolved.get(target)
-    if found is None:
-        module, _, name = target.partition(":")
-        found = getattr(importlib.import_module(module), name)
-        with _lock:
-            _resolved[target] = found
-    return found
+    """The subscriber ``target`` names (its module imported on first use; then Python's own cache)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def after_close(rt: "Runtime", run: dict[str, Any], assessment: Any = None) -> dict[str, Any]:
