@@ -52,7 +52,7 @@ def intent_calls(pool, owner_id):
 
 
 def test_every_rule_has_examples_and_each_example_is_decided_by_that_rule():
-    assert set(RULE_EXAMPLES) | {"follow-up", "short-follow-up"} == {r.name for r in intent.RULES}
+    assert set(RULE_EXAMPLES) | {"follow-up", "short-follow-up", "yes-to-question"} == {r.name for r in intent.RULES}
     for name, utterances in RULE_EXAMPLES.items():
         for utterance in utterances:
             decided = intent.precheck(utterance, running=False)
@@ -95,6 +95,30 @@ def test_a_follow_up_on_the_owners_running_run_goes_to_the_supervisor_another_ow
     assert (status, body["mode"], body["decided_by"]) == (200, "supervisor", "rules")
     assert body["reason"] == intent.rule_named("follow-up").reason
     assert len(llm.requests) == 1  # no second call
+
+
+def test_a_yes_goes_to_the_supervisor_only_while_zergs_question_waits_for_it(alice_token, llm, pool, alice, bob):
+    from zerg.inbound import pending
+
+    for said in ("yes", "Yes please.", "do it"):
+        decided = intent.precheck(said, running=False, asked=True)
+        assert (decided.rule, decided.mode) == ("yes-to-question", "supervisor"), said
+    assert intent.precheck("ok", running=False, asked=True).rule == "small-talk"  # not a yes
+
+    def asked(owner_id):  # a closed run that asked, its question shown
+        run_id, _ = make_run(pool, owner_id, "stop paging me")
+        with pool.connection() as conn:
+            conn.execute("UPDATE runs SET status = 'success', finished_at = now() WHERE id = %s", (run_id,))
+            pending.ask(conn, owner_id, run_id, "set_preference", {"key": "quiet_hours", "value": "off"}, "x")
+            pending.mark_shown(conn, owner_id, run_id)
+
+    asked(bob.owner_id)  # bob's question says nothing about alice
+    llm.script({"content": json.dumps({"mode": "quick", "reason": "a simple reply"})})
+    assert route(alice_token, "yes")[1]["decided_by"] == "model"
+    asked(alice.owner_id)
+    assert route(alice_token, "yes") == (200, {"mode": "supervisor", "decided_by": "rules",
+                                               "reason": "the owner's yes to the question Zerg asked"})
+    assert len(llm.requests) == 1
 
 
 def test_an_unclear_utterance_asks_the_intent_model_once_as_fenced_data_and_is_in_the_ledger(

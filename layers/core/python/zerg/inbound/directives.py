@@ -9,24 +9,25 @@ Invariants:
   does not exist.
 - Preferences are the documented keys only (:data:`PREFERENCE_KEYS`); anything else is refused with
   the keys and the expected form, never guessed.
-- A destructive directive (deleting a schedule; a preference that leaves critical alerts with no
-  channel, or every severity with none, or a spending cap below a cent, which stops every run; a
-  schedule's channels that leave its critical alerts, or its warnings and critical alerts, with no
-  channel) is never done in the run that asks for it. It is recorded as
-  a question (``pending_directives``, :mod:`zerg.inbound.pending`) and done only when a later call
-  with ``confirm`` finds that question, pending and unexpired, and the user's own yes to it, checked
-  here and not left to the model: the confirming run was started by a person, its task (the user's
-  own words, ``runs.task``) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
-  and it is the NEXT person-started run on the thread after the run that asked (no other request in
-  between). Neither a model nor text it read can confirm: a run answering anything else, or a yes
-  to something later, is refused with "the user has to say yes to that question first". What the
-  code cannot see is what the asking run's answer showed the user: the yes is to that answer.
-- Order of a confirmed change: a preference is changed and its question marked ``done`` in one
-  transaction. A schedule deletion or change has its own transaction in the service (the row and
-  Scheduler together): the question is checked first, the schedule changed, then the question
-  marked ``done``.
-  A crash between the last two leaves the question pending for a schedule that is gone: a repeated
-  "yes" answers "no schedule #N", and the question expires within a day.
+- What only the owner decides (a new check, which runs commands unattended; deleting a schedule;
+  a schedule's alert channels; the notification channels, quiet hours and the spending cap) is
+  never done in the run that asks for it, whatever the model or the text it read says. It is
+  recorded as a question (``pending_directives``, :mod:`zerg.inbound.pending`) whose words Zerg
+  writes (:func:`question_text`, from the validated arguments and the rows they name, never from
+  the model's prose) and appends, word for word, to that run's answer when the run closes
+  (:func:`show_questions`; the email or SMS that carries the answer carries it too). A run's
+  questions are one question; asking supersedes the owner's older ones.
+- Only the owner's yes confirms, decided here and never by a model (:func:`confirm`, called before
+  the supervisor's first inference): the run was started by a person, its task (the owner's own
+  words, ``runs.task``) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
+  it is the NEXT person-started run on the thread after the run that asked (no other request in
+  between), it has read no untrusted text (``runs.read_untrusted``), and the question is the
+  owner's latest, shown and unexpired. The confirmation names what was done. No tool takes a
+  ``confirm``: a model, or text it read, can only ask.
+- Order of a confirmation: each row is claimed (``pending`` → ``done``, conditional) before its
+  change is made, so two confirmations never do a change twice; a change that fails then (the
+  schedule is gone, the name taken, Scheduler down) is said in the confirmation and not retried:
+  the owner asks again.
 - Every refusal is :class:`DirectiveError` with text for the model; nothing half-done.
 """
 
@@ -52,8 +53,6 @@ class DirectiveError(ValueError):
     """A directive that cannot be done; the message is for the model."""
 
 
-NO_PENDING = "There is no pending request to confirm; ask the user first."
-NOT_A_YES = "Not confirmed: the user has to say yes to that question first"
 
 # --- preferences ---------------------------------------------------------------------------------
 
@@ -193,31 +192,34 @@ def _effect(policy: Policy, key: str) -> str:
     return ""
 
 
-def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str, confirm: bool) -> str:
-    """Apply the preference, or ask first when it is destructive (see the module's rules)."""
-    from zerg.inbound import pending
+OWNER_ONLY_KEYS = ("channels.info", "channels.warning", "channels.critical", "quiet_hours", "daily_usd_cap")
 
+
+def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str) -> str:
+    """Apply the preference (the time zone), or ask the owner first (channels, quiet hours, the
+    spending cap: module rules)."""
     pref = parse_preference(key, value)
-    args = {"key": pref.key, "value": pref.value}
     with rt.pool.connection() as conn:
         before = get_policy(conn, owner_id)
-        why = destructive(before, pref)
-        question = None
-        if why and not confirm:
-            return _ask(conn, owner_id, run, "set_preference", args, f"set {pref.key} to {pref.value} ({why})")
-        if why:
-            question = _confirmable(conn, owner_id, run, "set_preference", args)
+        was = shown(before, pref.key)
+        if pref.key in OWNER_ONLY_KEYS:
+            if was == pref.value:
+                return f"Preference {pref.key} stays {was} (unchanged)."
+            why = destructive(before, pref)
+            return _ask(conn, owner_id, run, "set_preference", {"key": pref.key, "value": pref.value},
+                        f"set {pref.key} to {pref.value} (now {was}){'; ' + why if why else ''}")
         after = set_policy(conn, owner_id, pref.change)
-        if question is not None:
-            pending.mark_done(conn, owner_id, question["id"])
         conn.commit()
-    was = shown(before, pref.key)
-    now = shown(after, pref.key)
+    return _preference_changed(before, after, pref.key)
+
+
+def _preference_changed(before: Policy, after: Policy, key: str) -> str:
+    was, now = shown(before, key), shown(after, key)
     change = f"is now {now} (was {was})" if was != now else f"stays {now} (unchanged)"
-    return f"Preference {pref.key} {change}.{_effect(after, pref.key)}"
+    return f"Preference {key} {change}.{_effect(after, key)}"
 
 
-# --- confirmation ------------------------------------------------------------------------------------
+# --- the owner's question and their yes -----------------------------------------------------------
 
 def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args: dict[str, Any], summary: str) -> str:
     from zerg.inbound import pending
@@ -225,40 +227,98 @@ def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args
     pending.expire_overdue(conn, owner_id)
     pending.ask(conn, owner_id, run["id"], action, args, summary)
     conn.commit()
-    return f"Not done yet: ask the user to confirm '{summary}' (their next message must be yes)."
+    return (f"Not done: only the user can decide this. Zerg itself appends this question, word for word, to "
+            f"the end of your answer: '{summary}'. It is done only if their next message is yes. Do not ask "
+            "it again or reword it; say in one sentence that it waits for their yes.")
 
 
-def _confirmable(conn: Connection, owner_id: int, run: dict[str, Any], action: str,
-                 args: dict[str, Any]) -> dict[str, Any]:
-    """The question this confirmation answers, locked, when the user said yes to it (module rules);
-    DirectiveError otherwise (with the overdue questions marked expired and committed)."""
+def question_text(rows: list[dict[str, Any]]) -> str:
+    """The question Zerg appends to the asking run's answer, from the rows' summaries (Zerg's words)."""
+    from zerg.inbound.pending import TTL
+
+    hours = int(TTL.total_seconds() // 3600)
+    if len(rows) == 1:
+        return (f"[Zerg] Waiting for your yes: {rows[0]['summary']}. Reply yes as your next message to do it; "
+                f"anything else leaves it undone (the question expires in {hours} hours).")
+    listed = "\n".join(f"{i}. {row['summary']}" for i, row in enumerate(rows, 1))
+    return (f"[Zerg] Waiting for your yes to {len(rows)} changes:\n{listed}\nReply yes as your next message to do "
+            f"all of them; anything else leaves them undone (the question expires in {hours} hours).")
+
+
+def questions_of(conn: Connection, run: dict[str, Any]) -> str | None:
+    """The question the closing ``run`` asked (:func:`question_text`), or None."""
+    from zerg.inbound import pending
+
+    rows = pending.asked_by(conn, run["owner_id"], run["id"])
+    return question_text(rows) if rows else None
+
+
+def confirm(rt: Runtime, run: dict[str, Any]) -> str | None:
+    """The confirmation of the owner's open question when ``run`` is their yes to it (module
+    rules): each change done (or why not), named; None when the run is not such a yes, so the
+    supervisor answers it as any request (a yes to something the model asked in conversation)."""
     from zerg.inbound import pending
     from zerg.inbound.words import is_affirmative
     from zerg.runs import store as runs
-    from zerg.statuses import BACKGROUND_TRIGGERS
+    from zerg.statuses import BACKGROUND_TRIGGERS, is_background
 
-    expired = pending.expire_overdue(conn, owner_id)
-    row = pending.latest_pending(conn, owner_id, action, args)
-    refusal = None
-    if row is None:
-        if any(e["action"] == action and e["args"] == args for e in expired):
-            refusal = (f"{NO_PENDING} (The earlier request expired after "
-                       f"{int(pending.TTL.total_seconds() // 3600)} hours.)")
-        else:
-            refusal = NO_PENDING
-    elif row["run_id"] == run["id"] or row["created_at"] >= run["created_at"]:
-        refusal = (f"{NO_PENDING} (The request was made in this run: the user must say yes "
-                   "in a later message.)")
-    elif run["trigger"] in BACKGROUND_TRIGGERS or not is_affirmative(run["task"] or ""):
-        refusal = (f"{NOT_A_YES} ('{row['summary']}'): this request is not their yes to it. Ask them "
-                   "(call again without confirm) and wait for a yes.")
-    elif runs.next_run_on_thread(conn, owner_id, row["run_id"], excluding=BACKGROUND_TRIGGERS) != run["id"]:
-        refusal = (f"{NOT_A_YES} ('{row['summary']}'): their yes must be their next message after the "
-                   "question, and another request came in between. Ask again (call without confirm).")
-    if refusal is None:
-        return row
-    conn.commit()  # the expiries stay recorded
-    raise DirectiveError(refusal)
+    if is_background(run) or run.get("read_untrusted") or not is_affirmative(run["task"] or ""):
+        return None
+    owner_id = run["owner_id"]
+    with rt.pool.connection() as conn:
+        pending.expire_overdue(conn, owner_id)
+        rows = pending.open_question(conn, owner_id)
+        asked_in = rows[0]["run_id"] if rows else None
+        if (not rows or asked_in == run["id"] or rows[0]["created_at"] >= run["created_at"]
+                or runs.next_run_on_thread(conn, owner_id, asked_in, excluding=BACKGROUND_TRIGGERS) != run["id"]):
+            conn.commit()  # the expiries stay recorded
+            return None
+        claimed = [row for row in rows if pending.mark_done(conn, owner_id, row["id"])]
+        conn.commit()
+    if not claimed:
+        return None
+    lines = []
+    for row in claimed:
+        try:
+            lines.append(f"- {row['summary']}: {_do(rt, owner_id, row)}")
+        except DirectiveError as exc:
+            lines.append(f"- {row['summary']}: not done: {exc}")
+        except Exception as exc:  # the database or a provider went away: said, never a trace, not retried
+            from zerg import observability
+
+            observability.logger().warning("a confirmed directive failed", exc_info=True,
+                                           extra={"owner_id": owner_id, "pending_id": row["id"]})
+            lines.append(f"- {row['summary']}: not done: {type(exc).__name__}; ask again")
+    return "Confirmed by your yes:\n" + "\n".join(lines)
+
+
+def _do(rt: Runtime, owner_id: int, row: dict[str, Any]) -> str:
+    """Make the change a confirmed row asked for; DirectiveError when it cannot be made."""
+    args = row["args"]
+    if row["action"] == "set_preference":
+        pref = parse_preference(args["key"], args["value"])
+        with rt.pool.connection() as conn:
+            before = get_policy(conn, owner_id)
+            after = set_policy(conn, owner_id, pref.change)
+            conn.commit()
+        return _preference_changed(before, after, pref.key)
+    from zerg.schedules import service
+    from zerg.schedules.spec import SchedulePatch, ScheduleSpec
+
+    try:
+        if row["action"] == "create_schedule":
+            return created(service.create(rt, owner_id, ScheduleSpec(**args)))
+        schedule_id = args["schedule_id"]
+        if row["action"] == "delete_schedule":
+            deleted = service.delete(rt, owner_id, schedule_id)
+            return f"Schedule #{schedule_id} {deleted['name']!r} deleted ({written(deleted)}): it will not run again."
+        before = service.get(rt, owner_id, schedule_id)
+        fields = {k: v for k, v in args.items() if k != "schedule_id"}
+        return changed(before, service.update(rt, owner_id, schedule_id, SchedulePatch(**fields)))
+    except service.ScheduleNotFound:
+        raise DirectiveError(f"no schedule #{args.get('schedule_id')}") from None
+    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        raise DirectiveError(str(exc)) from None
 
 
 # --- schedules -------------------------------------------------------------------------------------
@@ -342,11 +402,9 @@ def _channel_args(channels: dict[str, list[str]]) -> dict[str, list[str]]:
     return {sev: [c for c in CHANNELS if c in channels[sev]] for sev in SEVERITIES if sev in channels}
 
 
-def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, fields: dict[str, Any],
-                    confirm: bool) -> str:
+def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, fields: dict[str, Any]) -> str:
     """Change the schedule (``fields`` as :class:`~zerg.schedules.spec.SchedulePatch` takes them), or
-    ask first when its new channels silence it (:func:`silenced_schedule`, module rules)."""
-    from zerg.inbound import pending
+    ask the owner first when its alert channels change (module rules; the whole change waits)."""
     from zerg.schedules import service
     from zerg.schedules.spec import SchedulePatch
 
@@ -354,24 +412,15 @@ def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
         fields = {**fields, "channels": _channel_args(fields["channels"])}
     try:
         before = service.get(rt, owner_id, schedule_id)
-        question = None
-        if "channels" in fields:
+        if "channels" in fields and fields["channels"] != (before["channels"] or {}):
             with rt.pool.connection() as conn:
                 why = silenced_schedule(get_policy(conn, owner_id), before, fields["channels"])
-                if why:
-                    args = {"schedule_id": schedule_id, **fields}
-                    if not confirm:
-                        shown_fields = "; ".join(f"{k} {v}" for k, v in fields.items() if k != "channels")
-                        summary = (f"set schedule #{schedule_id} \"{before['name']}\" alert channels to "
-                                   f"{channels_text({'channels': fields['channels']})}"
-                                   f"{'; ' + shown_fields if shown_fields else ''} ({why})")
-                        return _ask(conn, owner_id, run, "update_schedule", args, summary)
-                    question = _confirmable(conn, owner_id, run, "update_schedule", args)
-                    conn.commit()  # the lock ends here: the service takes its own connection
+                others = "; ".join(f"{k} {v}" for k, v in fields.items() if k != "channels")
+                summary = (f"set schedule #{schedule_id} \"{before['name']}\" alert channels to "
+                           f"{channels_text({'channels': fields['channels']})} (now {channels_text(before)})"
+                           f"{'; ' + others if others else ''}{'; ' + why if why else ''}")
+                return _ask(conn, owner_id, run, "update_schedule", {"schedule_id": schedule_id, **fields}, summary)
         after = service.update(rt, owner_id, schedule_id, SchedulePatch(**fields))
-        if question is not None:
-            with rt.pool.connection() as conn:
-                pending.mark_done(conn, owner_id, question["id"])
     except service.ScheduleNotFound:
         raise DirectiveError(f"no schedule #{schedule_id}") from None
     except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
@@ -379,27 +428,43 @@ def update_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id
     return changed(before, after)
 
 
-def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int, confirm: bool) -> str:
-    """Ask first; with ``confirm``, delete the schedule the user said yes to deleting (module rules)."""
-    from zerg.inbound import pending
+def delete_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], schedule_id: int) -> str:
+    """Ask the owner first (module rules): their yes deletes it."""
     from zerg.schedules import service
 
-    args = {"schedule_id": schedule_id}
     try:
-        if not confirm:
-            schedule = service.get(rt, owner_id, schedule_id)
-            summary = f"delete schedule #{schedule_id} \"{schedule['name']}\" ({written(schedule)})"
-            with rt.pool.connection() as conn:
-                return _ask(conn, owner_id, run, "delete_schedule", args, summary)
-        service.get(rt, owner_id, schedule_id)  # another owner's id: "no schedule #N", as when asking
-        with rt.pool.connection() as conn:
-            question = _confirmable(conn, owner_id, run, "delete_schedule", args)
-            conn.commit()  # the lock ends here: the service takes its own connection
-        deleted = service.delete(rt, owner_id, schedule_id)
-        with rt.pool.connection() as conn:
-            pending.mark_done(conn, owner_id, question["id"])
+        schedule = service.get(rt, owner_id, schedule_id)
     except service.ScheduleNotFound:
         raise DirectiveError(f"no schedule #{schedule_id}") from None
-    except service.ScheduleUnavailable as exc:
+    summary = f"delete schedule #{schedule_id} \"{schedule['name']}\" ({written(schedule)})"
+    with rt.pool.connection() as conn:
+        return _ask(conn, owner_id, run, "delete_schedule", {"schedule_id": schedule_id}, summary)
+
+
+def create_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], spec: Any) -> str:
+    """Create a reminder or a digest; ask the owner first for a check, which runs commands on their
+    servers unattended (module rules). ``spec`` is a :class:`~zerg.schedules.spec.ScheduleSpec`,
+    validated (expression, zone, name, task) before anything is asked or written."""
+    from zerg.schedules import service
+
+    try:
+        if spec.kind != "check":
+            return created(service.create(rt, owner_id, spec))
+        checked = service.validate(rt, owner_id, spec)
+    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
         raise DirectiveError(str(exc)) from None
-    return f"Schedule #{schedule_id} {deleted['name']!r} deleted ({written(deleted)}): it will not run again."
+    args = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    args.update(name=checked["name"], task=checked["task"], kind="check", timezone=checked["timezone"])
+    summary = (f"create the check \"{checked['name']}\" that runs {cadence(checked)} ({written(checked)}, "
+               f"{checked['timezone']}), "
+               f"unattended, with the worker tools (commands on your servers), doing: \"{checked['task']}\"")
+    with rt.pool.connection() as conn:
+        return _ask(conn, owner_id, run, "create_schedule", args, summary)
+
+
+def created(row: dict[str, Any]) -> str:
+    """What creating the schedule ``row`` did, in words."""
+    text = f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}."
+    if row["kind"] == "check":
+        text += " It runs unattended, with the worker tools (commands on the user's servers), doing its task as written."
+    return text

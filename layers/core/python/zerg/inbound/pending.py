@@ -1,8 +1,12 @@
-"""The ``pending_directives`` table: a destructive directive waiting for the owner's "yes".
+"""The ``pending_directives`` table: a directive only the owner may decide, waiting for their "yes".
 
 Invariants:
-- At most one ``pending`` row per owner, action and args counts: asking again supersedes the older
-  ones (:func:`ask`), so a "yes" confirms the latest question only.
+- The owner has at most one open question: the ``pending`` rows of one run (a run may ask for
+  several changes at once; they are one question). Asking supersedes every pending row of the
+  owner's other runs, and the same run's row for the same action and args (:func:`ask`), so a
+  "yes" confirms the latest question only.
+- ``shown_at`` is set when Zerg appended the question, word for word, to the asking run's answer
+  (:func:`mark_shown`); a question never shown is never confirmed (:func:`open_question`).
 - A row is decided once: ``pending`` becomes ``done``, ``expired`` or ``superseded`` by a
   conditional UPDATE (``WHERE status = 'pending'``), never back.
 - Every statement is scoped by owner; what may confirm a row (the user's yes as their next request
@@ -19,19 +23,20 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-ACTIONS = ("delete_schedule", "set_preference", "update_schedule")
+ACTIONS = ("create_schedule", "delete_schedule", "set_preference", "update_schedule")
 STATUSES = ("pending", "done", "expired", "superseded")
 TTL = timedelta(hours=24)  # a question the owner did not answer within a day is no longer asked
 
 
 def ask(conn: Connection, owner_id: int, run_id: int, action: str, args: dict[str, Any], summary: str,
         ttl: timedelta = TTL) -> dict[str, Any]:
-    """Record the question (superseding the owner's older pending ones for the same action and
-    args) and return the new row."""
+    """Record the question (superseding the owner's pending rows of other runs, and this run's for
+    the same action and args) and return the new row."""
     conn.execute(
         """UPDATE pending_directives SET status = 'superseded', decided_at = now()
-           WHERE owner_id = %s AND action = %s AND args = %s AND status = 'pending'""",
-        (owner_id, action, Jsonb(args)))
+           WHERE owner_id = %s AND status = 'pending'
+             AND (run_id IS DISTINCT FROM %s OR (action = %s AND args = %s))""",
+        (owner_id, run_id, action, Jsonb(args)))
     return conn.execute(
         """INSERT INTO pending_directives (owner_id, run_id, action, args, summary, expires_at)
            VALUES (%s, %s, %s, %s, %s, now() + %s) RETURNING *""",
@@ -46,11 +51,40 @@ def expire_overdue(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
            RETURNING id, action, args, summary""", (owner_id,)).fetchall()
 
 
-def latest_pending(conn: Connection, owner_id: int, action: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The owner's newest pending row for ``action`` and ``args``, locked until the transaction ends."""
+def asked_by(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """The pending rows the run ``run_id`` asked, oldest first: its question, not yet shown."""
     return conn.execute(
-        """SELECT * FROM pending_directives WHERE owner_id = %s AND action = %s AND args = %s AND status = 'pending'
-           ORDER BY id DESC LIMIT 1 FOR UPDATE""", (owner_id, action, Jsonb(args))).fetchone()
+        """SELECT * FROM pending_directives WHERE owner_id = %s AND run_id = %s AND status = 'pending'
+           ORDER BY id""", (owner_id, run_id)).fetchall()
+
+
+def mark_shown(conn: Connection, owner_id: int, run_id: int) -> int:
+    """The run's pending rows were shown to the owner (appended to its answer); how many."""
+    return conn.execute(
+        """UPDATE pending_directives SET shown_at = now()
+           WHERE owner_id = %s AND run_id = %s AND status = 'pending' AND shown_at IS NULL""",
+        (owner_id, run_id)).rowcount
+
+
+def open_question(conn: Connection, owner_id: int) -> list[dict[str, Any]]:
+    """The owner's open question: the shown, pending rows of the newest asking run, oldest first,
+    locked until the transaction ends; [] when there is none (or the newest was never shown)."""
+    newest = conn.execute(
+        """SELECT run_id FROM pending_directives WHERE owner_id = %s AND status = 'pending'
+           ORDER BY id DESC LIMIT 1""", (owner_id,)).fetchone()
+    if newest is None:
+        return []
+    return conn.execute(
+        """SELECT * FROM pending_directives
+           WHERE owner_id = %s AND run_id = %s AND status = 'pending' AND shown_at IS NOT NULL
+           ORDER BY id FOR UPDATE""", (owner_id, newest["run_id"])).fetchall()
+
+
+def has_open_question(conn: Connection, owner_id: int) -> bool:
+    """Whether a shown, pending, unexpired question waits for the owner's yes (intent routing)."""
+    return conn.execute(
+        """SELECT EXISTS (SELECT 1 FROM pending_directives WHERE owner_id = %s AND status = 'pending'
+                          AND shown_at IS NOT NULL AND expires_at > now()) AS open""", (owner_id,)).fetchone()["open"]
 
 
 def mark_done(conn: Connection, owner_id: int, pending_id: int) -> bool:

@@ -5,7 +5,9 @@ row that matches decides. Only when none does is the intent model asked.
 
 Invariants:
 - The pre-check makes no model call and reads the database once, owner-scoped (does the owner have
-  a run in progress?), so an obvious case costs neither a call nor more than that read.
+  a run in progress? is a yes the answer to Zerg's open question?), so an obvious case costs neither
+  a call nor more than that read. A yes to Zerg's question always goes to the supervisor, whose run
+  confirms it in code (:func:`zerg.inbound.directives.confirm`).
 - Uncertain means supervisor: a model that fails, times out, or answers anything but the JSON asked
   for routes to the supervisor (seed addendum C: it keeps the context clean).
 - The model reads the utterance and the history as data (fenced, :mod:`zerg.llm.untrusted`), never
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from zerg import observability
+from zerg.inbound.words import is_affirmative
 from zerg.llm import CallTag, LLMError
 from zerg.llm.untrusted import Fence
 
@@ -47,6 +50,7 @@ class Utterance:
 
     text: str
     running: bool
+    asked: bool = False  # a question of Zerg's waits for the owner's yes (zerg.inbound.directives)
 
     @property
     def words(self) -> int:
@@ -128,6 +132,8 @@ def _sentences(text: str) -> int:
 # decides an utterance nothing else claims (except a memory question, which the quick path answers
 # from memory: "what do you remember about the backup server" is quick, not a server task).
 RULES: tuple[Rule, ...] = (
+    Rule("yes-to-question", SUPERVISOR, "the owner's yes to the question Zerg asked",
+         lambda u: u.asked and is_affirmative(u.text)),
     Rule("follow-up", SUPERVISOR, "a follow-up on the task still running",
          lambda u: u.running and bool(REFERS_BACK.search(u.text)) and not CLOCK.search(u.text)
          and not SMALL_TALK.search(u.text)),
@@ -151,9 +157,9 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def precheck(utterance: str, *, running: bool) -> Decision | None:
+def precheck(utterance: str, *, running: bool, asked: bool = False) -> Decision | None:
     """The rules' decision, or None when no rule matches (the model decides)."""
-    said = Utterance(normalise(utterance), running)
+    said = Utterance(normalise(utterance), running, asked)
     for rule in RULES:
         if rule.matches(said):
             return Decision(rule.mode, rule.reason, "rules", rule.name)
@@ -224,11 +230,13 @@ def ask_model(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[s
 
 def route(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[str, str]] | None = None) -> Decision:
     """Quick or supervisor for ``utterance``: the rules first, the intent model only if none matched."""
+    from zerg.inbound import pending
     from zerg.runs import store as runs
 
     with rt.pool.connection() as conn:
         running = runs.has_running_run(conn, owner_id)
-    decided = precheck(utterance, running=running)
+        asked = is_affirmative(utterance) and pending.has_open_question(conn, owner_id)
+    decided = precheck(utterance, running=running, asked=asked)
     if decided is not None:
         return decided
     if rt.settings.offline:  # the offline playbook cannot classify: no call, the default

@@ -12,7 +12,8 @@ Invariants:
 - Owner-scoped: the thread, the memory, the time zone and ``failed_run_id`` are the owner's only;
   another owner's run is "not found", as a missing one.
 - Memory and the thread's compaction summaries reach the model fenced as data, never in the system
-  prompt (:mod:`zerg.llm.untrusted`).
+  prompt (:mod:`zerg.llm.untrusted`); an answer written from them is marked ``read_untrusted``, so
+  later runs see it as data too (:func:`zerg.supervisor.context.replayed`).
 - Seed 8.4: after a run that failed or timed out (``failed_run_id``), the answer starts with a short
   apology that the deeper check failed.
 """
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from zerg import observability
 from zerg.jarvis.intent import CLOCK, MEMORY_RECALL, normalise
 from zerg.llm import CallTag, LLMError
-from zerg.llm.untrusted import PROMPT_RULE, UNTRUSTED, fence_messages
+from zerg.llm.untrusted import PROMPT_RULE, UNTRUSTED, fence_messages, reads_untrusted
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
@@ -138,10 +139,10 @@ def _context(rt: "Runtime", owner_id: int, now: datetime, tz_name: str) -> list[
     return [system, *thread_view(recent, THREAD_BYTES)]
 
 
-def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str) -> tuple[str, str]:
-    """(answer, source) for ``text``."""
+def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str) -> tuple[str, str, bool]:
+    """(answer, source, whether it was written from untrusted text) for ``text``."""
     if CLOCK.search(text):
-        return clock_answer(now, tz_name), "clock"
+        return clock_answer(now, tz_name), "clock", False
     messages = _context(rt, owner_id, now, tz_name)
     if MEMORY_RECALL.search(text):
         from zerg.memory.recall import memory_layer
@@ -149,15 +150,15 @@ def _answer(rt: "Runtime", owner_id: int, text: str, now: datetime, tz_name: str
         topic = memory_topic(text)
         layer = memory_layer(rt, owner_id, topic)
         if layer is None:
-            return f"I don't remember anything about {topic}.", "memory"
+            return f"I don't remember anything about {topic}.", "memory", False
         if rt.settings.offline:  # no model to phrase it: what memory holds, as it is
             found = layer.split("\n", 2)[-1]  # without the layer's header lines, which speak to the model
-            return f"Here is what I remember about {topic}:\n{found}", "memory"
+            return f"Here is what I remember about {topic}:\n{found}", "memory", True
         messages.append({"role": "user", "content": layer, UNTRUSTED: MEMORY_LABEL})
         messages.append({"role": "user", "content": text})
-        return _ask(rt, owner_id, messages), "memory"
+        return _ask(rt, owner_id, messages), "memory", True
     messages.append({"role": "user", "content": text})
-    return _ask(rt, owner_id, messages), "model"
+    return _ask(rt, owner_id, messages), "model", reads_untrusted(messages)
 
 
 def answer(rt: "Runtime", owner_id: int, utterance: str, failed_run_id: int | None = None) -> QuickAnswer:
@@ -179,10 +180,11 @@ def answer(rt: "Runtime", owner_id: int, utterance: str, failed_run_id: int | No
                                                     f"only for a run that is {', '.join(FALLBACK_STATUSES)}")
             sorry = apology(failed_run_id, run["status"])
         tz_name = timezone_of(conn, owner_id) or "UTC"
-    reply, source = _answer(rt, owner_id, text, utcnow(), tz_name)
+    reply, source, untrusted = _answer(rt, owner_id, text, utcnow(), tz_name)
     if sorry:
         reply = f"{sorry}\n\n{reply}"
-    meta = {**QUICK_MARK, **({"failed_run_id": failed_run_id} if failed_run_id is not None else {})}
+    meta = {**QUICK_MARK, **({"failed_run_id": failed_run_id} if failed_run_id is not None else {}),
+            **({"read_untrusted": True} if untrusted else {})}
     with rt.pool.connection() as conn, conn.transaction():
         thread_id = threads.find_or_create_thread(conn, owner_id)
         ids = threads.append_messages(conn, owner_id, thread_id, None,

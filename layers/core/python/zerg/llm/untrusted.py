@@ -90,6 +90,13 @@ def _untrusted_label(message: dict[str, Any], names: dict[str, str]) -> str | No
     return None
 
 
+def reads_untrusted(messages: list[dict[str, Any]]) -> bool:
+    """Whether a request of these messages shows the model untrusted text (anything it fences).
+    A run whose model read any is marked so (``runs.read_untrusted``): it cannot confirm what only
+    the owner decides, and its answer is replayed to later runs as data."""
+    return any(m.get(UNTRUSTED) or m.get("role") == "tool" for m in messages)
+
+
 def as_text(content: Any) -> str:
     """Untrusted content of any shape as one string, so that all of it can be fenced: text parts
     joined, anything else as JSON. Fail closed: nothing untrusted is passed on unfenced."""

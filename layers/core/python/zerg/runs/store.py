@@ -120,9 +120,11 @@ def next_run_on_thread(conn: Connection, owner_id: int, run_id: int, *,
 
 
 def save_working(conn: Connection, run_id: int, messages: list[dict[str, Any]], usage: Usage,
-                 *, rounds: int | None = None, answer: str | None = None) -> None:
+                 *, rounds: int | None = None, answer: str | None = None, read_untrusted: bool = False) -> None:
+    """The supervisor's turn: its working messages, its usage, and whether its model read
+    untrusted text (once true, a run stays so)."""
     conn.execute(
-        """UPDATE runs SET working_messages = %s,
+        """UPDATE runs SET working_messages = %s, read_untrusted = read_untrusted OR %s,
                   supervisor_tokens_in = supervisor_tokens_in + %s,
                   supervisor_tokens_out = supervisor_tokens_out + %s,
                   supervisor_cost_usd = CASE WHEN %s::numeric IS NULL THEN NULL
@@ -130,7 +132,8 @@ def save_working(conn: Connection, run_id: int, messages: list[dict[str, Any]], 
                   spawn_rounds = COALESCE(%s, spawn_rounds),
                   result = COALESCE(%s, result)
            WHERE id = %s""",
-        (Jsonb(messages), usage.tokens_in, usage.tokens_out, usage.cost_usd, usage.cost_usd, rounds, answer, run_id),
+        (Jsonb(messages), read_untrusted, usage.tokens_in, usage.tokens_out, usage.cost_usd, usage.cost_usd, rounds,
+         answer, run_id),
     )
 
 
@@ -177,12 +180,18 @@ def complete_run(conn: Connection, run: dict[str, Any], answer: str, *, to_threa
         if to_thread:
             threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
                 ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
-                ("assistant", thread_answer or answer, {"run_id": run["id"], "job_ids": job_ids}),
+                ("assistant", thread_answer or answer, {"run_id": run["id"], "job_ids": job_ids, **_untrusted(run)}),
             ])
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "supervisor_complete", {"run_id": run["id"], "result": answer})
     _finished("success")
     return True
+
+
+def _untrusted(run: dict[str, Any]) -> dict[str, Any]:
+    """The thread metadata of an answer whose run read untrusted text: later runs see it as data
+    (:func:`zerg.supervisor.context.thread_view`)."""
+    return {"read_untrusted": True} if run.get("read_untrusted") else {}
 
 
 def error_payload(conn: Connection, run: dict[str, Any], status: str, message: str) -> dict[str, Any]:
@@ -228,7 +237,8 @@ def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, mes
             threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
                 ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
                 ("assistant", thread_answer or answer, {
-                    "run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]], "status": "timeout"}),
+                    "run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]], "status": "timeout",
+                    **_untrusted(run)}),
             ])
         _set_totals(conn, run["id"])
         events.emit(conn, run["id"], run["owner_id"], "error", {**payload, "result": answer})

@@ -61,10 +61,10 @@ def append_messages(
 def messages_after(conn: Connection, owner_id: int, thread_id: int, after_id: int, *, limit: int,
                    newest: bool = False) -> list[dict[str, Any]]:
     """Messages with id > ``after_id`` (those no compaction summary covers), oldest first: the first
-    ``limit`` of them, or the last ``limit`` when ``newest``. Each has id, role and content."""
+    ``limit`` of them, or the last ``limit`` when ``newest``. Each has id, role, content and metadata."""
     order = "DESC" if newest else "ASC"
     rows = conn.execute(
-        f"""SELECT id, role, content FROM thread_messages
+        f"""SELECT id, role, content, metadata FROM thread_messages
             WHERE owner_id = %s AND thread_id = %s AND id > %s ORDER BY id {order} LIMIT %s""",
         (owner_id, thread_id, after_id, limit),
     ).fetchall()

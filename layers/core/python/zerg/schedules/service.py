@@ -109,6 +109,17 @@ def _put(rt: Runtime, conn: Connection, row: dict[str, Any]) -> None:
                                   "try again shortly") from None
 
 
+def validate(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | None = None) -> dict[str, Any]:
+    """What :func:`create` would write for ``spec`` (name, task, time zone, expression columns),
+    checked as it checks them, without writing anything; ScheduleError when it would refuse."""
+    now = now or datetime.now(UTC)
+    name, task = _name(spec.name), _task(rt, spec.kind, spec.task)
+    with rt.pool.connection() as conn:
+        timezone = spec.timezone if spec.timezone is not None else timezone_of(conn, owner_id) or "UTC"
+    when = parse_when(cron=spec.cron, rate=spec.rate, at=spec.at, timezone=timezone, now=now)
+    return {"name": name, "task": task, "kind": spec.kind, **_columns(when)}
+
+
 def create(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | None = None) -> dict[str, Any]:
     """Write the owner's new schedule and what fires it."""
     now = now or datetime.now(UTC)

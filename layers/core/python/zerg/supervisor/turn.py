@@ -7,7 +7,13 @@ Each action is one stateless Lambda invocation; everything is rehydrated from th
 - What the model is shown at each inference (the prompt, the thread, the task, the run's working
   messages, the memory layer, the evidence mount) is assembled in one place, within one budget:
   :mod:`zerg.supervisor.context`. The run stores only its working messages.
-- ``finalize``: commit the task and the answer to the thread; ``fail``: record the failure.
+- ``finalize``: commit the task and the answer to the thread, the question the run asked (what
+  only the owner decides, :mod:`zerg.inbound.directives`) appended in Zerg's words; ``fail``:
+  record the failure (a question never shown is never confirmed).
+- ``plan`` of a run that is the owner's yes to that question does it in code and answers with the
+  confirmation, before any memory, tool or model is involved.
+- Every inference that shows the model untrusted text marks the run ``read_untrusted``: its answer
+  is replayed to later runs as data (:func:`zerg.supervisor.context.replayed`).
 - A run started by a schedule is unattended (background mode): its prompt says so and asks for a
   final ``{severity, headline, details}`` object; ``finalize`` assesses it before closing (an
   ``info`` result stays off the thread). Every closer here (``finalize``, ``fail``, the stop at the
@@ -53,7 +59,9 @@ from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
+from zerg.inbound import directives, pending
 from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.llm.untrusted import reads_untrusted
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.loop.tool import ToolContext, ToolOutcome, parse_args
 from zerg.memory import notes, recall
@@ -86,6 +94,12 @@ def _load(rt: Runtime, run_id: int, owner_id: int, thread_id: int | None = None)
 def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:  # cancelled meanwhile: nothing more to do
+        return {"jobs": [], "done": True}
+    # The owner's yes to Zerg's question: done in code before any model reads anything.
+    confirmed = directives.confirm(rt, run)
+    if confirmed is not None:
+        with rt.pool.connection() as conn:
+            runs.save_working(conn, run_id, [], AgentUsage().usage, rounds=0, answer=confirmed)
         return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
         events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
@@ -189,6 +203,7 @@ class _SupervisorHooks(LoopHooks):
         self.answer_by = time.monotonic() + left
         self.hard_deadline = self.answer_by + run_deadline.reserve_s(settings)
         self.answering = False  # the last inference at the deadline: no stop, a bounded wait
+        self.read_untrusted = False  # any inference of this turn showed the model untrusted text
 
     def out_of_time(self) -> bool:
         return self.run["deadline_reached_at"] is not None or time.monotonic() >= self.answer_by
@@ -204,7 +219,9 @@ class _SupervisorHooks(LoopHooks):
         return max(1.0, min(self.rt.settings.llm_timeout_s, self.hard_deadline - time.monotonic()))
 
     def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self.context.messages(messages)
+        view = self.context.messages(messages)
+        self.read_untrusted = self.read_untrusted or reads_untrusted(view)
+        return view
 
     def _mount(self, budget_bytes: int, per_worker_bytes: int) -> str | None:
         with self.rt.pool.connection() as conn:  # rebuilt for every inference: it is never kept
@@ -269,7 +286,8 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
         return {"jobs": [], "done": True}
     finally:
         with rt.pool.connection() as conn:
-            runs.save_working(conn, run["id"], messages, spent.usage, rounds=hooks.rounds, answer=answer)
+            runs.save_working(conn, run["id"], messages, spent.usage, rounds=hooks.rounds, answer=answer,
+                              read_untrusted=hooks.read_untrusted)
         if capped is not None:
             _stop_at_cap(rt, run, capped)
 
@@ -342,10 +360,17 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     assessment = background.assess_closing(rt, run, status, answer, message) if is_background(run) else None
     shown = {"to_thread": assessment.on_thread, "thread_answer": render_assessment(assessment)} if assessment else {}
     with rt.pool.connection() as conn:
+        question = directives.questions_of(conn, run)  # what only the owner decides, in Zerg's words
+        conn.commit()  # the close below is its own transaction
+        if question:
+            answer = f"{answer}\n\n{question}"
         if at_deadline:
             closed = runs.complete_at_deadline(conn, run, answer, message, **shown)
         else:
             closed = runs.complete_run(conn, run, answer, **shown)
+        if closed and question:
+            pending.mark_shown(conn, owner_id, run_id)
+            conn.commit()
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]
     if closed:  # the inbox item and the notifications, or a reply's answer (best effort)

@@ -7,11 +7,11 @@ Invariants:
   (trigger ``schedule``) never gets these tools (:func:`zerg.supervisor.turn.supervisor_tools`), and
   each tool refuses one anyway, so text a scheduled run reads cannot change its own alerts.
 - Schedules are named by id (``list_schedules`` shows them); everything is scoped to the run's owner.
-- Destructive directives (``delete_schedule``; a ``set_preference`` that silences critical alerts or
-  all alerts, or sets a spending cap below a cent; an ``update_schedule`` whose channels silence a
-  check's warnings and critical alerts, or its critical alerts) take a ``confirm`` that works only in the run of the user's yes (their next message
-  after the question, a yes as the whole message: checked in code, :mod:`zerg.inbound.directives`);
-  the first call asks.
+- What only the owner decides (a new check; ``delete_schedule``; a schedule's alert channels; the
+  notification channels, quiet hours and spending cap) is only ever asked: the tool records the
+  question, Zerg appends it word for word to the run's answer, and the owner's yes as their next
+  message does it, in code, before any model reads anything (:mod:`zerg.inbound.directives`). No
+  tool takes a ``confirm``: neither the model nor text it read can decide for the owner.
 - Errors are text for the model, never exceptions.
 """
 
@@ -32,7 +32,6 @@ _AT = "once, local time '2026-11-23T09:00'"
 # Bounds on what the model writes, so a huge string is refused here and never echoed back in an error.
 _EXPRESSION_MAX = 100  # the longest sensible cron, rate or at is far shorter
 _ZONE_MAX = 64  # the longest IANA zone name is ~32 characters; the policy's bound
-_CONFIRM = "true only in the run of the user's yes (their next message after the question)"
 
 
 def _schedule_id() -> Any:
@@ -53,7 +52,6 @@ class UpdateScheduleArgs(BaseModel):
     enabled: bool | None = Field(default=None, description="false pauses, true resumes")
     channels: dict[Severity, list[Channel]] | None = Field(
         default=None, description='Alert channels for this schedule, e.g. {"warning": ["email"]}; {}: the policy\'s')
-    confirm: bool = Field(default=False, description=_CONFIRM)
 
     @model_validator(mode="after")
     def _something(self) -> "UpdateScheduleArgs":
@@ -86,7 +84,6 @@ class CreateScheduleArgs(BaseModel):
 class DeleteScheduleArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schedule_id: int = _schedule_id()
-    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class SetPreferenceArgs(BaseModel):
@@ -95,7 +92,6 @@ class SetPreferenceArgs(BaseModel):
         "channels.info|channels.warning|channels.critical (email, sms, email,sms, none); "
         "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off)"))
     value: str = Field(max_length=100)
-    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 def list_schedules(args: ListSchedulesArgs, ctx: ToolContext) -> ToolOutcome:
@@ -120,30 +116,23 @@ def update_schedule(args: UpdateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     fields = {f: getattr(args, f) for f in ("cron", "rate", "at", "timezone", "enabled", "channels")
               if getattr(args, f) is not None}
     try:
-        return ToolOutcome(text=directives.update_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id, fields,
-                                                           args.confirm))
+        return ToolOutcome(text=directives.update_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id, fields))
     except directives.DirectiveError as exc:
         return error(str(exc))
 
 
 def create_schedule(args: CreateScheduleArgs, ctx: ToolContext) -> ToolOutcome:
-    from zerg.inbound.directives import timing
-    from zerg.schedules import service
+    from zerg.inbound import directives
 
     run = person_run(ctx, "create_schedule")
     if isinstance(run, ToolOutcome):
         return run
+    spec = ScheduleSpec(name=args.name, task=args.task, kind=args.kind, cron=args.cron, rate=args.rate, at=args.at,
+                        timezone=args.timezone)
     try:
-        row = service.create(ctx.runtime, ctx.owner_id, ScheduleSpec(
-            name=args.name, task=args.task, kind=args.kind, cron=args.cron, rate=args.rate, at=args.at,
-            timezone=args.timezone))
-    except (service.ScheduleError, service.ScheduleConflict, service.ScheduleUnavailable) as exc:
+        return ToolOutcome(text=directives.create_schedule(ctx.runtime, ctx.owner_id, run, spec))
+    except directives.DirectiveError as exc:
         return error(str(exc))
-    text = f"Schedule #{row['id']} {row['name']!r} created: a {row['kind']} that runs {timing(row)}."
-    if row["kind"] == "check":  # a known choice: no confirmation, but the model and the user are told
-        text += (" It runs unattended, with the worker tools (commands on the user's servers), doing its task "
-                 "as written; tell the user so.")
-    return ToolOutcome(text=text)
 
 
 def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
@@ -153,7 +142,7 @@ def delete_schedule(args: DeleteScheduleArgs, ctx: ToolContext) -> ToolOutcome:
     if isinstance(run, ToolOutcome):
         return run
     try:
-        return ToolOutcome(text=directives.delete_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id, args.confirm))
+        return ToolOutcome(text=directives.delete_schedule(ctx.runtime, ctx.owner_id, run, args.schedule_id))
     except directives.DirectiveError as exc:
         return error(str(exc))
 
@@ -165,8 +154,7 @@ def set_preference(args: SetPreferenceArgs, ctx: ToolContext) -> ToolOutcome:
     if isinstance(run, ToolOutcome):
         return run
     try:
-        return ToolOutcome(text=directives.set_preference(ctx.runtime, ctx.owner_id, run, args.key, args.value,
-                                                          args.confirm))
+        return ToolOutcome(text=directives.set_preference(ctx.runtime, ctx.owner_id, run, args.key, args.value))
     except directives.DirectiveError as exc:
         return error(str(exc))
 
@@ -175,12 +163,12 @@ TOOLS = (
     Tool("list_schedules", "The user's schedules: id, name, kind, when (as written), zone, paused or not, next "
                            "run, alert channels.", ListSchedulesArgs, list_schedules),
     Tool("update_schedule", "Change a schedule by id: a new cron, rate or at; timezone; enabled (false pauses); "
-                            "channels. Channels that silence its warnings and critical alerts ask the user first.",
+                            "channels. A change of its channels only asks the user (Zerg shows them the question).",
          UpdateScheduleArgs, update_schedule),
     Tool("create_schedule", "Create a schedule: a check (a background run of task), a reminder or a digest; "
-                            "exactly one of cron, rate, at.", CreateScheduleArgs, create_schedule),
-    Tool("delete_schedule", "Delete a schedule by id. Asks the user first: confirm=true only after their yes.",
+                            "exactly one of cron, rate, at. A check only asks the user (Zerg shows them the question).", CreateScheduleArgs, create_schedule),
+    Tool("delete_schedule", "Delete a schedule by id. Only asks the user (Zerg shows them the question).",
          DeleteScheduleArgs, delete_schedule),
-    Tool("set_preference", "Set a notification preference (documented keys only). Silencing critical or all "
-                           "alerts, or a spending cap of 0, asks the user first.", SetPreferenceArgs, set_preference),
+    Tool("set_preference", "Set a notification preference (documented keys only). Channels, quiet hours and the "
+                           "spending cap only ask the user (Zerg shows them the question).", SetPreferenceArgs, set_preference),
 )
