@@ -539,6 +539,29 @@ def test_an_sms_reply_is_answered_by_sms_to_that_number_cut_with_the_runs_link(r
     assert answer["body"].endswith(f"… Full answer: http://127.0.0.1:8000/api/jarvis/runs/{outcome.run_id}")
 
 
+def test_zergs_question_survives_the_cut_of_an_sms_or_mail_answer_word_for_word():
+    from types import SimpleNamespace
+
+    from zerg.inbound.directives import question_text
+
+    settings = SimpleNamespace(public_url="https://zerg.example", api_url="")
+    question = question_text([{"summary": 'delete schedule #3 "disk check" (cron 0 6 * * *)'}])
+    run = {"id": 7, "status": "success", "error": None, "result": "x" * 5_000 + "\n\n" + question}
+    sms = replies.answer_text(settings, run, "sms")
+    assert len(sms) <= replies.SMS_ANSWER_CHARS and sms.endswith(f"\n\n{question}")
+    assert "… Full answer: " in sms
+    email = replies.answer_text(settings, {**run, "result": "y" * 30_000 + "\n\n" + question}, "email")
+    assert f"\n\n{question}\n\n--\nRun: " in email
+    from zerg.alerts import completion_mail
+
+    _, mailed = completion_mail.compose(settings, {**run, "task": "x", "result": "w" * 30_000 + "\n\n" + question})
+    assert f"[... cut: the run's page has it all]\n\n{question}\n\n--\nYou asked: x" in mailed
+    huge = question_text([{"summary": "create the check \"sync\" … doing: \"" + "z" * 2_000 + "\""}])
+    cut = replies.answer_text(settings, {**run, "result": "ok\n\n" + huge}, "sms")
+    assert len(cut) <= replies.SMS_ANSWER_CHARS and cut.startswith("ok\n\n[Zerg] Waiting for your yes: create")
+    assert "… Full question: " in cut
+
+
 def test_a_reply_whose_run_cannot_start_is_told_why(rt, pool, owner):
     class Unreachable:
         def start(self, run_id, owner_id, thread_id):

@@ -68,7 +68,11 @@ def compose(settings: Any, run: dict[str, Any]) -> tuple[str, str]:
     task = one_line(run["task"], 80)
     answer = (run["result"] or "").strip()
     if run["status"] in ("success", "timeout") and answer:
-        cut = answer if len(answer) <= ANSWER_CHARS else answer[:ANSWER_CHARS] + "\n[... cut: the run's page has it all]"
+        from zerg.inbound.pending import split_question
+
+        text, question = split_question(answer)  # Zerg's question stays whole, word for word
+        cut = text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + "\n[... cut: the run's page has it all]"
+        cut += f"\n\n{question}" if question else ""
         stopped = "\n\n(The run reached its deadline: this is what existed.)" if run["status"] == "timeout" else ""
         return f"Zerg: {task}", f"{cut}{stopped}\n\n--\nYou asked: {task}\nRun: {link}"
     why = one_line(run["error"] or f"the run ended {run['status']}", 300)

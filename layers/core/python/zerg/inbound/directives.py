@@ -234,14 +234,14 @@ def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args
 
 def question_text(rows: list[dict[str, Any]]) -> str:
     """The question Zerg appends to the asking run's answer, from the rows' summaries (Zerg's words)."""
-    from zerg.inbound.pending import TTL
+    from zerg.inbound.pending import QUESTION_START, TTL
 
     hours = int(TTL.total_seconds() // 3600)
     if len(rows) == 1:
-        return (f"[Zerg] Waiting for your yes: {rows[0]['summary']}. Reply yes as your next message to do it; "
+        return (f"{QUESTION_START}: {rows[0]['summary']}. Reply yes as your next message to do it; "
                 f"anything else leaves it undone (the question expires in {hours} hours).")
     listed = "\n".join(f"{i}. {row['summary']}" for i, row in enumerate(rows, 1))
-    return (f"[Zerg] Waiting for your yes to {len(rows)} changes:\n{listed}\nReply yes as your next message to do "
+    return (f"{QUESTION_START} to {len(rows)} changes:\n{listed}\nReply yes as your next message to do "
             f"all of them; anything else leaves them undone (the question expires in {hours} hours).")
 
 

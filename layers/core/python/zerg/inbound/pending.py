@@ -26,6 +26,14 @@ from psycopg.types.json import Jsonb
 ACTIONS = ("create_schedule", "delete_schedule", "set_preference", "update_schedule")
 STATUSES = ("pending", "done", "expired", "superseded")
 TTL = timedelta(hours=24)  # a question the owner did not answer within a day is no longer asked
+QUESTION_START = "[Zerg] Waiting for your yes"  # how the question Zerg appends to an answer begins
+
+
+def split_question(answer: str) -> tuple[str, str | None]:
+    """(the answer's own text, the question Zerg appended to it or None): whoever shortens an
+    answer (an SMS, a mail) shortens the first and keeps the question whole."""
+    head, sep, question = answer.rpartition(f"\n\n{QUESTION_START}")
+    return (head, f"{QUESTION_START}{question}") if sep else (answer, None)
 
 
 def ask(conn: Connection, owner_id: int, run_id: int, action: str, args: dict[str, Any], summary: str,

@@ -444,22 +444,36 @@ def _prepare_answer(rt: "Runtime", conn: "Connection", run: dict[str, Any]) -> "
 
 def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
-    run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link."""
+    run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link. A question Zerg appended
+    (:func:`zerg.inbound.pending.split_question`) is kept whole: the model's text gives way first."""
     from zerg.alerts.messages import base_url, run_link
+    from zerg.inbound.pending import split_question
     from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])
     answered = run["status"] in ("success", "timeout") and bool((run["result"] or "").strip())
     if answered:
-        text = run["result"].strip()
+        text, question = split_question(run["result"].strip())
     else:
-        text = f"I could not finish: {one_line(run['error'] or run['status'], 300)}"
+        text, question = f"I could not finish: {one_line(run['error'] or run['status'], 300)}", None
+    limit = EMAIL_ANSWER_CHARS if channel == "email" else SMS_ANSWER_CHARS
+    asked = f"\n\n{question}" if question else ""
     if channel == "email":
-        return f"{text[:EMAIL_ANSWER_CHARS]}\n\n--\nRun: {link}"
-    if len(text) + len(link) + 1 <= SMS_ANSWER_CHARS:
-        return text if answered else f"{text} {link}"
+        return f"{_shortened(text, limit - len(asked), '…')}{asked}\n\n--\nRun: {link}"
+    if len(text) + len(asked) + len(link) + 1 <= limit:
+        return f"{text}{asked}" if answered else f"{text} {link}"
+    if question and len(asked) + len(link) + 40 > limit:  # the question alone does not fit: its start and the link
+        tail = f"… Full question: {link}"
+        return (f"{_shortened(text, 60, '…')}{asked}")[: limit - len(tail)].rstrip() + tail
     tail = f"… Full answer: {link}"
-    return text[: SMS_ANSWER_CHARS - len(tail)].rstrip() + tail
+    return _shortened(text, limit - len(asked), tail) + asked
+
+
+def _shortened(text: str, room: int, tail: str) -> str:
+    """``text`` whole when it fits in ``room`` characters, else cut to end with ``tail`` there."""
+    if len(text) <= room:
+        return text
+    return text[: max(0, room - len(tail))].rstrip() + tail
 
 
 def reply_subject(subject: str | None) -> str:
