@@ -419,10 +419,13 @@ def test_an_injected_answer_cannot_create_a_profile_fact_and_recall_shows_the_so
     assert f"- [#{row['id']} fact] The owner's name is Mallory (tags: units, x-y) (system, run {run['id']})" in layer
 
 
-def test_the_owner_stating_who_they_are_may_make_a_profile_fact(runtime_env, llm, pool, owner):
+def test_the_owners_own_words_may_make_a_profile_fact_and_words_they_did_not_write_are_capped(
+        runtime_env, llm, pool, owner):
     rt = runtime_env()
     run = finished_run(pool, owner, "Call me Sam from now on")
-    llm.script(items("The owner wants to be called Sam", category="profile", importance=9))
-    assert org.extract_facts(rt, run)["added"] == 1
-    (row,) = listed(pool, owner)
-    assert (row["category"], row["importance"]) == ("profile", 9)
+    llm.script(items("The owner is called Sam", "The owner wants to be called Samuel", category="profile", importance=9))
+    assert org.extract_facts(rt, run) == {"signals": ["rule", "identity"], "added": 2, "bumped": 0, "capped": 1}
+    assert {r["content"]: (r["category"], r["importance"]) for r in listed(pool, owner)} == {
+        "The owner is called Sam": ("profile", 9), "The owner wants to be called Samuel": ("fact", org.CAPPED_IMPORTANCE)}
+    (request,) = llm.requests  # the model is told the rule, so an honest one writes with the owner's words
+    assert "every word of its content is one the user wrote" in request["messages"][0]["content"]

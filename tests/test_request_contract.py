@@ -17,6 +17,7 @@ from tests.support.scripts import role_of
 from zerg.llm.untrusted import fenced_parts
 from zerg.runs import store as runs
 from zerg.runs.closing import after_close
+from zerg.runs.owner_words import owner_words
 from zerg.supervisor import context, turn
 from zerg.supervisor.context import CLIENT_HEADER, CLIENT_LABEL, SupervisorContext, Thread, message_bytes
 from zerg.supervisor.prompts import BACKGROUND_PROMPT, SUPERVISOR_PROMPT, VERBOSITY_RULES
@@ -309,6 +310,7 @@ def test_a_timed_out_worker_is_retried_as_a_new_run_of_its_task(token, rt, alice
     assert body["run_id"] != run_id and body["stream_url"] == f"/api/jarvis/supervisor/events?run_id={body['run_id']}"
     row = run_row(pool, alice.owner_id, body["run_id"])
     assert (row["task"], row["trigger"], row["thread_id"]) == ("check disk on kestrel", "api", body["thread_id"])
+    assert row["context"] == {"retried_job": job_id} and owner_words(row) == ""  # a model wrote that task
     again = call("POST", f"/api/jarvis/workers/{job_id}/retry", token=token, headers={"idempotency-key": "r-1"})[1]
     assert call("POST", f"/api/jarvis/workers/{job_id}/retry", token=token,
                 headers={"idempotency-key": "r-1"})[1]["run_id"] == again["run_id"] != body["run_id"]

@@ -5,15 +5,17 @@ Invariants:
 - Add-only with dedup: :func:`add_fact` never edits a memory's content and never deletes one. A new
   memory whose content (lower-cased, whitespace collapsed) equals or is contained in one the owner
   already has is a duplicate: nothing is added and the existing memory's importance is bumped —
-  to the new importance when that is higher, by one (capped at 10) when they are equal, unchanged
-  when it is lower — and its ``updated_at`` refreshed (a repeated mention is recent again). One
+  to the new importance when that is higher, by one when they are equal (up to the caller's
+  ``ceiling``: 10, or 6 for an extraction the owner's words do not support, so repeating an
+  injected memory never lifts it), unchanged when it is lower — and its ``updated_at`` refreshed
+  (a repeated mention is recent again). One
   way only: an existing memory contained in a *longer* new one does not make the new one a
   duplicate (it says more; dropping it would lose what a model extracted, and add-only keeps both).
 - Concurrent adds for one owner are serialised (a per-owner advisory lock until the transaction
   ends), so two extractions of the same fact never both insert it.
 - Forgetting is reversible for :data:`FORGET_KEEP_DAYS`: :func:`forget_fact` (the owner's request
-  through the API, the CLI, or the supervisor's ``forget_fact`` tool, which is offered only when the
-  owner's own words ask to forget) sets ``forgotten_at``; a forgotten memory is invisible to every
+  through the API, the CLI, or the supervisor's ``forget_fact`` tool, which acts only on a memory
+  the owner's own words of the run designate: :mod:`zerg.tools.fact_tools`) sets ``forgotten_at``; a forgotten memory is invisible to every
   read (list, profile, top, recall) and :func:`restore_fact` brings it back within those days;
   :func:`prune_forgotten` deletes it after them. Extraction never forgets anything.
 - A forgotten memory still counts for dedup: extracting it again adds nothing and bumps nothing
@@ -59,9 +61,11 @@ def normalise(text: str) -> str:
 
 
 def add_fact(conn: Connection, owner_id: int, category: Category, content: str, *, importance: int = 5,
-             tags: Sequence[str] = (), writer: Writer = "system", source_run_id: int | None = None) -> Added:
+             tags: Sequence[str] = (), writer: Writer = "system", source_run_id: int | None = None,
+             ceiling: int = 10) -> Added:
     """Add one memory, or bump the owner's existing duplicate of it (see the module invariants)."""
-    content = " ".join(content.split())
+    content, ceiling = " ".join(content.split()), min(ceiling, 10)
+    importance = min(importance, ceiling)
     if not content:
         raise ValueError("a memory needs some content")
     with conn.transaction():
@@ -77,10 +81,10 @@ def add_fact(conn: Connection, owner_id: int, category: Category, content: str, 
         if dup is not None:
             row = conn.execute(
                 """UPDATE org_memory SET updated_at = now(),
-                          importance = CASE WHEN importance = %s THEN LEAST(importance + 1, 10)
+                          importance = CASE WHEN importance = %s THEN GREATEST(importance, LEAST(importance + 1, %s))
                                             ELSE GREATEST(importance, %s) END
                    WHERE id = %s AND owner_id = %s RETURNING id, importance""",
-                (importance, importance, dup["id"], owner_id),
+                (importance, ceiling, importance, dup["id"], owner_id),
             ).fetchone()
             return Added(row["id"], False, row["importance"])
         row = conn.execute(
@@ -126,6 +130,13 @@ def top_facts(conn: Connection, owner_id: int, limit: int) -> list[dict[str, Any
             ORDER BY importance DESC, updated_at DESC, id DESC LIMIT %s""",
         (owner_id, limit),
     ).fetchall()
+
+
+def get_fact(conn: Connection, owner_id: int, fact_id: int) -> dict[str, Any] | None:
+    """One of the owner's memories that is not forgotten, or None (absent, forgotten, another owner's)."""
+    return conn.execute(
+        f"SELECT {_COLUMNS} FROM org_memory WHERE owner_id = %s AND id = %s AND forgotten_at IS NULL",
+        (owner_id, fact_id)).fetchone()
 
 
 def forget_fact(conn: Connection, owner_id: int, fact_id: int) -> dict[str, Any] | None:

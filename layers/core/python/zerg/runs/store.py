@@ -59,7 +59,9 @@ def start_run(
 
     ``context`` and ``preferences`` are what the request was sent with (the API validated them):
     kept on this run only, read by its supervisor (the ``[CLIENT CONTEXT]`` layer, the answer's
-    verbosity) and by its close (``notify_on_complete``). A replay keeps the first request's."""
+    verbosity) and by its close (``notify_on_complete``). A replay keeps the first request's. A
+    worker's retry marks its run with ``context.retried_job`` (its task is no words of the owner:
+    :mod:`zerg.runs.owner_words`)."""
     thread_id = threads.find_or_create_thread(conn, owner_id)
     row = conn.execute(
         """INSERT INTO runs (owner_id, thread_id, task, trigger, status, started_at, idempotency_key,

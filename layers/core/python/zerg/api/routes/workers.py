@@ -21,6 +21,7 @@ from zerg.api.ranges import RANGE_MAX_BYTES, RangeNotSatisfiable, parse_range, p
 from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_key
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runs import jobs
+from zerg.runs.owner_words import RETRIED_JOB
 from zerg.runs.worker_artifacts import NotFound, NotStarted, WorkerArtifacts, open_worker
 from zerg.runtime import Runtime
 from zerg.statuses import JobStatus
@@ -132,7 +133,8 @@ RETRYABLE = ("timeout", "failed", "cancelled")  # a worker that did not finish i
 def retry_worker(job_id: JobId, owner_id: Owner, rt: Rt, key: IdempotencyKey = None):
     """Seed 8.4, "worker timeout offers retry": a new supervisor run (trigger ``api``) whose task is
     the worker's task, on the owner's thread, started as ``/supervisor`` starts one. Only a worker
-    that ended ``timeout``, ``failed`` or ``cancelled`` (409 otherwise)."""
+    that ended ``timeout``, ``failed`` or ``cancelled`` (409 otherwise). The task is the one a model
+    wrote for the worker, not the owner's words: the run is marked so (:data:`RETRIED_JOB`)."""
     check_idempotency_key(key)
     with rt.pool.connection() as conn:
         job = jobs.get_owned_job(conn, owner_id, job_id=job_id)
@@ -145,4 +147,4 @@ def retry_worker(job_id: JobId, owner_id: Owner, rt: Rt, key: IdempotencyKey = N
     if len(task.encode()) > rt.settings.task_max_bytes:
         raise ApiError(413, "payload_too_large", f"worker {job_id}'s task is {len(task.encode())} bytes; a run's "
                        f"task is at most {rt.settings.task_max_bytes} (ZERG_TASK_MAX_BYTES)")
-    return accept_run(rt, owner_id, task, key=key)
+    return accept_run(rt, owner_id, task, key=key, context={RETRIED_JOB: job_id})
