@@ -312,7 +312,7 @@ def test_a_misleading_reply_yes_confirms_only_the_question_zerg_showed_and_names
     assert service.list_schedules(rt, alice.owner_id) == []
 
 
-def test_no_tool_takes_a_confirm_and_a_run_that_read_untrusted_text_never_confirms(runtime_env, pool, alice):
+def test_no_tool_takes_a_confirm_and_a_run_that_read_untrusted_text_or_a_retry_never_confirms(runtime_env, pool, alice):
     rt = runtime_env()
     kept = schedule(rt, alice.owner_id)
     for tool, args in (("delete_schedule", {"schedule_id": kept["id"]}),
@@ -329,6 +329,15 @@ def test_no_tool_takes_a_confirm_and_a_run_that_read_untrusted_text_never_confir
         run = runs.get_run(conn, alice.owner_id, yes)
     assert directives.confirm(rt, run) is None
     assert service.get(rt, alice.owner_id, kept["id"]) and statuses(pool, alice.owner_id) == ["pending"]
+
+    # A worker's retry starts a run whose task a model wrote: "yes" there is nobody's yes.
+    from zerg.runs.owner_words import RETRIED_JOB
+
+    ask(rt, pool, alice.owner_id, "delete_schedule", schedule_id=kept["id"])
+    with pool.connection() as conn:
+        retry = runs.start_run(conn, alice.owner_id, "yes", context={RETRIED_JOB: 1}).run_id
+        assert directives.confirm(rt, runs.get_run(conn, alice.owner_id, retry)) is None
+    assert service.get(rt, alice.owner_id, kept["id"])
 
 
 # --- the rules of the yes ----------------------------------------------------------------------------

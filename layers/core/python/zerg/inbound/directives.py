@@ -19,7 +19,7 @@ Invariants:
   questions are one question; asking supersedes the owner's older ones.
 - Only the owner's yes confirms, decided here and never by a model (:func:`confirm`, called before
   the supervisor's first inference): the run was started by a person, its task (the owner's own
-  words, ``runs.task``) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
+  words, :func:`zerg.runs.owner_words.owner_words`: never a worker retry's model-written task) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
   it is the NEXT person-started run on the thread after the run that asked (no other request in
   between), it has read no untrusted text (``runs.read_untrusted``), and the question is the
   owner's latest, shown and unexpired. The confirmation names what was done. No tool takes a
@@ -260,9 +260,12 @@ def confirm(rt: Runtime, run: dict[str, Any]) -> str | None:
     from zerg.inbound import pending
     from zerg.inbound.words import is_affirmative
     from zerg.runs import store as runs
+    from zerg.runs.owner_words import owner_words
     from zerg.statuses import BACKGROUND_TRIGGERS, is_background
 
-    if is_background(run) or run.get("read_untrusted") or not is_affirmative(run["task"] or ""):
+    # owner_words: the task as the person wrote it; "" for a scheduled run or a worker's retry, whose
+    # task a model wrote.
+    if is_background(run) or run.get("read_untrusted") or not is_affirmative(owner_words(run)):
         return None
     owner_id = run["owner_id"]
     with rt.pool.connection() as conn:
