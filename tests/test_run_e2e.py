@@ -64,7 +64,8 @@ def test_plan_spawns_two_workers_resume_sees_the_evidence_and_the_thread_gets_tw
     thread = thread_messages(pool, owner)
     assert [(m["role"], m["content"]) for m in thread] == [
         ("user", "check disk and memory"), ("assistant", "Disk is 78% full; 2 GB of memory free.")]
-    assert thread[1]["metadata"] == {"run_id": run["id"], "job_ids": [j["id"] for j in jobs]}
+    # Its supervisor read its workers' evidence (untrusted): later runs see this answer as data.
+    assert thread[1]["metadata"] == {"run_id": run["id"], "job_ids": [j["id"] for j in jobs], "read_untrusted": True}
     assert not any(HEADER in m["content"] or "DISK-EVIDENCE" in m["content"] for m in thread)
     assert HEADER not in str(run["working_messages"])  # the mount is ephemeral everywhere
     assert run["tokens_in"] > run["supervisor_tokens_in"] > 0  # totals include workers and summaries
@@ -99,7 +100,11 @@ def test_a_second_run_reuses_the_thread_and_shows_the_previous_answer(runtime_en
     assert first["thread_id"] == second["thread_id"]
     plan_req = next(r for r in llm.requests if role_of(r) == "supervisor")
     contents = [m["content"] for m in plan_req["messages"]]
-    assert "first question" in contents and "FIRST-ANSWER" in contents
+    assert "first question" in contents
+    # The first run read its workers' evidence: its answer comes back fenced, as data.
+    (earlier,) = [m for m in plan_req["messages"] if "BEGIN: earlier answer in this conversation" in m["content"]]
+    assert earlier["role"] == "user" and fenced_parts(earlier["content"]) == ["FIRST-ANSWER"]
+    assert not [m for m in plan_req["messages"] if m["role"] == "assistant" and "FIRST-ANSWER" in m["content"]]
     # The task comes last, before the ephemeral layers (the memory layer recalls the first run's episode).
     assert [c for c in contents if not c.startswith("<<<UNTRUSTED-DATA")][-1] == "second question"
     assert [m["content"] for m in thread_messages(pool, owner)] == [
