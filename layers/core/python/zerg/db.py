@@ -213,10 +213,23 @@ def stop_embedded(data_dir: Path, *, force: bool = False) -> str:
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + 30
-    while pid_file.exists() and time.monotonic() < deadline:
+    # The postmaster removes its pid file before it exits; its socket lock goes with the process, so
+    # a start right after this (the next command) would find it held: wait for the process too.
+    while (pid_file.exists() or _running(postmaster)) and time.monotonic() < deadline:
         time.sleep(0.1)
     _embedded_uri.pop(pgdata, None)
     return f"stopped the embedded PostgreSQL in {pgdata} (data kept)"
+
+
+def _running(pid: int) -> bool:
+    """``pid`` is a process that has not exited (a zombie has: a container's init may never reap it)."""
+    if not Path("/proc/self").exists():  # no /proc here
+        return pids.alive(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def live_holders(pgdata: Path) -> list[int]:

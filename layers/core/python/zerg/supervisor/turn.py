@@ -59,7 +59,6 @@ from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
 from zerg.alerts.budget import SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
-from zerg.inbound import directives, pending
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import reads_untrusted
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
@@ -95,6 +94,8 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:  # cancelled meanwhile: nothing more to do
         return {"jobs": [], "done": True}
+    from zerg.inbound import directives  # the replies pipeline: only on a turn, not a cold start
+
     # The owner's yes to Zerg's question: done in code before any model reads anything.
     confirmed = directives.confirm(rt, run)
     if confirmed is not None:
@@ -347,6 +348,8 @@ def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[st
 
 
 def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
+    from zerg.inbound import directives, pending
+
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:
         return {"run_id": run_id, "status": run["status"]}
