@@ -150,7 +150,7 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
 
 def add(rt: "Runtime", owner_id: int, kind: str, address: str, now: datetime | None = None) -> Added:
     """Add (or refresh) an unverified contact and send it a code; a contact the owner already
-    verified is returned as it is, with no code."""
+    verified, written in any case, is returned as it is (its address as first written), with no code."""
     from zerg.notify.deliver import deliver_verification
 
     address = normalise(kind, address)
