@@ -195,6 +195,50 @@ def test_an_address_another_owner_verified_is_refused_without_naming_them(rt, al
     assert emails(rt.settings.data_dir) == []  # no code went to alice's address
 
 
+def test_an_address_another_owner_verified_is_refused_in_any_case(rt, alice, bob):
+    address = verified_contact(rt.pool, alice.owner_id, "email")["address"]  # owner-…@example.com
+    shouted = address.upper()
+
+    status, body, _ = call("POST", "/api/jarvis/contacts", {"kind": "email", "address": shouted}, token=token(bob))
+    assert status == 409 and body["error"] == "conflict"  # before: 202, and a code went to alice's mailbox
+    typed = f"{shouted.split('@')[0]}@example.com"  # as bob wrote it (the domain lower-cased), never alice's spelling
+    assert body["message"] == f"the email address {typed} is verified by another owner; it cannot be added here"
+    assert emails(rt.settings.data_dir) == [] and service.list_contacts(rt, bob.owner_id) == []
+
+
+def test_an_address_another_owner_is_verifying_is_neither_claimed_nor_verified_in_any_case(rt, alice, bob):
+    address = unique_email()
+    service.add(rt, alice.owner_id, "email", address)
+    code = last_code(rt)
+
+    with pytest.raises(service.AddressTaken, match="is being verified by another owner; try again after"):
+        service.add(rt, bob.owner_id, "email", address.upper())
+    with pytest.raises(service.ContactNotFound):  # bob's reads by address find only bob's own contacts
+        service.verify(rt, bob.owner_id, "email", address.title(), code)
+    assert len(emails(rt.settings.data_dir)) == 1
+    assert service.verify(rt, alice.owner_id, "email", address, code)["verified"] is True
+
+
+def test_one_owner_never_holds_one_mailbox_twice_and_verifies_it_in_any_case(rt, alice, pool):
+    import psycopg
+
+    local = f"Ann.Lee-{unique_email().split('@')[0]}"
+    written = f"{local}@example.com"
+    first = service.add(rt, alice.owner_id, "email", written)
+    with pytest.raises(service.TooSoon, match=f"a code was sent to the email address {local.lower()}@example.com less"):
+        service.add(rt, alice.owner_id, "email", written.lower())  # the same contact: its code is a minute old
+
+    contact = service.verify(rt, alice.owner_id, "email", f"{local.lower()}@EXAMPLE.com", last_code(rt))
+    assert (contact["id"], contact["address"], contact["verified"]) == (first.contact["id"], written, True)
+    again = service.add(rt, alice.owner_id, "email", written.upper())
+    assert (again.code_sent, again.contact["id"], again.contact["address"]) == (False, first.contact["id"], written)
+    assert [c["address"] for c in service.list_contacts(rt, alice.owner_id)] == [written]  # as first written
+    assert len(emails(rt.settings.data_dir)) == 1 and emails(rt.settings.data_dir)[0]["To"] == written
+    with pool.connection() as conn, pytest.raises(psycopg.errors.UniqueViolation):  # the schema refuses it too
+        conn.execute("INSERT INTO owner_contacts (owner_id, kind, address) VALUES (%s, 'email', %s)",
+                     (alice.owner_id, written.swapcase()))
+
+
 def test_an_unverified_claim_of_another_owner_lapses_with_its_code(rt, alice, bob):
     address = unique_email()
     service.add(rt, bob.owner_id, "email", address)  # bob cannot read that mailbox

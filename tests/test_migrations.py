@@ -120,6 +120,112 @@ def test_one_supervisor_thread_per_owner_under_concurrent_find_or_create(pool):
             conn.execute("INSERT INTO threads (owner_id, kind) VALUES (%s, 'supervisor')", (owner_id,))
 
 
+# --- 0017: contact addresses in any case ---------------------------------------------------------
+
+def _migrated_before(conn: psycopg.Connection, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database as it was before migration ``name``: the ones before it, applied by migrate()."""
+    every = available()
+    before = every[:next(i for i, m in enumerate(every) if m.name == name)]
+    with monkeypatch.context() as patched:
+        patched.setattr("zerg.migrate.available", lambda: before)
+        migrate(conn)
+
+
+def test_contact_addresses_that_differ_only_in_case_are_resolved_and_each_reported(make_database, monkeypatch,
+                                                                                   capsys, caplog):
+    import logging
+
+    from zerg import config
+    from zerg.cli.main import main
+
+    url = make_database()
+    with _connect(url) as conn:
+        _migrated_before(conn, "contact_address_case", monkeypatch)
+        ann, ben, cat = (create_owner(conn, unique_name(n)).owner_id for n in ("ann", "ben", "cat"))
+
+        def contact(owner: int, address: str, kind: str = "email", verified: str | None = None,
+                    added: str = "2024-01-01") -> int:
+            return conn.execute(
+                """INSERT INTO owner_contacts (owner_id, kind, address, verified_at, created_at)
+                   VALUES (%s, %s, %s, %s::timestamptz, %s::timestamptz) RETURNING id""",
+                (owner, kind, address, verified, added)).fetchone()["id"]
+
+        def sent_to(owner: int, contact_id: int) -> int:
+            return conn.execute("INSERT INTO notifications (owner_id, contact_id, channel, purpose, status, address) "
+                                "VALUES (%s, %s, 'email', 'alert', 'sent', 'x') RETURNING id",
+                                (owner, contact_id)).fetchone()["id"]
+
+        # across owners, both verified: the first verified keeps it (ben's was verified later)
+        alice = contact(ann, "alice@example.com", verified="2024-02-01 10:00Z", added="2024-01-05")
+        alice_ben = contact(ben, "ALICE@example.com", verified="2024-03-01 09:30Z", added="2024-01-02")
+        # one owner, unverified added first and the verified one later: the verified one is kept
+        bob_old = contact(ann, "Bob@example.com", added="2024-01-01")
+        bob = contact(ann, "bob@example.com", verified="2024-04-01 00:00Z", added="2024-02-01")
+        # across owners, neither verified: the first added keeps it
+        carol = contact(ben, "carol@example.com", added="2024-01-01")
+        carol_cat = contact(cat, "CAROL@example.com", added="2024-01-03")
+        # one owner, both verified: the first verified is kept and gets the other's notifications
+        dan = contact(cat, "Dan@example.com", verified="2024-01-10 00:00Z")
+        dan_too = contact(cat, "dan@example.com", verified="2024-01-20 00:00Z")
+        moved, kept_note = sent_to(cat, dan_too), sent_to(cat, dan)
+        orphaned = sent_to(ben, alice_ben)
+        # no collision: left alone, in the case it was written; numbers have no case
+        erin = contact(ben, "Erin.Smith@example.com", verified="2024-01-01 00:00Z")
+        phone = contact(ann, "+15551230000", kind="sms", verified="2024-01-01 00:00Z")
+
+        monkeypatch.setenv("DATABASE_URL", url)
+        config.get_settings.cache_clear()
+        caplog.set_level(logging.INFO)
+        assert main(["db", "migrate"]) == 0  # the next migration, as an operator runs it
+
+        out = capsys.readouterr().out
+        report = [
+            (f"owner_contacts: removed email contact #{alice_ben} ALICE@example.com (owner {ben}, verified 2024-03-01 "
+             f"09:30 UTC): the same address as contact #{alice} alice@example.com (owner {ann}, verified 2024-02-01 "
+             f"10:00 UTC), which is kept; owner {ben} no longer receives mail there"),
+            (f"owner_contacts: removed email contact #{bob_old} Bob@example.com (owner {ann}, unverified): the same "
+             f"address as contact #{bob} bob@example.com (the same owner, verified 2024-04-01 00:00 UTC), which is kept "
+             "(its notifications moved to it)"),
+            (f"owner_contacts: removed email contact #{carol_cat} CAROL@example.com (owner {cat}, unverified): the same "
+             f"address as contact #{carol} carol@example.com (owner {ben}, unverified), which is kept"),
+            (f"owner_contacts: removed email contact #{dan_too} dan@example.com (owner {cat}, verified 2024-01-20 00:00 "
+             f"UTC): the same address as contact #{dan} Dan@example.com (the same owner, verified 2024-01-10 00:00 "
+             "UTC), which is kept (its notifications moved to it)"),
+        ]
+        assert out.splitlines()[:2] == [f"applied {m.version:04d}_{m.name}" for m in available()
+                                        if m.name == "contact_address_case"] + [f"  {report[0]}"]
+        assert [line.strip() for line in out.splitlines() if line.startswith("  ")] == report
+        logged = [r for r in caplog.records if getattr(r, "migration", "").endswith("_contact_address_case")]
+        assert [r.getMessage() for r in logged] == report and {r.levelname for r in logged} == {"WARNING"}
+
+        left = conn.execute("SELECT id, owner_id, address, canonical_address FROM owner_contacts ORDER BY id").fetchall()
+        assert [(r["id"], r["owner_id"], r["address"]) for r in left] == sorted([
+            (alice, ann, "alice@example.com"), (bob, ann, "bob@example.com"), (carol, ben, "carol@example.com"),
+            (dan, cat, "Dan@example.com"), (erin, ben, "Erin.Smith@example.com"), (phone, ann, "+15551230000")])
+        assert {r["address"]: r["canonical_address"] for r in left}["Erin.Smith@example.com"] == "erin.smith@example.com"
+        contact_of = {r["id"]: r["contact_id"] for r in conn.execute(
+            "SELECT id, contact_id FROM notifications WHERE id = ANY(%s)", ([moved, kept_note, orphaned],))}
+        assert contact_of == {moved: dan, kept_note: dan, orphaned: None}  # another owner's history is not moved
+        with pytest.raises(psycopg.errors.UniqueViolation):  # from now on the database refuses a case variant
+            conn.execute("INSERT INTO owner_contacts (owner_id, kind, address) VALUES (%s, 'email', 'ERIN.smith@example.com')",
+                         (cat,))
+        assert migrate(conn) == []  # and it happened once
+
+
+def test_the_canonical_address_column_is_the_python_function(database_url, owner):
+    import string
+
+    from zerg.notify.contacts import canonical_address
+
+    tricky = "".join(string.printable.split()) + "İıKKß"  # every printable ASCII, and letters lower() changes oddly
+    with _connect(database_url) as conn, conn.transaction(force_rollback=True):
+        row = conn.execute("INSERT INTO owner_contacts (owner_id, kind, address) VALUES (%s, 'email', %s) "
+                           "RETURNING canonical_address", (owner, tricky)).fetchone()
+    assert row["canonical_address"] == canonical_address(tricky)
+    assert canonical_address("ALICE.Smith+Tag@Example.COM") == "alice.smith+tag@example.com"
+    assert canonical_address("İKK") == "İkK"  # non-ASCII as it is: only A-Z fold, in SQL as here
+
+
 # --- PostgreSQL 16 (Aurora) and the embedded 18 ---------------------------------------------
 
 VECTOR = "[" + ",".join(str(i / 384) for i in range(384)) + "]"

@@ -91,6 +91,33 @@ def test_a_message_from_an_unknown_sender_is_rejected_and_kept_without_an_owner(
     assert outcome.owner_id is None and reply_runs(pool, owner) == []
 
 
+def test_a_reply_from_the_verified_address_in_another_case_is_from_that_contact(rt, pool, owner, other_owner):
+    from tests.support.mail import reply_to_alert
+    from zerg.inbound.email import parse_email
+    from zerg.runs import store as runs
+
+    idle(rt)
+    me = verified_contact(pool, owner, "email", f"alice-{secrets.token_hex(4)}@example.com")
+    verified_contact(pool, other_owner, "email")
+    (sent,) = alert(rt, pool, owner, "email")
+    (mail,) = emails(rt.settings.data_dir)
+    raw = reply_to_alert(mail, "is it still full?", sender=me["address"].upper())  # ALICE-…@EXAMPLE.COM
+    inbound = parse_email(raw, max_bytes=1 << 20, mail_domain=rt.settings.mail_domain, provider_id=f"ses-{secrets.token_hex(8)}",
+                          source="ses", object_key=None)
+    assert inbound.rejection is None and inbound.sender == me["address"].split("@")[0].upper() + "@example.com"
+
+    outcome = replies.receive(rt, inbound)
+
+    assert (outcome.status, outcome.reason, outcome.owner_id) == ("run", None, owner)  # before: "unknown sender"
+    assert row_of(pool, outcome.inbound_id)["notification_id"] == sent["id"]
+    with pool.connection() as conn:
+        runs.complete_run(conn, runs.get_run(conn, owner, outcome.run_id), "Still 91% full.")
+    assert replies.answer_reply_run(rt, owner, outcome.run_id).get("skipped") is None
+    (answer,) = answers(pool, owner, outcome.run_id)
+    assert (answer["status"], answer["contact_id"], answer["address"]) == ("sent", me["id"], me["address"])  # as verified
+    assert reply_runs(pool, other_owner) == []
+
+
 def test_a_verified_sender_with_another_owners_token_is_rejected_and_learns_nothing(rt, pool, owner, other_owner):
     verified_contact(pool, owner, "email")
     (theirs,) = alert(rt, pool, owner, "email")

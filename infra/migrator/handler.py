@@ -48,7 +48,8 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     with psycopg.connect(connection_info(secret, os.environ["ZERG_DB_PROXY_ENDPOINT"]), autocommit=True) as conn:
         applied = migrate(conn)
         current = status(conn).current
-    print(json.dumps({"applied": [m.version for m in applied], "schema_version": current}))
+    print(json.dumps({"applied": [m.version for m in applied], "schema_version": current,
+                      "notes": [note for m in applied for note in m.notes]}))  # what a migration did to rows
     return {
         "PhysicalResourceId": PHYSICAL_ID,
         "Data": {"SchemaVersion": current, "Applied": len(applied)},

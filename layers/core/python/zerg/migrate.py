@@ -6,6 +6,9 @@ Invariants:
 - Concurrent migrators serialise on an advisory lock, so two processes starting at once are safe.
 - A database that records a version the code does not know (newer code ran against it), or a
   migration whose file changed after it was applied, is refused: never guess at a schema.
+- A migration that changes or removes rows (not only the schema) says what it did, one line each,
+  with ``RAISE INFO`` (sent to the client whatever ``client_min_messages`` is): each line is logged
+  and returned on its :class:`Applied` (``zerg db migrate`` prints them).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from psycopg import Connection
+from psycopg.errors import Diagnostic
 from psycopg.rows import tuple_row
 
 _LOCK_KEY = 0x7A657267  # "zerg"
@@ -35,6 +39,13 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Applied(Migration):
+    """A migration just applied, with what it said it did to the rows (its ``RAISE INFO`` lines)."""
+
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,11 +131,32 @@ END
 $$"""
 
 
-def migrate(conn: Connection) -> list[Migration]:
+def migrate(conn: Connection) -> list[Applied]:
     """Apply pending migrations, then :data:`OPTIONAL_INDEXES`; return the migrations applied
-    (empty when up to date)."""
+    (empty when up to date), each with the lines it reported (also logged)."""
     migrations = available()
-    done: list[Migration] = []
+    done: list[Applied] = []
+    notes: list[str] = []
+
+    def heard(diag: Diagnostic) -> None:  # NOTICE is PostgreSQL's chatter ("already exists, skipping")
+        if diag.severity_nonlocalized == "INFO" and diag.message_primary:
+            notes.append(diag.message_primary)
+
+    conn.add_notice_handler(heard)
+    try:
+        _apply(conn, migrations, done, notes)
+    finally:
+        conn.remove_notice_handler(heard)
+    if any(m.notes for m in done):
+        from zerg import observability
+
+        for m in done:
+            for note in m.notes:
+                observability.logger().warning(note, extra={"migration": f"{m.version:04d}_{m.name}"})
+    return done
+
+
+def _apply(conn: Connection, migrations: list[Migration], done: list[Applied], notes: list[str]) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         _ensure_table(conn)
@@ -132,12 +164,12 @@ def migrate(conn: Connection) -> list[Migration]:
         for migration in migrations:
             if migration.version in applied:
                 continue
+            notes.clear()
             with conn.transaction():
                 conn.execute(migration.sql)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
                     (migration.version, migration.name, migration.checksum),
                 )
-            done.append(migration)
+            done.append(Applied(migration.version, migration.name, migration.sql, tuple(notes)))
         conn.execute(OPTIONAL_INDEXES)
-    return done

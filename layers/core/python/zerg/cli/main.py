@@ -31,6 +31,8 @@ def cmd_db_migrate(args: argparse.Namespace) -> int:
         st = status(conn)
     for m in applied:
         print(f"applied {m.version:04d}_{m.name}")
+        for note in m.notes:  # what it did to existing rows, one line each
+            print(f"  {note}")
     print(f"database at schema version {st.current} (latest {st.latest})"
           + ("" if applied else ": up to date"))
     return 0

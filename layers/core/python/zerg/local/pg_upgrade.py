@@ -146,6 +146,8 @@ def _restore_new(pgdata: Path, work: Path, state: dict[str, Any], say: Callable[
         applied = migrate(conn)
         version = db.server_info(conn)["server_version"]
     say(f"migrations applied: {len(applied)}")
+    for note in (note for m in applied for note in m.notes):  # what a migration did to existing rows
+        say(f"  {note}")
     return (f"upgraded the embedded database to PostgreSQL {version}: {len(state['databases'])} database(s), "
             f"{tables} tables, {rows} rows, every count matches")
 

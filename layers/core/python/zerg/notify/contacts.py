@@ -6,8 +6,12 @@ Invariants:
 - A contact belongs to one owner; every read is scoped by owner, except :func:`lock_address`,
   the service's own check of who holds an address (its answer never leaves the service), and
   :func:`sender_contact`, which finds the owner of an inbound message's verified sender.
-- An address is unique per kind across all owners (the schema's ``UNIQUE (kind, address)``), so a
-  sender identifies at most one owner.
+- An address is kept as the owner wrote it (``address``: where mail goes, what the owner sees) and
+  compared only by its canonical form (:func:`canonical_address`, the whole address lower-cased:
+  ``Alice@Example.com`` and ``alice@example.com`` are one mailbox, as at every mainstream provider).
+  The canonical form is unique per kind across all owners (``UNIQUE (kind, canonical_address)``, a
+  column the database derives from ``address``), so a sender identifies at most one owner and an
+  owner never holds one mailbox twice. Every lookup by address here goes through it.
 - The code's hash never leaves this module and the service: owner reads return :data:`_PUBLIC`.
 - An SMS contact that replied STOP (:func:`opt_out`) is no recipient until it replies START
   (:func:`opt_in`): :func:`verified_contacts` leaves it out; :func:`sender_contact` still finds it
@@ -20,20 +24,33 @@ Invariants:
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import Connection
 
+# A–Z only, like PostgreSQL's lower() under the "C" collation that derives the column (0017): the two
+# agree on every string, and an address Zerg keeps is ASCII anyway (zerg.notify.verification.normalise).
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
 _PUBLIC = "id, kind, address, verified_at, created_at, code_expires_at, code_sent_at, opted_out_at"
 _PRIVATE = f"{_PUBLIC}, owner_id, code_hash, code_attempts, code_sends, code_window_start"
 
 
+def canonical_address(address: str) -> str:
+    """What an address is compared by: the whole address with A–Z lower-cased (the domain always is
+    case-insensitive; the local part is at every mainstream provider, and Zerg treats it so). A phone
+    number in E.164 has no letters: it is its own canonical form. The one definition: the table's
+    ``canonical_address`` column is the same function in SQL (``lower(address COLLATE "C")``)."""
+    return address.translate(_ASCII_LOWER)
+
+
 def lock_address(conn: Connection, kind: str, address: str) -> dict[str, Any] | None:
     """Whoever holds ``address`` (any owner), locked for this transaction. Service use only."""
-    return conn.execute(f"SELECT {_PRIVATE} FROM owner_contacts WHERE kind = %s AND address = %s FOR UPDATE",
-                        (kind, address)).fetchone()
+    return conn.execute(f"SELECT {_PRIVATE} FROM owner_contacts WHERE kind = %s AND canonical_address = %s FOR UPDATE",
+                        (kind, canonical_address(address))).fetchone()
 
 
 def insert_pending(conn: Connection, owner_id: int, kind: str, address: str, code_hash: str,
@@ -42,7 +59,7 @@ def insert_pending(conn: Connection, owner_id: int, kind: str, address: str, cod
     return conn.execute(
         f"""INSERT INTO owner_contacts (owner_id, kind, address, code_hash, code_expires_at, code_attempts, code_sent_at,
                                         code_sends, code_window_start)
-            VALUES (%s, %s, %s, %s, %s, 0, %s, 1, %s) ON CONFLICT (kind, address) DO NOTHING RETURNING {_PRIVATE}""",
+            VALUES (%s, %s, %s, %s, %s, 0, %s, 1, %s) ON CONFLICT (kind, canonical_address) DO NOTHING RETURNING {_PRIVATE}""",
         (owner_id, kind, address, code_hash, expires_at, now, now)).fetchone()
 
 
@@ -79,9 +96,10 @@ def clear_code(conn: Connection, owner_id: int, contact_id: int) -> None:
 
 
 def get_by_address(conn: Connection, owner_id: int, kind: str, address: str) -> dict[str, Any] | None:
-    """The owner's contact of that kind and address, with its code state. Service use only."""
-    return conn.execute(f"SELECT {_PRIVATE} FROM owner_contacts WHERE owner_id = %s AND kind = %s AND address = %s",
-                        (owner_id, kind, address)).fetchone()
+    """The owner's contact of that kind and address (in any case), with its code state. Service use only."""
+    return conn.execute(
+        f"SELECT {_PRIVATE} FROM owner_contacts WHERE owner_id = %s AND kind = %s AND canonical_address = %s",
+        (owner_id, kind, canonical_address(address))).fetchone()
 
 
 def count_attempt(conn: Connection, owner_id: int, contact_id: int, max_attempts: int) -> dict[str, Any] | None:
@@ -112,12 +130,13 @@ def get_contact(conn: Connection, owner_id: int, contact_id: int) -> dict[str, A
 
 
 def sender_contact(conn: Connection, kind: str, address: str) -> dict[str, Any] | None:
-    """The verified contact (any owner, with its ``owner_id``) that ``address`` is, or None: who an
-    inbound message is from. ``address`` is normalised by the caller
+    """The verified contact (any owner, with its ``owner_id``) that ``address`` is, in any case, or
+    None: who an inbound message is from. ``address`` is normalised by the caller
     (:func:`zerg.notify.verification.normalise`). Inbound use only: it decides the owner."""
     return conn.execute(
-        f"SELECT {_PUBLIC}, owner_id FROM owner_contacts WHERE kind = %s AND address = %s AND verified_at IS NOT NULL",
-        (kind, address)).fetchone()
+        f"""SELECT {_PUBLIC}, owner_id FROM owner_contacts
+            WHERE kind = %s AND canonical_address = %s AND verified_at IS NOT NULL""",
+        (kind, canonical_address(address))).fetchone()
 
 
 def verified_contacts(conn: Connection, owner_id: int, kind: str) -> list[dict[str, Any]]:

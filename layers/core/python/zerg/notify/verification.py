@@ -3,7 +3,11 @@
 
 Invariants:
 - An address is checked and normalised before anything else (:func:`normalise`): email is a
-  plain addr-spec (no display name, no CR/LF, ASCII, the domain lower-cased); SMS is E.164.
+  plain addr-spec (no display name, no CR/LF, ASCII, the domain lower-cased); SMS is E.164. It is
+  stored as the owner wrote it and compared in any case (:func:`zerg.notify.contacts.canonical_address`):
+  ``ALICE@example.com`` is the contact ``alice@example.com``, for adding, verifying, another owner's
+  claim and an inbound sender alike. A code is bound to the canonical form, so it verifies whichever
+  way the owner types the address.
 - Adding sends a 6-digit code (``secrets.randbelow``) through
   :func:`zerg.notify.deliver.deliver_verification`. Only a salted SHA-256 of it is stored; it
   expires after :data:`CODE_TTL`; at most :data:`MAX_ATTEMPTS` guesses are counted (each one before
@@ -90,7 +94,8 @@ class Added:
 
 
 def normalise(kind: str, address: str) -> str:
-    """The address as stored, or :class:`ContactError` saying exactly what is wrong with it."""
+    """The address as stored (the case of the local part as given), or :class:`ContactError` saying
+    exactly what is wrong with it."""
     if kind not in KINDS:
         raise ContactError(f"kind must be email or sms, not {kind!r}")
     text = address.strip()
@@ -122,6 +127,7 @@ def normalise(kind: str, address: str) -> str:
 
 def _hash(kind: str, address: str, code: str, salt: str | None = None) -> str:
     salt = salt or secrets.token_hex(16)
+    address = contacts.canonical_address(address)
     digest = hashlib.sha256(f"{salt}:{kind}:{address}:{code}".encode()).hexdigest()
     return f"{salt}${digest}"
 
@@ -144,7 +150,7 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
 
 def add(rt: "Runtime", owner_id: int, kind: str, address: str, now: datetime | None = None) -> Added:
     """Add (or refresh) an unverified contact and send it a code; a contact the owner already
-    verified is returned as it is, with no code."""
+    verified, written in any case, is returned as it is (its address as first written), with no code."""
     from zerg.notify.deliver import deliver_verification
 
     address = normalise(kind, address)
