@@ -120,7 +120,7 @@ def test_one_supervisor_thread_per_owner_under_concurrent_find_or_create(pool):
             conn.execute("INSERT INTO threads (owner_id, kind) VALUES (%s, 'supervisor')", (owner_id,))
 
 
-# --- 0017: contact addresses in any case ---------------------------------------------------------
+# --- 0018: contact addresses in any case ---------------------------------------------------------
 
 def _migrated_before(conn: psycopg.Connection, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The database as it was before migration ``name``: the ones before it, applied by migrate()."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from psycopg import Connection
 
-# A–Z only, like PostgreSQL's lower() under the "C" collation that derives the column (0017): the two
+# A–Z only, like PostgreSQL's lower() under the "C" collation that derives the column (0018): the two
 # agree on every string, and an address Zerg keeps is ASCII anyway (zerg.notify.verification.normalise).
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
