@@ -1,4 +1,4 @@
--- 0017 (issue 25): a contact's address is compared in any case. `ALICE@example.com` is the mailbox of
+-- 0018 (issue 25): a contact's address is compared in any case. `ALICE@example.com` is the mailbox of
 -- `alice@example.com`: the domain is case-insensitive by definition and the local part is at every
 -- mainstream provider. The address stays as the owner wrote it (mail goes there, the owner sees it);
 -- `canonical_address` is what is compared and unique, derived here by the database so that no writer
