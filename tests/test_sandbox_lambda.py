@@ -3,6 +3,10 @@
 Each test builds a Lambda-like environment: a fresh user and PID namespace whose PID 1 is a shell
 (standing in for Lambda's init) and whose only other process, at first, is the Python "runtime"
 (its parent is PID 1, as on Lambda). Whatever the sweep kills, it kills in there.
+
+A best-effort call's launcher kills everything below it when the command ends, so what these
+sweeps have to find is what outlives the launcher: each command here ends by killing it (``kill -9
+$PPID``, which a command running as the launcher's own uid can do), after starting its strays.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ PIDS_SPENT = ("a=$(cat /proc/sys/kernel/ns_last_pid); sleep 1; b=$(cat /proc/sys
               "echo $((b - a))")
 
 
+ESCAPE = "; kill -9 $PPID"  # the launcher (its parent) gone: what the command started outlives the call
+
+
 def count(name: str) -> str:
     """A probe for the namespace's shell: how many live processes run ``name``."""
     return f"sleep 1; ps -eo stat=,args= | grep -v grep | grep -c -E '^[^Z]+ .*{name}' || true"
@@ -68,7 +75,7 @@ def lambda_run(request, command: str, *, env=LAMBDA_ENV, linger: float = 0.5, zo
 def test_a_process_that_forks_and_exits_in_a_loop_is_gone_after_a_lambda_invocation(request):
     """It forks a copy of itself and exits, again and again: its pid changes faster than a sweep
     can list /proc and signal what it listed."""
-    command = f"env -u ZERG_SANDBOX_CALL setsid sh -c '{FORKER}' '{FORKER}' & sleep 0.3; echo started"
+    command = f"env -u ZERG_SANDBOX_CALL setsid sh -c '{FORKER}' '{FORKER}' & sleep 0.3; echo started" + ESCAPE
     # 500 children the runtime has not reaped yet make the process table longer to look through.
     report, lines, done = lambda_run(request, command, zombies=500, after=PIDS_SPENT)
     assert report is not None and lines[1] == "exit=0", done.stderr
@@ -77,7 +84,7 @@ def test_a_process_that_forks_and_exits_in_a_loop_is_gone_after_a_lambda_invocat
 
 def test_setsid_and_double_forks_without_the_marker_are_gone_and_files_deleted(request):
     command = ("env -u ZERG_SANDBOX_CALL setsid sleep 300 & (env -u ZERG_SANDBOX_CALL setsid sh -c 'sleep 301 &' &); "
-               "echo leak > {tmp}/leaked; mkdir {tmp}/dir; sleep 0.3; echo ok")
+               "echo leak > {tmp}/leaked; mkdir {tmp}/dir; sleep 0.3; echo ok" + ESCAPE)
     report, lines, done = lambda_run(request, command, after=count("sleep 30[01]"))
     assert report is not None and lines[1] == "exit=0", done.stderr
     assert report["killed"] >= 2 and report["after"] == ["kept-from-before"]
@@ -107,7 +114,7 @@ def test_an_invocation_without_a_sandbox_call_kills_nothing(request):
 def test_without_the_lambda_runtime_variables_the_sweep_kills_only_marked_processes(request):
     """AWS_LAMBDA_FUNCTION_NAME alone is not Lambda: an unmarked process (not the call's) survives
     the invocation's end; the call's own marked processes do not."""
-    command = ("env -u ZERG_SANDBOX_CALL setsid sleep 303 & setsid sleep 304 & sleep 0.3; echo ok")
+    command = "env -u ZERG_SANDBOX_CALL setsid sleep 303 & setsid sleep 304 & sleep 0.3; echo ok" + ESCAPE
     report, lines, done = lambda_run(request, command, env={"AWS_LAMBDA_FUNCTION_NAME": "zerg-worker"},
                                      after=count("sleep 303") + "; " + count("sleep 304"))
     assert report is not None and lines[1] == "exit=0", done.stderr
@@ -139,7 +146,7 @@ def test_the_local_engine_never_runs_the_lambda_sweep_even_with_lambdas_variable
     uid = outside_uid()
     tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
-    command = "env -u ZERG_SANDBOX_CALL setsid sleep 306 & sleep 0.3; echo ok"
+    command = "env -u ZERG_SANDBOX_CALL setsid sleep 306 & sleep 0.3; echo ok" + ESCAPE
     done = run_in_pid_namespace(ENGINE_SCRIPT, [command, json.dumps(LAMBDA_ENV)], uid=uid, tmp=tmp,
                                 after=count("sleep 306"))
     lines = done.stdout.strip().splitlines()
