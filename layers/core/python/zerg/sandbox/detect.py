@@ -67,6 +67,8 @@ def fix(notes: tuple[str, ...]) -> str:
     sudo = "" if os.geteuid() == 0 else "sudo "
     if any(note.startswith("bwrap: not installed") for note in notes):
         return f"{sudo}apt-get install bubblewrap"
+    if any(note.startswith("bwrap:") and "prlimit" in note for note in notes):
+        return f"{sudo}apt-get install util-linux"
     for knob, value in (("kernel/apparmor_restrict_unprivileged_userns", "0"),
                         ("kernel/unprivileged_userns_clone", "1")):
         if os.path.exists(f"/proc/sys/{knob}"):

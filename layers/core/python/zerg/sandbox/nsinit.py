@@ -312,18 +312,26 @@ def kill_as(uid):
     os.waitpid(helper, 0)
 
 
+def reap():
+    """Reap what has ended; False when nothing is left below this process (a subreaper with no
+    children has no descendants)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        return False
+    return True
+
+
 def end_all(uid):
     """Kill everything below this process and reap it, within a few seconds."""
+    if not reap():
+        return
     me, mine = os.getpid(), os.getpgid(0)
     if uid != "-":
         kill_as(int(uid))
     deadline = time.monotonic() + 5
-    while True:
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            return  # nothing below a subreaper with no children
+    while reap():
         if time.monotonic() > deadline:
             return
         found = below(me)
