@@ -93,6 +93,13 @@ class Limits:
             argv.append(f"--nproc={capped(resource.RLIMIT_NPROC, processes)}")
         return [*argv, "--"]
 
+    def summary(self, isolated: bool) -> str:
+        """One line for ``zerg doctor``."""
+        space = (f"home and /tmp a {_mib(self.writable)} tmpfs each" if isolated
+                 else "home and /tmp on the host's disk, not capped in total (no mount namespace)")
+        return (f"each file <= {_mib(self.file)}, each process <= {_mib(self.memory)} of address space and "
+                f"{self.cpu_s} CPU s, {space}")
+
     def describe(self, kind: str) -> str:
         size = {FILE_SIZE: self.file, WRITABLE: self.writable, MEMORY: self.memory}.get(kind)
         amount = f"{self.cpu_s} s" if size is None else _mib(size)
