@@ -30,14 +30,16 @@ env = json.loads(sys.argv[3])
 settings = load_settings(env)
 tmp = Path(sys.argv[1])
 (tmp / "kept-from-before").write_text("runtime file")
+seen = {"stdout": "", "limits": []}
 with invocation(settings, tmp_root=tmp) as sweep:
     if sys.argv[2]:
         r = execute(sys.argv[2], 10, settings, output_cap=100000, mechanism="best-effort")
+        seen = {"stdout": r.stdout, "limits": list(r.limits)}
     time.sleep(float(sys.argv[4]))
     for _ in range(int(sys.argv[5])):  # children the runtime has not reaped yet: a longer process table
         if os.fork() == 0:
             os._exit(0)
-print(json.dumps({"killed": sweep.killed, "after": sorted(os.listdir(tmp))}), flush=True)
+print(json.dumps({"killed": sweep.killed, "after": sorted(os.listdir(tmp)), **seen}), flush=True)
 """
 
 
@@ -89,6 +91,15 @@ def test_setsid_and_double_forks_without_the_marker_are_gone_and_files_deleted(r
     assert report is not None and lines[1] == "exit=0", done.stderr
     assert report["killed"] >= 2 and report["after"] == ["kept-from-before"]
     assert lines[2] == "0", lines
+
+
+def test_the_limits_hold_on_lambda_too(request):
+    """No namespaces and not root: the best-effort launcher still sets the command's limits."""
+    command = "head -c 60M /dev/zero > {tmp}/big; echo head=$?; stat -c %s {tmp}/big; rm {tmp}/big"
+    report, lines, done = lambda_run(request, command, env={**LAMBDA_ENV, "ZERG_SANDBOX_FILE_MIB": "20"})
+    assert report is not None and lines[1] == "exit=0", done.stderr
+    assert report["stdout"].split() == ["head=153", str(20 << 20)], report
+    assert report["limits"] == ["file size 20 MiB"], report
 
 
 def test_ipc_objects_a_command_made_are_gone_after_a_lambda_invocation(request):
