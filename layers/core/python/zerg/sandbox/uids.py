@@ -195,7 +195,9 @@ def _setpriv() -> tuple[str | None, bool]:
         return None, False
     import subprocess
 
-    probe = subprocess.run([path, "--pdeathsig=KILL", "--", "true"], stdin=subprocess.DEVNULL,
+    # /bin/sh, not a program PATH must find: a PATH without coreutils must not make the launchers
+    # lose their parent-death signal.
+    probe = subprocess.run([path, "--pdeathsig=KILL", "--", "/bin/sh", "-c", ":"], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return path, probe.returncode == 0
 
