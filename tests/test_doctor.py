@@ -23,6 +23,8 @@ def test_doctor_prints_the_sandbox_level_database_and_provider(database_url, mon
     assert f"sandbox: {level.describe()}" in out
     if level.isolated:
         assert "network off (only lo)" in out
+        assert ("  limits: each file <= 50 MiB, each process <= 1024 MiB of address space and 120 CPU s, "
+                "home and /tmp a 256 MiB tmpfs each") in out
     assert "reachable: yes, PostgreSQL " in out and "schema version" in out
     assert "model provider: offline" in out
     assert "ssh allowlist (ZERG_SSH_HOSTS): empty" in out

@@ -3,6 +3,10 @@
 Each test builds a Lambda-like environment: a fresh user and PID namespace whose PID 1 is a shell
 (standing in for Lambda's init) and whose only other process, at first, is the Python "runtime"
 (its parent is PID 1, as on Lambda). Whatever the sweep kills, it kills in there.
+
+A best-effort call's launcher kills everything below it when the command ends, so what these
+sweeps have to find is what outlives the launcher: each command here ends by killing it (``kill -9
+$PPID``, which a command running as the launcher's own uid can do), after starting its strays.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ env = json.loads(sys.argv[3])
 settings = load_settings(env)
 tmp = Path(sys.argv[1])
 (tmp / "kept-from-before").write_text("runtime file")
+seen = {"stdout": "", "limits": []}
 with invocation(settings, tmp_root=tmp) as sweep:
     if sys.argv[2]:
         r = execute(sys.argv[2], 10, settings, output_cap=100000, mechanism="best-effort")
+        seen = {"stdout": r.stdout, "limits": list(r.limits)}
     time.sleep(float(sys.argv[4]))
     for _ in range(int(sys.argv[5])):  # children the runtime has not reaped yet: a longer process table
         if os.fork() == 0:
             os._exit(0)
-print(json.dumps({"killed": sweep.killed, "after": sorted(os.listdir(tmp))}), flush=True)
+print(json.dumps({"killed": sweep.killed, "after": sorted(os.listdir(tmp)), **seen}), flush=True)
 """
 
 
@@ -44,6 +50,9 @@ FORKER = 'hop() {{ if [ $1 -ge 900 ]; then exec sh -c "$0" "$0"; fi; hop $(($1+1
 # The namespace's pid counter over a second: a handful (the probe's own forks) when all is quiet.
 PIDS_SPENT = ("a=$(cat /proc/sys/kernel/ns_last_pid); sleep 1; b=$(cat /proc/sys/kernel/ns_last_pid); "
               "echo $((b - a))")
+
+
+ESCAPE = "; kill -9 $PPID"  # the launcher (its parent) gone: what the command started outlives the call
 
 
 def count(name: str) -> str:
@@ -68,7 +77,7 @@ def lambda_run(request, command: str, *, env=LAMBDA_ENV, linger: float = 0.5, zo
 def test_a_process_that_forks_and_exits_in_a_loop_is_gone_after_a_lambda_invocation(request):
     """It forks a copy of itself and exits, again and again: its pid changes faster than a sweep
     can list /proc and signal what it listed."""
-    command = f"env -u ZERG_SANDBOX_CALL setsid sh -c '{FORKER}' '{FORKER}' & sleep 0.3; echo started"
+    command = f"env -u ZERG_SANDBOX_CALL setsid sh -c '{FORKER}' '{FORKER}' & sleep 0.3; echo started" + ESCAPE
     # 500 children the runtime has not reaped yet make the process table longer to look through.
     report, lines, done = lambda_run(request, command, zombies=500, after=PIDS_SPENT)
     assert report is not None and lines[1] == "exit=0", done.stderr
@@ -77,11 +86,20 @@ def test_a_process_that_forks_and_exits_in_a_loop_is_gone_after_a_lambda_invocat
 
 def test_setsid_and_double_forks_without_the_marker_are_gone_and_files_deleted(request):
     command = ("env -u ZERG_SANDBOX_CALL setsid sleep 300 & (env -u ZERG_SANDBOX_CALL setsid sh -c 'sleep 301 &' &); "
-               "echo leak > {tmp}/leaked; mkdir {tmp}/dir; sleep 0.3; echo ok")
+               "echo leak > {tmp}/leaked; mkdir {tmp}/dir; sleep 0.3; echo ok" + ESCAPE)
     report, lines, done = lambda_run(request, command, after=count("sleep 30[01]"))
     assert report is not None and lines[1] == "exit=0", done.stderr
     assert report["killed"] >= 2 and report["after"] == ["kept-from-before"]
     assert lines[2] == "0", lines
+
+
+def test_the_limits_hold_on_lambda_too(request):
+    """No namespaces and not root: the best-effort launcher still sets the command's limits."""
+    command = "head -c 60M /dev/zero > {tmp}/big; echo head=$?; stat -c %s {tmp}/big; rm {tmp}/big"
+    report, lines, done = lambda_run(request, command, env={**LAMBDA_ENV, "ZERG_SANDBOX_FILE_MIB": "20"})
+    assert report is not None and lines[1] == "exit=0", done.stderr
+    assert report["stdout"].split() == ["head=153", str(20 << 20)], report
+    assert report["limits"] == ["file size 20 MiB"], report
 
 
 def test_ipc_objects_a_command_made_are_gone_after_a_lambda_invocation(request):
@@ -107,7 +125,7 @@ def test_an_invocation_without_a_sandbox_call_kills_nothing(request):
 def test_without_the_lambda_runtime_variables_the_sweep_kills_only_marked_processes(request):
     """AWS_LAMBDA_FUNCTION_NAME alone is not Lambda: an unmarked process (not the call's) survives
     the invocation's end; the call's own marked processes do not."""
-    command = ("env -u ZERG_SANDBOX_CALL setsid sleep 303 & setsid sleep 304 & sleep 0.3; echo ok")
+    command = "env -u ZERG_SANDBOX_CALL setsid sleep 303 & setsid sleep 304 & sleep 0.3; echo ok" + ESCAPE
     report, lines, done = lambda_run(request, command, env={"AWS_LAMBDA_FUNCTION_NAME": "zerg-worker"},
                                      after=count("sleep 303") + "; " + count("sleep 304"))
     assert report is not None and lines[1] == "exit=0", done.stderr
@@ -139,7 +157,7 @@ def test_the_local_engine_never_runs_the_lambda_sweep_even_with_lambdas_variable
     uid = outside_uid()
     tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
-    command = "env -u ZERG_SANDBOX_CALL setsid sleep 306 & sleep 0.3; echo ok"
+    command = "env -u ZERG_SANDBOX_CALL setsid sleep 306 & sleep 0.3; echo ok" + ESCAPE
     done = run_in_pid_namespace(ENGINE_SCRIPT, [command, json.dumps(LAMBDA_ENV)], uid=uid, tmp=tmp,
                                 after=count("sleep 306"))
     lines = done.stdout.strip().splitlines()

@@ -1,5 +1,6 @@
-"""What a crashed zerg leaves, with real processes: launchers die with it, a crash's processes
-are killed before their uid serves another call, and at the next start.
+"""What a crashed zerg leaves, with real processes: launchers die with it (and at best effort take
+the command's whole tree with them), a crash's processes are killed before their uid serves
+another call, and at the next start.
 
 Every test that crashes a "zerg" process or kills by uid runs it in a PID namespace of its own
 (tests.support.sandbox): whatever the code under test kills, it kills in there.
@@ -21,8 +22,8 @@ from zerg.sandbox import BEST_EFFORT, UNSHARE, execute, reaper
 CRASH_SCRIPT = """
 import os, signal, sys, threading, time
 from zerg.config import load_settings
-from zerg.sandbox import execute
-command, token = sys.argv[1], sys.argv[2]
+from zerg.sandbox import execute, processes
+command, token, launcher_too = sys.argv[1], sys.argv[2], sys.argv[4] == "1"
 threading.Thread(target=execute, args=(command, 60, load_settings({})), kwargs={"output_cap": 1000,
                  "mechanism": sys.argv[3]}, daemon=True).start()
 
@@ -39,6 +40,16 @@ deadline = time.monotonic() + 30
 while not running() and time.monotonic() < deadline:
     time.sleep(0.02)
 print("running" if running() else "never started", flush=True)
+if launcher_too:  # the launcher dies too (an OOM kill of both, say), unable to end the call: stopped
+    # first, it cannot act on zerg's death; a helper kills it once zerg is gone, so zerg never sees it end.
+    launcher = processes.children(os.getpid())[0]
+    os.kill(launcher, signal.SIGSTOP)
+    parent = os.getpid()
+    if os.fork() == 0:
+        while os.getppid() == parent:
+            time.sleep(0.01)
+        os.kill(launcher, signal.SIGKILL)
+        os._exit(0)
 os.kill(os.getpid(), signal.SIGKILL)  # the crash
 """
 
@@ -48,14 +59,23 @@ def live_sleepers(token: str, wait: float = 1) -> str:
     return f"sleep {wait}; ps -eo stat=,args= | grep -c -E '^[^Z]+ +sleep {token}$' || true"
 
 
-def crash(request, mechanism: str, command: str, token: str, after: str, uid: int | None = None):
+def sleepers_gone(token: str, ceiling_s: int = 30) -> str:
+    """A probe for the namespace's shell: how many ``sleep <token>`` are left, looking every 0.1 s
+    until none is (or ``ceiling_s`` passed)."""
+    count = f"ps -eo stat=,args= | grep -c -E '^[^Z]+ +sleep {token}$'"
+    return (f"i=0; n=$({count}); while [ \"$n\" != 0 ] && [ $i -lt {ceiling_s * 10} ]; do sleep 0.1; "
+            f"i=$((i+1)); n=$({count}); done; echo $n")
+
+
+def crash(request, mechanism: str, command: str, token: str, after: str, uid: int | None = None,
+          launcher_too: bool = False):
     """Run a zerg process (as ``uid``, default this test's: root in CI) that starts ``command``
-    in a sandbox, then is SIGKILLed while it runs; then ``after``."""
+    in a sandbox, then is SIGKILLed while it runs (``launcher_too``: its launcher first); then ``after``."""
     uid = os.geteuid() if uid is None else uid
     tmp = private_tmp()
     request.addfinalizer(lambda: reaper.remove_tree(tmp))
-    done = run_in_pid_namespace(CRASH_SCRIPT, [command, token, mechanism], uid=uid, tmp=tmp, after=after,
-                                userns=uid != 0)
+    done = run_in_pid_namespace(CRASH_SCRIPT, [command, token, mechanism, "1" if launcher_too else "0"], uid=uid,
+                                tmp=tmp, after=after, userns=uid != 0)
     return done.stdout.strip().splitlines(), done
 
 
@@ -70,10 +90,25 @@ def test_an_unshare_sandbox_dies_with_a_crashed_zerg_process(request):
 
 
 @pytest.mark.parametrize("who", ["root", "user"])
+def test_a_best_effort_command_that_left_its_group_and_marker_dies_with_a_killed_zerg(request, who):
+    """zerg is SIGKILLed while its best-effort command's daemon (``setsid``, its marker variable
+    dropped) runs: the launcher's parent-death signal makes it kill its whole tree, so the daemon is
+    gone without any later start (polled for, with a generous ceiling)."""
+    if who == "root":
+        require_root("per-call uids")
+    token = f"300.{secrets.randbelow(10**6)}"
+    lines, done = crash(request, BEST_EFFORT, f"env -u ZERG_SANDBOX_CALL setsid sleep {token} & sleep 60", token,
+                        after=sleepers_gone(token), uid=0 if who == "root" else outside_uid(14))
+    assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
+    assert lines[2] == "0", lines
+
+
+@pytest.mark.parametrize("who", ["root", "user"])
 def test_a_crashs_best_effort_processes_are_killed_at_the_next_start(request, who):
-    """A best-effort command that escaped its group outlives the crash; the next zerg process kills
-    it when it starts (as root: by the uid, whose slot nobody holds any more; otherwise: by the
-    marker naming a dead zerg process), before it removes the crash's directories."""
+    """A crash that takes the launcher with it (both SIGKILLed): a best-effort command that escaped
+    its group outlives them; the next zerg process kills it when it starts (as root: by the uid,
+    whose slot nobody holds any more; otherwise: by the marker naming a dead zerg process), before
+    it removes the crash's directories."""
     if who == "root":
         require_root("per-call uids")
     uid = 0 if who == "root" else outside_uid(13)
@@ -86,7 +121,7 @@ def test_a_crashs_best_effort_processes_are_killed_at_the_next_start(request, wh
         token = f"300.{secrets.randbelow(10**6)}"
         lines, done = crash(request, BEST_EFFORT, f"setsid sleep {token} & sleep 60", token,
                             after=f"{live_sleepers(token, 0.5)}; {restart.replace('python3', os.sys.executable)}"
-                                  f"{live_sleepers(token, 0.2)}", uid=uid)
+                                  f"{sleepers_gone(token)}", uid=uid, launcher_too=True)
         assert lines[:2] == ["running", "exit=137"], (lines, done.stderr)
         if lines[2:4] != ["0", "0"]:
             break

@@ -334,6 +334,22 @@ class Settings(BaseModel):
         default=False, alias="ZERG_SANDBOX_NETWORK",
         description="on: container_exec commands get the host's network; off: only their own lo.",
     )
+    sandbox_file_mib: int = Field(
+        default=50, ge=1, le=10_240, alias="ZERG_SANDBOX_FILE_MIB",
+        description="The largest file a container_exec command may write (RLIMIT_FSIZE), MiB.",
+    )
+    sandbox_memory_mib: int = Field(
+        default=1024, ge=64, le=1_048_576, alias="ZERG_SANDBOX_MEMORY_MIB",
+        description="The address space of each container_exec process (RLIMIT_AS), MiB.",
+    )
+    sandbox_cpu_s: int = Field(
+        default=120, ge=1, le=3600, alias="ZERG_SANDBOX_CPU_S",
+        description="CPU seconds each container_exec process may use (RLIMIT_CPU; SIGXCPU, then SIGKILL 1 s later).",
+    )
+    sandbox_writable_mib: int = Field(
+        default=256, ge=1, le=65_536, alias="ZERG_SANDBOX_WRITABLE_MIB",
+        description="The size of each of a container_exec call's home and /tmp (a tmpfs each, namespace levels), MiB.",
+    )
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod

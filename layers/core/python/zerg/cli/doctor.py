@@ -20,13 +20,14 @@ from zerg.config import Settings, SSHHost
 
 def _sandbox(settings: Settings, say: Callable[[str], None]) -> bool:
     from zerg.hosting import lambda_environment
-    from zerg.sandbox import level
+    from zerg.sandbox import Limits, level
     from zerg.sandbox.detect import fix
 
     current = level(settings)
     say(f"sandbox: {current.describe()}")
     if current.binary:
         say(f"  launcher: {current.binary}")
+    say(f"  limits: {Limits.of(settings).summary(current.isolated)}")
     for note in current.notes:
         say(f"  passed over: {note}")
     if not current.isolated and not lambda_environment(settings):

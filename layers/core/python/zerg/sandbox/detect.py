@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from zerg.config import Settings
 from zerg.sandbox.launch import BEST_EFFORT, BWRAP, UNSHARE, run
-from zerg.sandbox.reaper import reap_leftovers
+from zerg.sandbox.reaper import SandboxError, reap_leftovers
 
 PROBE_OUTPUT = "zerg-sandbox-probe"
 
@@ -54,7 +54,7 @@ def _probe(mechanism: str, binary: str) -> str | None:
     """None when a sandbox of ``mechanism`` runs a command here, else why not (one line)."""
     try:
         result = run(f"echo {PROBE_OUTPUT}", 20, mechanism=mechanism, binary=binary, output_cap=65536)
-    except OSError as exc:
+    except (OSError, SandboxError) as exc:
         return f"{type(exc).__name__}: {exc}"
     if result.exit_code == 0 and result.stdout.strip() == PROBE_OUTPUT:
         return None
@@ -67,6 +67,8 @@ def fix(notes: tuple[str, ...]) -> str:
     sudo = "" if os.geteuid() == 0 else "sudo "
     if any(note.startswith("bwrap: not installed") for note in notes):
         return f"{sudo}apt-get install bubblewrap"
+    if any(note.startswith("bwrap:") and "prlimit" in note for note in notes):
+        return f"{sudo}apt-get install util-linux"
     for knob, value in (("kernel/apparmor_restrict_unprivileged_userns", "0"),
                         ("kernel/unprivileged_userns_clone", "1")):
         if os.path.exists(f"/proc/sys/{knob}"):

@@ -1,8 +1,10 @@
 """One invocation (a worker job) and what its sandbox calls left, swept when it ends.
 
 Invariants:
-- Each call already cleans up after itself (:mod:`zerg.sandbox.launch`); this is the second line,
-  for best effort, where a command can escape its process group and its marker.
+- Each call already cleans up after itself (:mod:`zerg.sandbox.launch`: at best effort its
+  launcher kills the command's whole tree); this is the second line, for best effort, where a
+  command running as the launcher's uid can kill the launcher, then escape its process group and
+  its marker.
 - Locally the sweep touches only this invocation's calls (their markers): other workers of the
   same process run their own sandboxes at the same time.
 - On Lambda (no namespaces; one invocation per environment at a time, and the function's

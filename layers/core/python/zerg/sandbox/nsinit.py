@@ -1,38 +1,64 @@
-"""The first process inside a sandbox built by util-linux ``unshare`` (see :mod:`zerg.sandbox.launch`).
+"""The first process of a sandbox call (see :mod:`zerg.sandbox.launch`): in namespaces built by
+util-linux ``unshare`` (``ns``), or at best effort, where there are none (``best``).
 
-Not imported: compiled once, it is run as ``python -I -S nsinit.pyc ROOT HOME TMP NET FSIZE UID NPROC COMMAND`` by
+Not imported: compiled once, it is run as ``python -I -S nsinit.pyc MODE ...``. It imports nothing
+of zerg and only C modules: it runs once per ``container_exec`` call, and ``import ctypes`` alone
+would cost a third of its budget, so libc is called through ``_ctypes`` directly.
+
+``ns ROOT NET LIMITS WRITABLE UID COMMAND``, run by
 
     unshare [--map-current-user --keep-caps] --pid --fork --kill-child --mount --ipc --uts [--net]
 
 so it starts as PID 1 of fresh PID, mount, IPC, UTS (and network) namespaces. Not as root (UID is
 ``-``): in a fresh user namespace too, holding every capability *of those namespaces only*. As
 root (UID is the call's host uid): as root, with no user namespace, so that this Python may live
-where the call's uid cannot enter (a 0700 ``/root/.pyenv``); it becomes UID, capped at NPROC
-processes, just before the command. It imports nothing of zerg and only C modules: it runs
-once per ``container_exec`` call, and ``import ctypes`` alone would cost a third of its budget, so
-libc is called through ``_ctypes`` directly.
+where the call's uid cannot enter (a 0700 ``/root/.pyenv``); it becomes UID just before the command.
 
-Invariants:
 - The command sees a fresh tmpfs root (read-only) holding only: the host's system directories
   bound read-only (submounts included), a fresh /proc of its own PID namespace, a minimal /dev,
-  the call's private /tmp and home (its working directory). The host's root is detached, so
-  nothing else of the host (data directory, database socket, other sandboxes, /root, /home) has
-  a path inside.
-- Before ``exec`` every capability is dropped for good (bounding set emptied, ambient and
-  inheritable cleared, no-new-privs, securebits locked), so the command cannot unmount, remount or
-  regain anything; it runs as the caller's host uid (as root: the call's own uid, no
-  supplementary groups), unprivileged.
-- The command execs in place of this process: it is PID 1, and when it exits the kernel kills
-  every process left in the namespace before ``unshare`` sees the exit.
+  and a /tmp and a home (its working directory) that are each a fresh tmpfs of WRITABLE bytes.
+  The host's root is detached, so nothing else of the host (data directory, database socket,
+  other sandboxes, /root, /home) has a path inside.
+- Before the command every capability is dropped for good (bounding set emptied, ambient and
+  inheritable cleared, no-new-privs, securebits locked), so it cannot unmount, remount or regain
+  anything; it runs as the caller's host uid (as root: the call's own uid, no supplementary
+  groups), unprivileged.
+- This process stays PID 1: it forks the command (PID 2, where every signal reaches it as it would
+  anywhere, SIGXCPU and SIGXFSZ of its limits included), reaps whatever is orphaned to it, and
+  exits with the command's status (128 + the signal when a signal ended it). Then the kernel kills
+  every process left in the namespace before ``unshare`` sees the exit. The command cannot signal
+  it (the init of a PID namespace ignores its members' signals).
+
+``best PARENT LIMITS UID COMMAND``, run by the zerg process PARENT itself, at best effort:
+
+- It becomes a child subreaper with a parent-death signal (SIGTERM): whatever the command starts,
+  however it daemonises (``setsid``, double forks, a dropped marker variable), stays below this
+  process; when the command's shell exits, when zerg stops the call (SIGTERM) or when zerg itself
+  dies (``kill -9``), it kills everything below it, then exits with the command's status. As root
+  (UID is the call's host uid) it runs as root and the command as UID, so the command cannot kill
+  it; without root the command can (same uid), and what it started then outlives the call unless
+  its marker variable finds it (see :mod:`zerg.sandbox.processes`).
+- As root the command's process first kills every process UID still has, as UID, so nothing of
+  an earlier call with that uid sees this one.
+
+Both modes:
+
+- The command's limits are set here with ``setrlimit``, never by a shell: LIMITS is
+  ``FSIZE,AS,CPU,NPROC`` (bytes, bytes, seconds, processes; 0: not set), and core dumps are off.
+  CPU is the soft limit (SIGXCPU), CPU + 1 the hard one (SIGKILL). NPROC is set only for a
+  call's own uid: it counts every process of the uid.
+- Signals Python ignores (SIGPIPE, SIGXFSZ) are the default again for the command.
 - Any setup failure exits 125 with one line on stderr naming the step; the command never runs
-  half-isolated.
+  half-isolated or unlimited.
 """
 
 import _ctypes
+import _signal
 import codecs
 import os
 import resource
 import sys
+import time
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
@@ -169,7 +195,54 @@ def drop_capabilities(calls, uid):
     check(libc.syscall(calls["capset"], header, data), "capset")
 
 
-def main(root, home, tmp, network, fsize, uid, nproc, command):
+def set_limits(limits):
+    """The command's rlimits (it inherits them, and so does everything it starts); never above a
+    hard limit this process already has."""
+    fsize, space, cpu, nproc = (int(part) for part in limits.split(","))
+    wanted = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_AS, space, space),
+              (resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_NPROC, nproc, nproc)]
+    for which, soft, hard in wanted:
+        if which != resource.RLIMIT_CORE and not soft:
+            continue
+        _, current = resource.getrlimit(which)
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError) as exc:
+            os.write(2, f"zerg sandbox: setup failed: limit {which}: {exc}\n".encode())
+            os._exit(125)
+
+
+def default_signals():
+    """What Python ignores (SIGPIPE, SIGXFSZ) back to the default: ``yes | head`` ends quietly, a
+    file over the limit kills its writer, as for any command started by a shell."""
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGTERM):
+        _signal.signal(sig, _signal.SIG_DFL)
+
+
+def exit_code(status):
+    """A shell's convention: the exit code, or 128 + the signal that ended the process."""
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def start(command, before_exec=None):
+    """Fork the command (``/bin/sh -c``); the child runs ``before_exec`` first. Returns its pid."""
+    child = os.fork()
+    if child:
+        return child
+    try:
+        default_signals()
+        if before_exec is not None:
+            before_exec()
+        os.execve("/bin/sh", ["sh", "-c", command], dict(os.environ))
+    except BaseException as exc:  # noqa: BLE001  (a child must never return into the parent's code)
+        os.write(2, f"zerg sandbox: setup failed: start the command: {exc}\n".encode())
+    os._exit(125)
+
+
+def namespace(root, network, limits, writable, uid, command):
     calls = SYSCALLS.get(os.uname().machine)
     if calls is None:
         os.write(2, f"zerg sandbox: setup failed: unsupported machine {os.uname().machine}\n".encode())
@@ -180,8 +253,9 @@ def main(root, home, tmp, network, fsize, uid, nproc, command):
         os.mkdir(f"{root}/{name}")
     mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     make_dev(root)
-    mount(tmp, f"{root}/tmp", None, MS_BIND)
-    mount(home, f"{root}/home/sandbox", None, MS_BIND)
+    owner = "" if uid == "-" else f",uid={uid},gid={uid}"  # in a user namespace: its root, mapped to us
+    for inside in ("tmp", "home/sandbox"):  # the only writable places, each capped
+        mount("tmpfs", f"{root}/{inside}", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0700,size={writable}{owner}")
     check(libc.sethostname(b"zerg-sandbox", 12), "sethostname")
     if network == "0":
         loopback_up()
@@ -190,14 +264,120 @@ def main(root, home, tmp, network, fsize, uid, nproc, command):
     check(libc.umount2(b".", MNT_DETACH), "detach the host root")
     os.chdir("/home/sandbox")
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    limit = int(fsize)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if uid != "-":  # counted per uid: a fork bomb stops there
-        resource.setrlimit(resource.RLIMIT_NPROC, (int(nproc), int(nproc)))
+    set_limits(limits)  # as root still: NPROC, counted per uid, holds once we become it
     drop_capabilities(calls, None if uid == "-" else int(uid))
-    os.execve("/bin/sh", ["sh", "-c", command], dict(os.environ))
+    child = start(command)
+    while True:  # PID 1: orphans come here; reap them until the command itself ends
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            os._exit(exit_code(status))
+
+
+def below(me):
+    """{pid: process group} of every live process below ``me`` (one pass over /proc)."""
+    children, groups = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state, ppid, pgid = fh.read().rsplit(b")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if state != b"Z":
+            children.setdefault(int(ppid), []).append(int(name))
+            groups[int(name)] = int(pgid)
+    found, frontier = {}, [me]
+    while frontier:
+        for pid in children.get(frontier.pop(), ()):
+            if pid not in found:
+                found[pid] = groups[pid]
+                frontier.append(pid)
+    return found
+
+
+def kill_as(uid):
+    """Kill every process of ``uid`` in one ``kill(-1)`` run as that uid: the kernel signals them
+    all while holding off forks, so a forking loop cannot outrun it."""
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, 9)
+        except OSError:
+            pass
+        os._exit(0)
+    os.waitpid(helper, 0)
+
+
+def reap():
+    """Reap what has ended; False when nothing is left below this process (a subreaper with no
+    children has no descendants)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        return False
+    return True
+
+
+def end_all(uid):
+    """Kill everything below this process and reap it, within a few seconds."""
+    if not reap():
+        return
+    me, mine = os.getpid(), os.getpgid(0)
+    if uid != "-":
+        kill_as(int(uid))
+    deadline = time.monotonic() + 5
+    while reap():
+        if time.monotonic() > deadline:
+            return
+        found = below(me)
+        for pid, pgid in found.items():
+            for target in ((pid,) if pgid in (mine, me) else (pid, -pgid)):  # never our own group
+                try:
+                    os.kill(target, 9)
+                except OSError:
+                    pass
+        time.sleep(0.002)
+
+
+def best_effort(parent, limits, uid, command):
+    def stop(signum, frame):  # zerg stopped the call, or died (the parent-death signal)
+        end_all(uid)
+        os._exit(128 + signum)
+
+    _signal.signal(_signal.SIGTERM, stop)
+    check(libc.prctl(36, 1, 0, 0, 0), "child subreaper")  # PR_SET_CHILD_SUBREAPER
+    check(libc.prctl(1, _signal.SIGTERM, 0, 0, 0), "parent-death signal")  # PR_SET_PDEATHSIG
+    if os.getppid() != int(parent):  # zerg died before the signal was set: run nothing
+        os._exit(125)
+
+    def become():
+        set_limits(limits)
+        if uid != "-":
+            os.setgroups([])
+            os.setresgid(int(uid), int(uid), int(uid))
+            os.setresuid(int(uid), int(uid), int(uid))
+            try:
+                os.kill(-1, 9)  # what an earlier call of this uid left (spares this process)
+            except ProcessLookupError:
+                pass
+
+    child = start(command, become)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            break
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)  # the end is under way
+    end_all(uid)
+    os._exit(exit_code(status))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:9])
+    if sys.argv[1] == "ns":
+        namespace(*sys.argv[2:8])
+    else:
+        best_effort(*sys.argv[2:6])

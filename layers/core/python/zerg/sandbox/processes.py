@@ -138,10 +138,14 @@ def kill_orphans(base: Path) -> int:
 
 
 def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (the sandbox's init, for a launcher process)."""
+    """Direct children of ``pid`` (the sandbox's init, for a launcher process), whichever of its
+    threads started them."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(p) for p in fh.read().split()]
+        found = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found += [int(p) for p in fh.read().split()]
+        return found
     except OSError:
         return [p for p in _pids() if _status(p).get("PPid") == str(pid)]
 

@@ -14,7 +14,8 @@ Invariants:
   - processes: whatever runs as a call's uid starts by killing every other process of that uid
     (``kill -9 -1`` as the uid, first thing, before the launcher or the command exists);
 - A call's uid may run at most :data:`PROCESS_LIMIT` processes and threads at once
-  (``RLIMIT_NPROC``, set by the same prelude): a fork bomb stops there, whatever the mechanism.
+  (``RLIMIT_NPROC``, set with the command's other limits: :mod:`zerg.sandbox.launch`): a fork
+  bomb stops there, whatever the mechanism.
   - System V IPC objects (shared memory, semaphores, message queues: a best-effort command shares
     the host's IPC namespace) are removed when the slot is taken and after each best-effort call;
   - kernel keyrings: root has no reliable way to empty another uid's keyrings (the uid can take
@@ -45,11 +46,9 @@ FIRST_SLOT = 2 * LEGACY_SLOTS  # slots in between are never ours: earlier tests 
 HOST_LOCK = Path("/run/zerg-sandbox-uids.lock")  # root-only directory, one per host (not per TMPDIR)
 DRAWS = 64  # random slots tried before giving up (all busy or keyed: practically never)
 PROCESS_LIMIT = 512  # RLIMIT_NPROC of a call's uid: processes and threads, launcher included
-# Run as the call's uid before anything else: cap the uid's processes (bash says -u, dash -p),
-# kill every process that uid still has (the kernel spares the shell itself), then let the
-# launcher replace the shell.
-PRELUDE = ('{ ulimit -u %(n)d || ulimit -p %(n)d; } 2>/dev/null; kill -9 -1 2>/dev/null; exec "$@"'
-           % {"n": PROCESS_LIMIT})
+# Run as the call's uid before anything else: kill every process that uid still has (the kernel
+# spares the shell itself), then let the launcher replace the shell.
+PRELUDE = 'kill -9 -1 2>/dev/null; exec "$@"'
 IPC_KINDS = (("shm", "shmid", "-m"), ("sem", "semid", "-s"), ("msg", "msqid", "-q"))
 
 
@@ -196,7 +195,9 @@ def _setpriv() -> tuple[str | None, bool]:
         return None, False
     import subprocess
 
-    probe = subprocess.run([path, "--pdeathsig=KILL", "--", "true"], stdin=subprocess.DEVNULL,
+    # /bin/sh, not a program PATH must find: a PATH without coreutils must not make the launchers
+    # lose their parent-death signal.
+    probe = subprocess.run([path, "--pdeathsig=KILL", "--", "/bin/sh", "-c", ":"], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return path, probe.returncode == 0
 

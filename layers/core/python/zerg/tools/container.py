@@ -5,7 +5,9 @@ mount, IPC, UTS and network namespaces over a read-only view of the host's syste
 with a private /tmp and home; on a host without either (and on Lambda), today's best effort: a
 scrubbed environment, a per-call uid when we are root, a process group and a targeted sweep.
 Whatever the mechanism, the call returns only once every process it started is gone, also when
-the run is cancelled mid-command (the context's cancel signal kills the sandbox). Output is
+the run is cancelled mid-command (the context's cancel signal kills the sandbox). Its files, memory,
+CPU time and (namespace levels) writable space are capped (``ZERG_SANDBOX_*``); what a cap stopped
+is one ``limit: ...`` line of the result. Output is
 streamed to the worker's artifact as it arrives (:mod:`zerg.tools.output`: bounded memory) and
 capped for the model; a command printing more than the artifact bound is stopped there.
 """
@@ -41,15 +43,16 @@ def container_exec(args: ContainerExecArgs, ctx: ToolContext) -> ToolOutcome:
             note = f"killed: {ctx.cancel.reason}; the sandbox and everything in it are gone"
         else:
             note = f"killed after {timeout:.1f}s timeout" if result.timed_out else ""
-        return output.finish(result.exit_code, result.duration_ms, note)
+        return output.finish(result.exit_code, result.duration_ms, note, limit=result.limit_line())
 
 
 TOOL = Tool(
     name="container_exec",
     description=(
         "Run a shell command in a fresh local sandbox (private /tmp and home, read-only system "
-        "directories, no secrets in the environment, no network unless the operator enabled it). "
-        "Returns exit code, stdout and stderr (each capped)."
+        "directories, no secrets in the environment, no network unless the operator enabled it; "
+        "file size, memory, CPU time and writable space are capped). "
+        "Returns exit code, stdout and stderr (each capped), and a 'limit:' line when a cap stopped something."
     ),
     args=ContainerExecArgs,
     run=container_exec,

@@ -11,6 +11,7 @@ The shell tools (``container_exec``, ``ssh_exec``) hand every piece of output to
     --- exit ---
     exit_code: 0
     exit_signal: TERM         (only when a signal killed the command; exit_code is then none)
+    limit: file size 50 MiB exceeded   (only when a sandbox limit stopped something)
     duration_ms: 41
     note: ...                 (only when there is one)
 
@@ -97,10 +98,11 @@ class ShellOutput:
 
     # --- the end --------------------------------------------------------------------------
     def finish(self, exit_code: int | None, duration_ms: int, note: str = "", *,
-               exit_signal: str | None = None) -> ToolOutcome:
-        """Close the artifact with its trailer; the outcome for the model (capped)."""
+               exit_signal: str | None = None, limit: str = "") -> ToolOutcome:
+        """Close the artifact with its trailer; the outcome for the model (capped). ``limit``: the
+        one line saying what a sandbox limit stopped (``limit: ... exceeded``), if any."""
         notes = [n for n in (note, self._cap_note()) if n]
-        status = _status_lines(exit_code, exit_signal, duration_ms)
+        status = _status_lines(exit_code, exit_signal, duration_ms, limit)
         self._close(status, notes)
         if self._write_error:
             notes.append(f"the raw output could not be fully saved ({self._write_error})")
@@ -170,8 +172,10 @@ class ShellOutput:
         return "\n".join(lines) + "\n"
 
 
-def _status_lines(exit_code: int | None, exit_signal: str | None, duration_ms: int) -> list[str]:
+def _status_lines(exit_code: int | None, exit_signal: str | None, duration_ms: int, limit: str = "") -> list[str]:
     """``exit_code: N`` (``none``: no code), ``exit_signal: TERM`` when a signal killed the command,
-    ``duration_ms: N``: the same lines in the artifact's trailer and in the model's view."""
+    ``limit: ...`` when a limit stopped something, ``duration_ms: N``: the same lines in the
+    artifact's trailer and in the model's view."""
     code = ["exit_code: none" if exit_code is None else f"exit_code: {exit_code}"]
-    return code + ([f"exit_signal: {exit_signal}"] if exit_signal else []) + [f"duration_ms: {duration_ms}"]
+    return (code + ([f"exit_signal: {exit_signal}"] if exit_signal else []) + ([limit] if limit else [])
+            + [f"duration_ms: {duration_ms}"])
