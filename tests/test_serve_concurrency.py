@@ -99,7 +99,7 @@ def test_past_its_slots_an_owner_gets_429_with_retry_after_while_another_owner_i
     with ThreadPoolExecutor(max_workers=OWNER_SLOTS) as slow:
         pending = [slow.submit(_quick, a, answers, lock) for _ in range(OWNER_SLOTS)]
         model.wait_for(OWNER_SLOTS)  # every one of alice's slots is taken
-        refused = a.get("/api/jarvis/runs")
+        refused = a.get("/api/jarvis/runs")  # after waiting OWNER_WAIT_S for a slot that never came free
         served_bob = b.get("/api/jarvis/runs")
         # A request is charged to the owner its token's signature names: none here, so not alice's.
         anonymous = httpx.get(f"{base}/api/jarvis/runs", headers={"Authorization": "Bearer not-a-token"})

@@ -18,11 +18,13 @@ Invariants:
   requests never see each other's session, event or arguments; nothing else in the request path
   keeps per-request state outside the request.
 - One owner cannot take every handler thread: at most ``OWNER_SLOTS`` of an owner's requests are
-  in the handler at once, and the next gets 429 ``too_many_requests`` with ``Retry-After: 1``. The
-  owner is the one the request's token names by its signature (``auth.token_owner``: no database,
-  decided before a thread is taken); a request without a valid token is charged to nobody (only
-  the global cap holds it: those requests are quick, a bad token fails at its signature). Live
-  streams are not charged: they hold no handler thread once checked.
+  in the handler at once; another waits up to ``OWNER_WAIT_S`` for one of them to end (a burst of
+  quick requests, such as 50 event streams reconnecting, is served), then gets 429
+  ``too_many_requests`` with ``Retry-After: 1``. A request waiting for its owner's slot holds no
+  thread. The owner is the one the request's token names by its signature (``auth.token_owner``:
+  no database, decided before a thread is taken); a request without a valid token is charged to
+  nobody (only the global cap holds it: those requests are quick, a bad token fails at its
+  signature). A live stream is charged while it is checked, not while it streams.
 - A body over ``MAX_BODY`` is refused (413) from its declared length without being read, and the
   connection is closed: its bytes are never parsed as a next request. So is a request that declares
   both Content-Length and Transfer-Encoding (400: h11 would follow the chunks, a proxy in front
@@ -46,7 +48,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -68,7 +70,8 @@ MAX_HEADER_BYTES = 32 * 1024  # the request line and headers together (JWT cooki
 KEEP_ALIVE_S = 5
 MAX_CONNECTIONS = 256  # beyond it, 503; every live stream holds one thread
 HANDLER_THREADS = 32  # requests in the handler at once, all owners together; more wait for a thread
-OWNER_SLOTS = 8  # of those, one owner's at most (a browser opens at most 6 connections); past it, 429
+OWNER_SLOTS = 8  # of those, one owner's at most (a browser opens at most 6 connections) ...
+OWNER_WAIT_S = 1.0  # ... and how long the owner's next request waits for one of them before its 429
 BODY_TIMEOUT_S = 30.0  # the whole body, from the end of the head (MAX_BODY at a slow 35 kB/s)
 
 JSON = [(b"content-type", b"application/json")]
@@ -149,6 +152,14 @@ class _OwnerBusy(Exception):
     pass
 
 
+class _OwnerSlots:
+    """An owner's handler slots, and how many requests hold or wait for one (0: forgotten)."""
+
+    def __init__(self) -> None:
+        self.slots = anyio.Semaphore(OWNER_SLOTS)
+        self.users = 0
+
+
 async def _read_body(scope: dict[str, Any], receive) -> bytes | None:
     """The request body, or None when the client left; _TooLarge past MAX_BODY (declared or sent);
     TimeoutError when it is not complete within BODY_TIMEOUT_S."""
@@ -175,7 +186,7 @@ class ZergASGI:
 
     def __init__(self) -> None:
         self._handler_threads = anyio.CapacityLimiter(HANDLER_THREADS)
-        self._owner_calls: dict[int, int] = {}  # owner id -> its requests in the handler (the loop's only)
+        self._owners: dict[int, _OwnerSlots] = {}  # the owners with a request in or waiting (the loop's only)
         self._stream_threads = anyio.CapacityLimiter(MAX_CONNECTIONS)
         self._live: set[threading.Event] = set()
         self._closing = False
@@ -244,7 +255,7 @@ class ZergASGI:
         event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
         live = scope["method"] == "GET" and event["rawPath"] in STREAM_PATHS
         try:
-            with self._owner_slot(_charged_owner(event)):
+            async with self._owner_slot(_charged_owner(event)):
                 result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
                                                         limiter=self._handler_threads)
         except _OwnerBusy:
@@ -261,24 +272,31 @@ class ZergASGI:
         del payload
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
 
-    @contextlib.contextmanager
-    def _owner_slot(self, owner: int | None) -> Iterator[None]:
-        """One of the owner's ``OWNER_SLOTS`` for the block; _OwnerBusy when all are taken. Used on
-        the event loop only, so the counts need no lock."""
+    @contextlib.asynccontextmanager
+    async def _owner_slot(self, owner: int | None) -> AsyncIterator[None]:
+        """One of the owner's ``OWNER_SLOTS`` for the block, waited for at most ``OWNER_WAIT_S``
+        (first come, first served); _OwnerBusy when none came free. On the event loop only, so
+        the bookkeeping needs no lock."""
         if owner is None:
             yield
             return
-        taken = self._owner_calls.get(owner, 0)
-        if taken >= OWNER_SLOTS:
-            raise _OwnerBusy
-        self._owner_calls[owner] = taken + 1
+        entry = self._owners.setdefault(owner, _OwnerSlots())
+        entry.users += 1
+        got = False
         try:
-            yield
+            with anyio.move_on_after(OWNER_WAIT_S):
+                await entry.slots.acquire()
+                got = True
+            if not got:
+                raise _OwnerBusy
+            try:
+                yield
+            finally:
+                entry.slots.release()
         finally:
-            if self._owner_calls[owner] == 1:
-                del self._owner_calls[owner]
-            else:
-                self._owner_calls[owner] -= 1
+            entry.users -= 1
+            if not entry.users:
+                del self._owners[owner]
 
     async def _stream(self, checked: Any, receive, send) -> None:
         """Live SSE for a checked request (``routes.runs.LiveStream``): frames until the stream
