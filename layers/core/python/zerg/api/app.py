@@ -36,7 +36,7 @@ def build_app() -> APIGatewayHttpResolver:
     from zerg.api.routes import (agents, auth, contacts, facts, hosts, inbound, inbox, jarvis, memory, notifications,
                                  push, runs, schedules, sessions, thread, usage, workers)
 
-    app = ConcurrentResolver(enable_validation=True)  # one per process, concurrent requests included
+    app = ConcurrentResolver(enable_validation=True)  # one per process; prepare() it to resolve in threads
     # Powertools builds each route's middleware stack on its first call, from this attribute.
     app._request_validation_middleware = BodyValidation()  # noqa: SLF001
     for module in (auth, runs, workers, thread, sessions, hosts, memory, facts, schedules, contacts, notifications,
@@ -90,7 +90,6 @@ def build_app() -> APIGatewayHttpResolver:
         Logger(service="zerg-api").exception("unhandled error")
         return error_response(500, "internal_error", "internal error; the request id is in the logs")
 
-    app.build_middleware_stacks()  # last: every route and middleware is in
     return app
 
 

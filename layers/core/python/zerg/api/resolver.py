@@ -9,8 +9,8 @@ by every ``resolve``, so they are shared by every resolver and router of the pro
 the last resolver that included it (``include_router`` sets ``router.api_resolver``). Two requests
 resolved at once in two threads read each other's: another owner's session, another route's
 arguments. A resolver per thread would not help (the class attributes and ``api_resolver`` stay
-shared); a resolver per request would, at ~2.5 ms per request on this machine (a fresh resolver
-builds each route's dependant on its first call, 150 ms for the 61 routes, and 1.2 MB of models).
+shared); a resolver per request would, at 2.5-5 ms per request on this machine (a fresh resolver
+builds each route's models on its first call: 150-290 ms for the 61 routes, and 1.2 MB).
 
 Invariants:
 - ``current_event``, ``lambda_context``, ``context`` and ``processed_stack_frames`` are the calling
@@ -19,11 +19,14 @@ Invariants:
   Powertools still assigns in ``resolve`` is never read (this class's properties come first).
 - Nothing of a request outlives it in its thread: the event and context are dropped when
   ``resolve`` returns (Powertools clears ``context``).
-- Every route's middleware stack is built before the first request (:meth:`build_middleware_stacks`):
-  Powertools builds it lazily with an unguarded check-then-wrap, and two first calls at once
-  would wrap it twice. What else a route caches lazily (its dependant, body field, whether it
-  has dependencies) is computed the same by any thread, so a race only computes it twice.
-- On Lambda one thread resolves one event at a time, so the behaviour there is Powertools' own.
+- Before it resolves in several threads at once, :meth:`prepare` builds what Powertools builds
+  lazily, unguarded, on a route's first call: its middleware stack (check-then-wrap: two first
+  calls at once wrap it twice) and its models (the dependant, the body field: two first calls
+  build two sets of fields, and a reader holding one set looks up the other's: four threads
+  building a fresh resolver's OpenAPI document at once failed with a KeyError in 11 to 17 of 20
+  trials). ``zerg serve`` prepares it at start (:func:`zerg.local.server.make_server`, 0.15-0.3 s).
+- On Lambda one thread resolves one event at a time, nothing is prepared ahead (the cold start
+  builds only the routes it calls), and the behaviour is Powertools' own.
 """
 
 from __future__ import annotations
@@ -85,9 +88,11 @@ class ConcurrentResolver(APIGatewayHttpResolver):
         finally:
             self.current_event = self.lambda_context = None
 
-    def build_middleware_stacks(self) -> None:
-        """Build every registered route's middleware stack now, once all routers and middlewares
-        are in (Powertools would on each route's first call, unguarded)."""
+    def prepare(self) -> None:
+        """Build, for every registered route, what Powertools would build on its first call,
+        unguarded (the module docstring says why). Once every router, middleware and handler is
+        in; calling it again changes nothing."""
         for route in self._static_routes + self._dynamic_routes:
             if not route._middleware_stack_built:  # noqa: SLF001
                 route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)  # noqa: SLF001
+            route.dependant, route.body_field, route.has_dependencies  # noqa: B018 - each caches itself

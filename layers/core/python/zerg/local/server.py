@@ -14,9 +14,9 @@ Invariants:
   each request runs it in a worker thread of its own, at most ``HANDLER_THREADS`` at once (more
   wait for one); a live stream holds a thread of its own besides, which ends within one poll
   interval of the client leaving or the server stopping. The one resolver of the process keeps the
-  request it resolves per thread (:mod:`zerg.api.resolver` says why that design), so concurrent
-  requests never see each other's session, event or arguments; nothing else in the request path
-  keeps per-request state outside the request.
+  request it resolves per thread (:mod:`zerg.api.resolver` says why that design), prepared at
+  start, so concurrent requests never see each other's session, event or arguments; nothing else
+  in the request path keeps per-request state outside the request.
 - One owner cannot take every handler thread: at most ``OWNER_SLOTS`` of an owner's requests are
   in the handler at once; another waits up to ``OWNER_WAIT_S`` for one of them to end (a burst of
   quick requests, such as 50 event streams reconnecting, is served), then gets 429
@@ -475,8 +475,10 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *, tls_cert: str | No
     except OSError:
         sock.close()
         raise
+    from zerg.api.app import build_app
     from zerg.local.http11 import ZergH11Protocol
 
+    build_app().prepare()  # before any request: the handler threads resolve at once
     return LocalServer(
         ZergASGI(), sock, tls=tls,
         http=ZergH11Protocol, ws="none", lifespan="off", interface="asgi3",
