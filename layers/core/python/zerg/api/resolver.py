@@ -82,7 +82,7 @@ class ConcurrentResolver(APIGatewayHttpResolver):
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         raw = event.raw_event if isinstance(event, BaseProxyEvent) else event  # as Powertools accepts it
-        self.current_event, self.lambda_context = self._to_proxy_event(dict(raw)), context
+        self.current_event, self.lambda_context = self._to_proxy_event(raw), context
         try:
             return super().resolve(event, context)
         finally:
@@ -95,4 +95,4 @@ class ConcurrentResolver(APIGatewayHttpResolver):
         for route in self._static_routes + self._dynamic_routes:
             if not route._middleware_stack_built:  # noqa: SLF001
                 route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)  # noqa: SLF001
-            route.dependant, route.body_field, route.has_dependencies  # noqa: B018 - each caches itself
+            _ = (route.dependant, route.body_field, route.has_dependencies)  # each property caches itself
