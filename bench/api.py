@@ -1,29 +1,58 @@
-"""The API on the local server (uvicorn): start latency, the token check, SSE replay, fan-out to 50 live
-SSE clients, and the API handler's import time.
+"""The API on the local server (uvicorn): start latency, the token check, another owner's runs list
+with slow requests in flight (issue 25), SSE replay, fan-out to 50 live SSE clients, and the API
+handler's import time.
 
 POST /supervisor is measured with a recording starter (the run itself is not executed, so the
 figure is the API's own work: auth check, validation, run row, supervisor_started event).
+The slow requests are quick answers whose model call (the scripted model on loopback) is held
+until the measurement is over: they are in flight for all of it, and still are at its end.
 
-Run: .venv/bin/python -m bench.api
+Run: .venv/bin/python -m bench.api   (smoke: main(smoke=True), fewer samples and clients, same code paths)
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
 import threading
 import time
 
-from bench._common import bench_database, fmt, measure
+from bench._common import bench_database, environ, fmt, measure, script
 from bench.worker import import_time_ms
 
+SLOW = 3  # slow requests in flight (issue 25: three quick requests waiting on the model)
+TARGET_P99_MS = 50  # another owner's GET with them in flight, on 2 cores
+TARGET_EVENTS_S = 5_000  # 50 live SSE clients
 
-def main() -> None:
+
+class HeldModel:
+    """The scripted model's answers wait for :meth:`release` (a slow model call that lasts as long
+    as the benchmark needs it to)."""
+
+    def __init__(self, llm) -> None:
+        self._release = threading.Event()
+        self._arrived = threading.Semaphore(0)
+        llm.respond_with(self._respond)
+
+    def _respond(self, request: dict) -> dict:
+        self._arrived.release()
+        self._release.wait(300)
+        return {"content": "a slow answer"}
+
+    def wait_for(self, n: int) -> None:
+        for _ in range(n):
+            if not self._arrived.acquire(timeout=60):
+                raise RuntimeError("the slow requests never reached the model")
+
+    def release(self) -> None:
+        self._release.set()
+
+
+def main(smoke: bool = False) -> None:
     import httpx
     from httpx_sse import connect_sse
 
-    from zerg import config
+    from tests.support.llm_server import ScriptedLLM
     from zerg.local.server import make_server
     from zerg.owners import create_owner
     from zerg.runs import events
@@ -40,13 +69,18 @@ def main() -> None:
         def close(self):
             pass
 
-    with tempfile.TemporaryDirectory() as tmp, bench_database() as url:
-        os.environ.update(DATABASE_URL=url, ZERG_DATA_DIR=tmp, ZERG_HEARTBEAT_S="30")
-        config.get_settings.cache_clear()
+    repeat = 20 if smoke else 200
+    n_clients, n_events = (5, 20) if smoke else (50, 200)
+    llm = ScriptedLLM()
+    model = HeldModel(llm)
+    with tempfile.TemporaryDirectory() as tmp, bench_database() as url, \
+            environ(DATABASE_URL=url, ZERG_DATA_DIR=tmp, ZERG_HEARTBEAT_S="30", OPENAI_BASE_URL=llm.base_url,
+                    ZERG_EMBEDDINGS="off", ZERG_QUICK_TIMEOUT_S="120"):
         rt = get_runtime()
         rt.starter = RecordingStarter()  # the bench measures the API, not the run
         with rt.pool.connection() as conn:
             owner = create_owner(conn, "bench")
+            slow_owner = create_owner(conn, "bench-slow")
         server = make_server("127.0.0.1", 0).start()
         base = server.url
         client = httpx.Client(base_url=base, timeout=30)
@@ -55,8 +89,10 @@ def main() -> None:
 
         print("== local API server ==")
         print(fmt("POST /api/jarvis/supervisor (run not executed)",
-                  measure(lambda: client.post("/api/jarvis/supervisor", json={"task": "check disk"}), 200)))
-        print(fmt("GET /api/jarvis/sessions", measure(lambda: client.get("/api/jarvis/sessions"), 200)))
+                  measure(lambda: client.post("/api/jarvis/supervisor", json={"task": "check disk"}), repeat)))
+        print(fmt("GET /api/jarvis/sessions", measure(lambda: client.get("/api/jarvis/sessions"), repeat)))
+
+        concurrent_serve(base, client, slow_owner, model, repeat)
 
         # What authenticating one request costs: the signature alone, and with the session row
         # (revocation) that every request now reads.
@@ -65,8 +101,9 @@ def main() -> None:
         from zerg.auth import jwt_secret, verify_token
 
         key = jwt_secret(rt.settings)
-        print(fmt("token check: JWT signature only", measure(lambda: jwt.decode(token, key, algorithms=["HS256"]), 1000)))
-        print(fmt("token check: JWT + session row", measure(lambda: verify_token(rt.settings, token, rt.pool), 1000)))
+        checks = 100 if smoke else 1000
+        print(fmt("token check: JWT signature only", measure(lambda: jwt.decode(token, key, algorithms=["HS256"]), checks)))
+        print(fmt("token check: JWT + session row", measure(lambda: verify_token(rt.settings, token, rt.pool), checks)))
 
         def finished_run(n_events: int) -> int:
             with rt.pool.connection() as conn:
@@ -83,12 +120,11 @@ def main() -> None:
                 got = sum(1 for e in source.iter_sse() if e.id)
             assert got == 10, got
 
-        print(fmt("SSE replay of a finished run (10 events)", measure(replay, 100)))
+        print(fmt("SSE replay of a finished run (10 events)", measure(replay, repeat // 2)))
 
-        # 50 live clients on one run while a producer writes 200 events.
+        # Live clients on one run while a producer writes the events.
         with rt.pool.connection() as conn:
             live = runs.start_run(conn, owner.owner_id, "live")
-        n_clients, n_events = 50, 200
         received = [0] * n_clients
         ready = threading.Barrier(n_clients + 1)
 
@@ -117,11 +153,51 @@ def main() -> None:
             t.join()
         elapsed = time.perf_counter() - start
         total = sum(received)
-        print(f"{'50 live SSE clients, 200 events each':<44} {total:,} events delivered in {elapsed:.2f} s "
-              f"= {total / elapsed:,.0f} events/s (every client got {statistics.mean(received):.0f})")
+        lost = n_clients * n_events - total
+        rate = total / elapsed
+        verdict = "" if smoke else f"; target {TARGET_EVENTS_S:,}: {'met' if rate >= TARGET_EVENTS_S else 'MISSED'}"
+        print(f"{f'{n_clients} live SSE clients, {n_events} events each':<44} {total:,} events delivered in "
+              f"{elapsed:.2f} s = {rate:,.0f} events/s ({'none lost' if not lost else f'{lost:,} LOST'}; "
+              f"every client got {statistics.mean(received):.0f}{verdict})")
         server.stop()
+    llm.close()
     print(f"import functions.events.handler (fresh interpreter, median of 5): {import_time_ms('functions.events.handler'):.1f} ms")
 
 
+def concurrent_serve(base: str, client, slow_owner, model: HeldModel, repeat: int) -> None:
+    """Another owner's ``GET /api/jarvis/runs``, with no slow request in flight and with ``SLOW``."""
+    import httpx
+
+    def runs_list() -> None:
+        resp = client.get("/api/jarvis/runs")
+        assert resp.status_code == 200, resp.text
+
+    def slow_quick(results: list) -> None:
+        with httpx.Client(base_url=base, timeout=300) as c:
+            token = c.post("/api/jarvis/auth", json={"device_secret": slow_owner.device_secret}).json()["token"]
+            resp = c.post("/api/jarvis/quick", json={"utterance": "how cold does it get on mars at night"},
+                          headers={"Authorization": f"Bearer {token}"})
+            results.append(resp.status_code)
+
+    print("== concurrent serve: GET /api/jarvis/runs of another owner ==")
+    for _ in range(5):
+        runs_list()
+    print(fmt("no slow request in flight", measure(runs_list, repeat)))
+    finished: list[int] = []
+    threads = [threading.Thread(target=slow_quick, args=(finished,)) for _ in range(SLOW)]
+    for t in threads:
+        t.start()
+    model.wait_for(SLOW)  # every one of them is waiting on the model
+    stats = measure(runs_list, repeat)
+    in_flight = SLOW - len(finished)
+    model.release()
+    for t in threads:
+        t.join()
+    assert finished == [200] * SLOW, finished
+    verdict = "met" if stats["p99_ms"] <= TARGET_P99_MS else "MISSED"
+    print(fmt(f"{SLOW} slow quick requests in flight", stats)
+          + f"   ({in_flight} of {SLOW} still in flight at the end; target p99 <= {TARGET_P99_MS} ms: {verdict})")
+
+
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -105,6 +105,22 @@ def login(conn: "Connection", settings: Settings, device_secret: str) -> IssuedT
 
 def verify_token(settings: Settings, token: str | None, pool: "ConnectionPool") -> Caller:
     """Who a valid token speaks for, or :class:`AuthError` saying what is wrong."""
+    owner_id, session_id = _claims(settings, token)
+    return Caller(owner_id, session_id, _check_session(pool, owner_id, session_id))
+
+
+def token_owner(settings: Settings, token: str | None) -> int | None:
+    """The owner a token's signature and ``exp`` vouch for, without reading its session row (no
+    database, ~0.1 ms): whom ``zerg serve`` charges a request to before handling it. None for a
+    missing, forged, malformed or expired token. Not an authentication: :func:`verify_token` is."""
+    try:
+        return _claims(settings, token)[0]
+    except AuthError:
+        return None
+
+
+def _claims(settings: Settings, token: str | None) -> tuple[int, UUID]:
+    """(owner id, session id) of a token whose signature and ``exp`` hold; :class:`AuthError` otherwise."""
     import jwt
 
     if not token:
@@ -127,7 +143,7 @@ def verify_token(settings: Settings, token: str | None, pool: "ConnectionPool") 
         session_id = UUID(str(claims["sid"]))
     except ValueError:
         raise AuthError("invalid token") from None
-    return Caller(owner_id, session_id, _check_session(pool, owner_id, session_id))
+    return owner_id, session_id
 
 
 def still_valid(pool: "ConnectionPool", caller: Caller) -> bool:

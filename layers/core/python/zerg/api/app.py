@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from zerg.api.errors import ApiError, error_response, unavailable
+from zerg.api.resolver import ConcurrentResolver
 from zerg.validation import PARAMETER_SOURCES, validation_message
 
 
@@ -35,7 +36,7 @@ def build_app() -> APIGatewayHttpResolver:
     from zerg.api.routes import (agents, auth, contacts, facts, hosts, inbound, inbox, jarvis, memory, notifications,
                                  push, runs, schedules, sessions, thread, usage, workers)
 
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = ConcurrentResolver(enable_validation=True)  # one per process; prepare() it to resolve in threads
     # Powertools builds each route's middleware stack on its first call, from this attribute.
     app._request_validation_middleware = BodyValidation()  # noqa: SLF001
     for module in (auth, runs, workers, thread, sessions, hosts, memory, facts, schedules, contacts, notifications,

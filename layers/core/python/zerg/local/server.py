@@ -9,10 +9,22 @@ Invariants:
   from the same SSE generators, after the same authentication, parameter and ownership checks
   (``routes.runs.live_stream``); a live stream ends once its session is revoked (asked every few
   seconds), as a long-poll would be refused at its next request.
-- The handler is synchronous and blocks on PostgreSQL, so it runs in a worker thread, one request
-  at a time (``_HANDLER_LOCK``: Powertools keeps request state process-wide); a live stream holds
-  one thread of its own, and that thread ends within one poll interval of the client leaving or
-  the server stopping.
+- Requests are answered concurrently: a slow model call, a slow query or a live stream never
+  delays another request. The handler is synchronous (it blocks on PostgreSQL and the model), so
+  each request runs it in a worker thread of its own, at most ``HANDLER_THREADS`` at once (more
+  wait for one); a live stream holds a thread of its own besides, which ends within one poll
+  interval of the client leaving or the server stopping. The one resolver of the process keeps the
+  request it resolves per thread (:mod:`zerg.api.resolver` says why that design), prepared at
+  start, so concurrent requests never see each other's session, event or arguments; nothing else
+  in the request path keeps per-request state outside the request.
+- One owner cannot take every handler thread: at most ``OWNER_SLOTS`` of an owner's requests are
+  in the handler at once; another waits up to ``OWNER_WAIT_S`` for one of them to end (a burst of
+  quick requests, such as 50 event streams reconnecting, is served), then gets 429
+  ``too_many_requests`` with ``Retry-After: 1``. A request waiting for its owner's slot holds no
+  thread. The owner is the one the request's token names by its signature (``auth.token_owner``:
+  no database, decided before a thread is taken); a request without a valid token is charged to
+  nobody (only the global cap holds it: those requests are quick, a bad token fails at its
+  signature). A live stream is charged while it is checked, not while it streams.
 - A body over ``MAX_BODY`` is refused (413) from its declared length without being read, and the
   connection is closed: its bytes are never parsed as a next request. So is a request that declares
   both Content-Length and Transfer-Encoding (400: h11 would follow the chunks, a proxy in front
@@ -30,12 +42,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -56,7 +69,9 @@ MAX_BODY = 1_000_000
 MAX_HEADER_BYTES = 32 * 1024  # the request line and headers together (JWT cookies fit easily)
 KEEP_ALIVE_S = 5
 MAX_CONNECTIONS = 256  # beyond it, 503; every live stream holds one thread
-HANDLER_THREADS = 32
+HANDLER_THREADS = 32  # requests in the handler at once, all owners together; more wait for a thread
+OWNER_SLOTS = 8  # of those, one owner's at most (a browser opens at most 6 connections) ...
+OWNER_WAIT_S = 1.0  # ... and how long the owner's next request waits for one of them before its 429
 BODY_TIMEOUT_S = 30.0  # the whole body, from the end of the head (MAX_BODY at a slow 35 kB/s)
 
 JSON = [(b"content-type", b"application/json")]
@@ -133,6 +148,18 @@ class _TooLarge(Exception):
     pass
 
 
+class _OwnerBusy(Exception):
+    pass
+
+
+class _OwnerSlots:
+    """An owner's handler slots, and how many requests hold or wait for one (0: forgotten)."""
+
+    def __init__(self) -> None:
+        self.slots = anyio.Semaphore(OWNER_SLOTS)
+        self.users = 0
+
+
 async def _read_body(scope: dict[str, Any], receive) -> bytes | None:
     """The request body, or None when the client left; _TooLarge past MAX_BODY (declared or sent);
     TimeoutError when it is not complete within BODY_TIMEOUT_S."""
@@ -159,6 +186,7 @@ class ZergASGI:
 
     def __init__(self) -> None:
         self._handler_threads = anyio.CapacityLimiter(HANDLER_THREADS)
+        self._owners: dict[int, _OwnerSlots] = {}  # the owners with a request in or waiting (the loop's only)
         self._stream_threads = anyio.CapacityLimiter(MAX_CONNECTIONS)
         self._live: set[threading.Event] = set()
         self._closing = False
@@ -227,8 +255,13 @@ class ZergASGI:
         event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
         live = scope["method"] == "GET" and event["rawPath"] in STREAM_PATHS
         try:
-            result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
-                                                    limiter=self._handler_threads)
+            async with self._owner_slot(_charged_owner(event)):
+                result = await anyio.to_thread.run_sync(_check_stream if live else _call_handler, event,
+                                                        limiter=self._handler_threads)
+        except _OwnerBusy:
+            return await _send_error(send, 429, "too_many_requests", f"this owner already has {OWNER_SLOTS} "
+                                     "requests in progress; retry when one has ended",
+                                     headers=[(b"retry-after", b"1")])
         except Exception:  # the handler answers its own errors; this is a bug, logged, never a trace to the client
             logger.exception("the API handler raised")
             return await _send_error(send, 500, "internal_error", "internal error")
@@ -238,6 +271,32 @@ class ZergASGI:
         data = binascii.a2b_base64(payload) if result.get("isBase64Encoded") else payload.encode()
         del payload
         await _send_whole(send, result["statusCode"], _response_headers(result), data)
+
+    @contextlib.asynccontextmanager
+    async def _owner_slot(self, owner: int | None) -> AsyncIterator[None]:
+        """One of the owner's ``OWNER_SLOTS`` for the block, waited for at most ``OWNER_WAIT_S``
+        (first come, first served); _OwnerBusy when none came free. On the event loop only, so
+        the bookkeeping needs no lock."""
+        if owner is None:
+            yield
+            return
+        entry = self._owners.setdefault(owner, _OwnerSlots())
+        entry.users += 1
+        got = False
+        try:
+            with anyio.move_on_after(OWNER_WAIT_S):
+                await entry.slots.acquire()
+                got = True
+            if not got:
+                raise _OwnerBusy
+            try:
+                yield
+            finally:
+                entry.slots.release()
+        finally:
+            entry.users -= 1
+            if not entry.users:
+                del self._owners[owner]
 
     async def _stream(self, checked: Any, receive, send) -> None:
         """Live SSE for a checked request (``routes.runs.LiveStream``): frames until the stream
@@ -311,19 +370,19 @@ async def _until_disconnect(receive, stop: threading.Event, scope: anyio.CancelS
     scope.cancel()
 
 
-# Powertools resolves one event at a time: it keeps the request being resolved in process-wide
-# state (``BaseRouter.current_event``, the resolver's ``context`` with the route's arguments and
-# dependencies), as a Lambda container may. Two requests resolved at once read each other's
-# (another owner's session, another route's arguments), so the handler runs under this lock,
-# one request at a time, exactly as under Lambda. Live streams do not take it.
-_HANDLER_LOCK = threading.Lock()
+def _charged_owner(event: dict[str, Any]) -> int | None:
+    """Whom a request is charged to: the owner its token names, by the signature alone (no
+    database); None without a token whose signature and ``exp`` hold."""
+    from zerg.api.deps import bearer
+    from zerg.auth import token_owner
+
+    return token_owner(get_settings(), bearer(event["headers"], event["cookies"]))
 
 
 def _call_handler(event: dict[str, Any]) -> dict[str, Any]:
     from functions.events.handler import handler
 
-    with _HANDLER_LOCK:
-        return handler(event, None)
+    return handler(event, None)
 
 
 def _check_stream(event: dict[str, Any]) -> dict[str, Any]:
@@ -416,8 +475,10 @@ def make_server(host: str = "127.0.0.1", port: int = 8000, *, tls_cert: str | No
     except OSError:
         sock.close()
         raise
+    from zerg.api.app import build_app
     from zerg.local.http11 import ZergH11Protocol
 
+    build_app().prepare()  # before any request: the handler threads resolve at once
     return LocalServer(
         ZergASGI(), sock, tls=tls,
         http=ZergH11Protocol, ws="none", lifespan="off", interface="asgi3",
