@@ -228,3 +228,26 @@ def test_a_prepared_resolver_builds_its_openapi_document_in_four_threads_at_once
         with ThreadPoolExecutor(max_workers=4) as threads:
             documents = set(threads.map(document, range(4)))
         assert documents == {app.get_openapi_json_schema()}
+
+
+def test_two_requests_asking_for_a_runtime_part_at_once_build_it_once():
+    from zerg.config import load_settings
+    from zerg.runtime import Runtime
+
+    builds: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_starter(rt: Runtime) -> object:  # the first build is still running when the second asks
+        builds.append(threading.current_thread().name)
+        entered.set()
+        assert release.wait(CEILING_S)
+        return object()
+
+    rt = Runtime(load_settings({}), {"starter": slow_starter})
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(lambda: rt.starter)
+        assert entered.wait(CEILING_S)
+        second = pool.submit(lambda: rt.starter)
+        release.set()
+        assert first.result(CEILING_S) is second.result(CEILING_S)
+    assert len(builds) == 1  # one local engine, not two
