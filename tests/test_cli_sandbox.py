@@ -96,14 +96,29 @@ def test_zerg_run_commands_cannot_see_another_owners_files_the_hosts_loopback_or
     assert "HOSTNAME=zerg-sandbox" in seen, (mechanism, seen)
 
 
+@pytest.fixture
+def own_database(make_database) -> str:
+    """A migrated database of this test's own: the killed run stays ``running`` there with its
+    process gone, and the next ``zerg run`` on a shared database would recover it (and warn that
+    its artifacts, in this test's directory, are not in that run's store)."""
+    import psycopg
+
+    from zerg.migrate import migrate
+
+    url = make_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+    return url
+
+
 @pytest.mark.parametrize("level", [BWRAP, UNSHARE, BEST_EFFORT])
-def test_a_zerg_run_killed_with_sigkill_leaves_no_sandboxed_process_alive(database_url, llm, tmp_path, level):
+def test_a_zerg_run_killed_with_sigkill_leaves_no_sandboxed_process_alive(own_database, llm, tmp_path, level):
     """The worker's command starts daemons that leave its process group (``setsid``, a double
     fork) and, at best effort, drop their marker variable; ``zerg run`` is then SIGKILLed. Every one
     of them is gone without any later start: the launcher dies with zerg (bwrap --die-with-parent;
     unshare and the best-effort subreaper through a parent-death signal) and takes the sandbox with
     it. Waited for with a generous ceiling, never slept for."""
-    env = _run_env(database_url, llm, tmp_path)
+    env = _run_env(own_database, llm, tmp_path)
     if level == BEST_EFFORT:  # a host without bwrap or unshare: no directory of PATH has them
         (tmp_path / "bin").mkdir()
         env["PATH"] = str(tmp_path / "bin")
