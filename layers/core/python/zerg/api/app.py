@@ -2,6 +2,9 @@
 
 Invariants:
 - Every answer that is not a success is ``{"error", "message"}`` JSON (``errors.error_body``).
+- A state-changing request that another page in the owner's browser may have forged (the session
+  cookie without the same-origin proof) is refused with 403 before routing, and every answer
+  carries ``nosniff`` and no-framing headers (:mod:`zerg.api.security`).
 - Credentials are checked before parameters: a request without a valid session gets 401 even when
   its path, query or headers are also wrong (Powertools validates before the ``Owner`` dependency
   runs, so the validation handler asks for the owner first). A malformed body is reported first.
@@ -20,7 +23,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from zerg.api.errors import ApiError, error_response, unavailable
+from zerg.api.errors import ApiError, error_body, error_response, unavailable
 from zerg.validation import PARAMETER_SOURCES, validation_message
 
 
@@ -105,8 +108,17 @@ def without_blanks(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    """Answer one API Gateway HTTP API (v2) event."""
-    return build_app().resolve(without_blanks(event), context)
+    """Answer one API Gateway HTTP API (v2) event: a request another origin may have forged is
+    refused before routing (``security.refusal``); every answer carries the security headers."""
+    from zerg.api.security import refusal, with_security_headers
+    from zerg.wiring import get_runtime
+
+    denied = refusal(event, get_runtime().settings.public_url)
+    if denied is not None:
+        return with_security_headers({"statusCode": denied.status, "body": error_body(denied.error, denied.message),
+                                      "isBase64Encoded": False, "headers": {"Content-Type": "application/json"},
+                                      "cookies": []})
+    return with_security_headers(build_app().resolve(without_blanks(event), context))
 
 
 def openapi_document() -> dict:

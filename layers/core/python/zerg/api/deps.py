@@ -38,6 +38,11 @@ def bearer(headers: dict[str, str], cookies: list[str] | None) -> str | None:
     auth = next((v for k, v in (headers or {}).items() if k.lower() == "authorization"), "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
+    return session_cookie(cookies)
+
+
+def session_cookie(cookies: list[str] | None) -> str | None:
+    """The session cookie's value among the request's cookies (API Gateway v2 ``cookies``)."""
     for cookie in cookies or []:
         for part in cookie.split(";"):
             name, _, value = part.strip().partition("=")

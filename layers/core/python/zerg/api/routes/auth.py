@@ -29,7 +29,7 @@ class PairBody(BaseModel):
 
 def _cookie(token: str, max_age: int) -> Cookie:
     return Cookie(name=COOKIE, value=token, path="/api", secure=True, http_only=True,
-                  same_site=SameSite.LAX_MODE, max_age=max_age)
+                  same_site=SameSite.STRICT_MODE, max_age=max_age)
 
 
 @router.post("/api/jarvis/auth", summary="Exchange a device secret for a session token", security=PUBLIC,
