@@ -16,7 +16,7 @@ from zerg.api.security import CLIENT_HEADER, origin_of
 from zerg.auth import COOKIE
 
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
-BIG_ID = "4611686018427387000"  # a valid id (≤ 2**62) no row has: the route answers 404, not 403
+BIG_ID = "9007199254740000"  # a valid id (≤ MAX_ID) no row has: the route answers 404, not 403
 # A body the route's model refuses (every body model forbids extra fields): a probe that reaches a
 # route with a body gets 422, one without a body ignores it; neither changes anything.
 PROBE = {"csrf_probe": True}

@@ -21,10 +21,18 @@ class AuthBody(BaseModel):
     device_secret: str = Field(min_length=1, max_length=200)
 
 
+# The shape pairing.normalise accepts, as spaces and dashes around it (it also drops other
+# whitespace): the document states it, the route answers 400 with pairing.SHAPE otherwise.
+CODE_PATTERN = r"^[ -]*(?:[A-HJKMNP-Za-hjkmnp-z2-9][ -]*){10}$"
+
+
 class PairBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    code: str = Field(min_length=1, max_length=40, description="As `zerg owners pair` printed it; dashes and spaces are ignored")
-    device_name: str = Field(min_length=1, max_length=200, description="What to call this device (1-64 printable characters)")
+    code: str = Field(min_length=1, max_length=40, json_schema_extra={"pattern": CODE_PATTERN},
+                      description="As `zerg owners pair` printed it: 10 of A-Z and 2-9 without I, L and O; case, "
+                                  "dashes and spaces are ignored")
+    device_name: str = Field(min_length=1, max_length=200, json_schema_extra={"format": "device-name"},
+                             description="What to call this device: 1-64 printable characters once trimmed")
 
 
 def _cookie(token: str, max_age: int) -> Cookie:
