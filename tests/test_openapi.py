@@ -102,7 +102,8 @@ def test_workers_list_documents_every_query_parameter_with_its_bounds(doc):
     assert _bounds(params["query", "since_hours"]["schema"]) == ("integer", 1, 24 * 366)
     for name in ("before_id", "run_id"):
         assert _bounds(params["query", name]["schema"])[:2] == ("integer", 1)
-    status = next(s for s in params["query", "status"]["schema"]["anyOf"] if s.get("type") == "string")
+    status = params["query", "status"]["schema"]  # absent or a value, never null (docs.refine)
+    assert status["type"] == "string"
     assert status["enum"] == ["queued", "running", "success", "failed", "timeout", "cancelled"]
     thread = _params(doc, "/api/jarvis/thread")
     assert _bounds(thread["query", "limit"]["schema"]) == ("integer", 1, 200)
@@ -144,8 +145,9 @@ def test_each_operation_documents_its_real_statuses_and_the_error_body(doc):
         responses = doc["paths"][path][method]["responses"]
         extra = {204} if path == "/api/jarvis/supervisor/events" else {206} if "/files/" in path else set()  # no body / a byte range
         extra |= {201} if (path, method) == ("/api/jarvis/memory/file", "put") else set()  # created, or replaced
+        extra |= {429} | ({403} if method in ("post", "put", "patch", "delete") else set())  # docs.refine, every one
         assert {int(code) for code in responses} == {success, *errors, 500} | extra, path
-        for code in (*errors, 500):
+        for code in (*errors, *(extra & {403, 429}), 500):
             schema = responses[str(code)]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)
     accepted = doc["paths"]["/api/jarvis/supervisor"]["post"]["responses"]["202"]
@@ -185,7 +187,7 @@ def token(runtime_env, pool):
     ("/api/jarvis/thread?limit=201", "limit: Input should be less than or equal to 200, got '201'"),
     ("/api/jarvis/runs/abc", "run_id: Input should be a valid integer, unable to parse string as an integer, got 'abc'"),
     ("/api/jarvis/runs/0", "run_id: Input should be greater than or equal to 1, got '0'"),
-    ("/api/jarvis/runs/99999999999999999999", "run_id: Input should be less than or equal to 4611686018427387904, got '99999999999999999999'"),
+    ("/api/jarvis/runs/99999999999999999999", "run_id: Input should be less than or equal to 9007199254740991, got '99999999999999999999'"),
     ("/api/jarvis/workers/abc", "job_id: Input should be a valid integer, unable to parse string as an integer, got 'abc'"),
     ("/api/jarvis/workers/1.5/files/result.txt", "job_id: Input should be a valid integer, unable to parse string as an integer, got '1.5'"),
     ("/api/jarvis/supervisor/events", "run_id: Field required"),
@@ -224,7 +226,9 @@ def test_the_local_live_stream_checks_its_parameters_as_the_lambda_route_does(ap
     token = httpx.post(f"{base}/api/jarvis/auth", json={"device_secret": owner.device_secret}).json()["token"]
     auth = {"Authorization": f"Bearer {token}"}
     for query, headers in (("run_id=abc", {}), ("", {}), ("run_id=0", {}), ("run_id=1&last_event_id=x", {}),
-                           ("run_id=1", {"Last-Event-ID": "-3"})):
+                           ("run_id=1", {"Last-Event-ID": "-3"}),
+                           ("run_id=1&last_event_id=x", {"Last-Event-ID": "3"}),  # the header wins, both are checked
+                           ("run_id=1&run_id=2", {})):
         url = f"/api/jarvis/supervisor/events?{query}"
         live = httpx.get(f"{base}{url}", headers={**auth, **headers})
         lambda_status, lambda_body, _ = call("GET", url, token=token, headers={k.lower(): v for k, v in headers.items()})
@@ -251,3 +255,64 @@ def test_bodiless_answers_document_no_body_and_the_event_stream_documents_each_e
     assert set(doc["components"]["schemas"]["RunEventFrame"]["properties"]) == {"id", "event", "data"}
     files = doc["paths"]["/api/jarvis/workers/{job_id}/files/{path}"]["get"]["responses"]["200"]["content"]
     assert set(files) == {"text/plain", "application/json", "application/x-ndjson"}
+
+
+# --- what the document says beyond the annotations (zerg.api.docs.refine), held to it -------------
+
+def test_no_parameter_is_nullable_a_blank_query_is_allowed_and_every_change_can_be_refused_403(doc):
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                assert {"type": "null"} not in parameter["schema"].get("anyOf", []), (path, parameter["name"])
+                if parameter["in"] == "query":
+                    assert parameter.get("allowEmptyValue", False) == (not parameter["required"]), (path, parameter)
+            assert "429" in operation["responses"], path
+            assert ("403" in operation["responses"]) == (method in ("post", "put", "patch", "delete")), (path, method)
+    events = {p["name"]: p for p in doc["paths"]["/api/jarvis/events"]["get"]["parameters"]}
+    assert {"type": "string", "maxLength": 0} in events["last-event-id"]["schema"]["anyOf"]  # blank: absent
+
+
+def test_a_wrong_method_gets_405_with_exactly_the_documented_methods(token, doc):
+    """Including a concrete path beside a templated one: /contacts/verify has POST only, although
+    DELETE /contacts/{contact_id} matches its shape (it answered Allow: DELETE, POST)."""
+    for path, operations in doc["paths"].items():
+        concrete = path
+        for name in ("{job_id}", "{run_id}", "{device_id}", "{fact_id}", "{schedule_id}", "{contact_id}",
+                     "{subscription_id}"):
+            concrete = concrete.replace(name, "1")
+        concrete = (concrete.replace("{session_id}", "00000000-0000-4000-8000-000000000000")
+                    .replace("{alias}", "web").replace("{agent}", "worker").replace("{path}", "a.txt")
+                    .replace("{folder}", "tool_calls").replace("{name}", "a.txt"))
+        documented = sorted(m.upper() for m in operations)
+        for method in {"GET", "POST", "PUT", "PATCH", "DELETE"} - set(documented):
+            status, body, raw = call(method, concrete, token=token)
+            assert (status, body["error"], raw["headers"].get("Allow")) == (
+                405, "method_not_allowed", ", ".join(documented)), (method, concrete, body)
+
+
+def test_a_query_parameter_given_twice_is_refused_as_under_api_gateway(token):
+    """zerg serve keeps the last value of a repeated parameter; API Gateway joins them with commas.
+    Both refuse it now, even when the last one is blank (which alone would mean absent)."""
+    for query in ("limit=5&limit=6", "limit=5&limit=", "status=running&status=failed"):
+        status, body, _ = call("GET", f"/api/jarvis/runs?{query}", token=token)
+        assert (status, body["error"]) == (422, "validation_error"), (query, body)
+        assert body["message"].startswith(query.split("=")[0] + ":"), body
+
+
+def test_numbers_and_booleans_in_a_body_are_json_s_own(token):
+    """JSON Schema's integer takes 5.0 and never true or "5"; a boolean is only true or false."""
+    def patch(body):
+        return call("PATCH", "/api/jarvis/policy", body, token=token)[:2]
+
+    assert patch({"daily_sms_limit": 5.0})[0] == 200 and patch({"daily_sms_limit": 4})[1]["daily_sms_limit"] == 4
+    for bad in ({"daily_sms_limit": True}, {"daily_sms_limit": "5"}, {"daily_sms_limit": 5.5},
+                {"escalation_every_s": False}, {"daily_usd_cap": "5"}, {"daily_usd_cap": True}):
+        status, body = patch(bad)
+        assert (status, body["error"]) == (422, "validation_error"), (bad, body)
+    assert patch({"daily_usd_cap": 2.5})[1]["daily_usd_cap"] == 2.5 and patch({"daily_usd_cap": None})[0] == 200
+    status, body, _ = call("PUT", "/api/jarvis/agents/worker", {"max_tokens": 4741.0}, token=token)
+    assert (status, body["max_tokens"]) == (200, 4741)
+    assert call("PUT", "/api/jarvis/agents/worker", {"max_tokens": True}, token=token)[0] == 422
+    status, body, _ = call("POST", "/api/jarvis/schedules",
+                           {"name": "n", "task": "t", "rate": "1 hour", "enabled": "true"}, token=token)
+    assert (status, body["message"]) == (422, "enabled: Input should be a valid boolean")

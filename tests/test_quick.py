@@ -174,7 +174,7 @@ def test_the_spending_cap_stops_the_quick_call_with_429(tokens, llm, pool, alice
     ({"utterance": "x" * 4001}, "utterance: String should have at most 4000 characters"),
     ({"utterance": "hi", "failed_run_id": 0}, "failed_run_id: Input should be greater than or equal to 1"),
     ({"utterance": "hi", "failed_run_id": "x"},
-     "failed_run_id: Input should be a valid integer, unable to parse string as an integer"),
+     "failed_run_id: Input should be a valid integer, not text"),
 ])
 def test_bad_quick_bodies_are_422_naming_the_field(tokens, llm, pool, alice, body, message):
     assert call("POST", QUICK, body, token=tokens[0])[:2] == (422, {"error": "validation_error", "message": message})

@@ -151,7 +151,8 @@ def test_logout_works_with_the_session_cookie_as_a_browser_sends_it(alice, api_s
     base, _ = api_server
     browser = httpx.Client(base_url=base)
     token = login(alice.device_secret)["token"]
-    cookie = {"Cookie": f"zerg_session={token}"}
+    # The web app's request: the cookie, its own Origin and the client header (zerg.api.security).
+    cookie = {"Cookie": f"zerg_session={token}", "Origin": base, "X-Zerg-Client": "web"}
     assert browser.get("/api/jarvis/thread", headers=cookie).status_code == 200
     assert browser.post("/api/jarvis/logout", headers=cookie).status_code == 200
     refused = browser.get("/api/jarvis/thread", headers=cookie)

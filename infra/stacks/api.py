@@ -34,7 +34,9 @@ class ApiStack(Stack):
             cors_preflight=apigw.CorsPreflightOptions(
                 allow_origins=[config.jarvis_origin],
                 allow_methods=[apigw.CorsHttpMethod(m.value) for m in ROUTE_METHODS],
-                allow_headers=["authorization", "content-type", "last-event-id"],
+                # x-zerg-client: the web app sends it with every request (with the Origin, the proof a
+                # cookie session needs to change anything: zerg.api.security).
+                allow_headers=["authorization", "content-type", "last-event-id", "x-zerg-client"],
                 allow_credentials=True,  # the Jarvis session cookie
                 max_age=Duration.hours(1),
             ),

@@ -3,7 +3,7 @@ through the same distribution to the HTTP API.
 
 Invariants:
 - One origin for the browser: the app and ``/api/*`` share the distribution's host, so the
-  session cookie (``Path=/api; Secure; HttpOnly; SameSite=Lax``) is first-party and EventSource
+  session cookie (``Path=/api; Secure; HttpOnly; SameSite=Strict``) is first-party and EventSource
   needs no cross-site credentials (no CORS on the app's own requests).
 - The bucket is private (all public access blocked, TLS only, SSE-S3); only this distribution
   reads it, through Origin Access Control (a bucket policy conditioned on its ARN), never an OAI.

@@ -257,7 +257,7 @@ def test_the_session_cookie_is_host_only_under_api_which_the_api_behaviour_forwa
     cookie = str(auth._cookie("token", 60))
     attributes = {part.strip().split("=")[0].lower(): part.strip() for part in cookie.split(";")[1:]}
     assert attributes["path"] == "Path=/api" and "domain" not in attributes
-    assert {"secure", "httponly"} <= set(attributes) and attributes["samesite"] == "SameSite=Lax"
+    assert {"secure", "httponly"} <= set(attributes) and attributes["samesite"] == "SameSite=Strict"
     behaviour = _api_behaviour(_distribution(synth))
     assert behaviour["PathPattern"] == "/api/*"
     assert behaviour["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST_HEADER

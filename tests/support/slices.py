@@ -73,6 +73,8 @@ LISTED: dict[str, tuple[str, str]] = {
         "test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path")},
     **{f"test_bench.py::test_benchmark_smoke_run_prints_its_figures[{b}]": ("e2e", "the benchmark runs a run")
        for b in ("run", "context", "schedules")},
+    "test_api_security.py::test_refused_requests_change_nothing_and_the_same_requests_from_the_app_do":
+        ("e2e", "the app's own retry starts a run on the local engine"),
     "test_cancel.py::test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_and_queued_jobs_never_start":
         ("e2e", "the cancelled run runs on the local engine"),
     **{f"test_cli_login.py::{t}": ("e2e", "zerg ask starts a run on the in-process server") for t in (

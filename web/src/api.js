@@ -1,4 +1,9 @@
 // One way to call the API: same origin, the HttpOnly session cookie, {"error","message"} errors.
+// Every request carries X-Zerg-Client: with the browser's Origin, it is the proof the server asks of
+// a cookie session before a POST, PUT, PATCH or DELETE (another page cannot add a header without a
+// CORS preflight, which the server never grants).
+
+export const CLIENT_HEADERS = { 'X-Zerg-Client': 'web' };
 
 export class ApiError extends Error {
   constructor(status, error, message) {
@@ -20,7 +25,7 @@ export function onSignedOut(fn) {
 }
 
 export async function api(method, path, body, { headers = {}, raw = false, signal } = {}) {
-  const init = { method, headers: { ...headers }, credentials: 'same-origin', signal };
+  const init = { method, headers: { ...CLIENT_HEADERS, ...headers }, credentials: 'same-origin', signal };
   if (body !== undefined) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerg.agents import configs
-from zerg.validation import problems
+from zerg.validation import json_float, json_int, problems
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -50,15 +50,17 @@ class AgentConfigChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str | None = Field(default=None, min_length=1, max_length=100,
+    model: str | None = Field(default=None, min_length=1, max_length=100, json_schema_extra={"format": "model-id"},
                               description="Model id, 1-100 printable characters without spaces")
-    temperature: float | None = Field(default=None, ge=0, le=2, strict=True, description="0 to 2")
-    max_tokens: int | None = Field(default=None, ge=1, le=100_000, strict=True,
-                                   description="Most tokens of each model answer, 1 to 100000")
+    temperature: json_float(ge=0, le=2) | None = Field(default=None, description="0 to 2")
+    max_tokens: json_int(ge=1, le=100_000) | None = Field(default=None,
+                                                          description="Most tokens of each model answer, 1 to 100000")
     instructions: str | None = Field(default=None, max_length=INSTRUCTIONS_MAX, description=(
         "The owner's standing instructions, added to the system prompt after Zerg's rules (which win); "
         "at most 4000 characters"))
-    allowed_tools: list[str] | None = Field(default=None, max_length=100, description=(
+    # Each name's bounds are documented here and checked by _names (whose message says "each tool name").
+    allowed_tools: list[Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": 100})]] | None = Field(
+        default=None, max_length=100, description=(
         "A subset of available_tools (duplicates removed); the supervisor always keeps spawn_worker"))
 
     @field_validator("model")

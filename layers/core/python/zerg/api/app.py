@@ -2,6 +2,9 @@
 
 Invariants:
 - Every answer that is not a success is ``{"error", "message"}`` JSON (``errors.error_body``).
+- A state-changing request that another page in the owner's browser may have forged (the session
+  cookie without the same-origin proof) is refused with 403 before routing, and every answer
+  carries ``nosniff`` and no-framing headers (:mod:`zerg.api.security`).
 - Credentials are checked before parameters: a request without a valid session gets 401 even when
   its path, query or headers are also wrong (Powertools validates before the ``Owner`` dependency
   runs, so the validation handler asks for the owner first). A malformed body is reported first.
@@ -20,7 +23,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from zerg.api.errors import ApiError, error_response, unavailable
+from zerg.api.errors import ApiError, error_body, error_response, unavailable
+from zerg.api.query import without_blanks
 from zerg.api.resolver import ConcurrentResolver
 from zerg.validation import PARAMETER_SOURCES, validation_message
 
@@ -76,8 +80,7 @@ def build_app() -> APIGatewayHttpResolver:
     def not_found(exc: Exception) -> Response:
         event = app.current_event
         method, path = event.http_method.upper(), event.path
-        allowed = sorted({r.method for r in app._static_routes + app._dynamic_routes  # noqa: SLF001
-                          if r.rule.match(path) and r.method != method} - {"OPTIONS"})
+        allowed = [m for m in allowed_methods(app, path) if m != method]
         if allowed:
             return error_response(405, "method_not_allowed", f"{method} is not allowed on {path}",
                                   headers={"Allow": ", ".join(allowed)})
@@ -93,21 +96,41 @@ def build_app() -> APIGatewayHttpResolver:
     return app
 
 
-def without_blanks(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with blank query parameters (``?limit=``) and a blank ``Last-Event-ID`` dropped:
-    blank means "not given", as it did when the handlers read the query themselves. (Done here,
-    not by a pydantic validator on each parameter: a validator hides the bounds from OpenAPI.)"""
-    query = event.get("queryStringParameters") or {}
-    headers = event.get("headers") or {}
-    if "" not in query.values() and headers.get("last-event-id") != "":
-        return event
-    return {**event, "queryStringParameters": {k: v for k, v in query.items() if v != ""} or None,
-            "headers": {k: v for k, v in headers.items() if not (k == "last-event-id" and v == "")}}
+def allowed_methods(app: APIGatewayHttpResolver, path: str) -> list[str]:
+    """The methods of ``path``: those of the routes it names exactly when there are any (a concrete
+    path comes before a templated one, as in OpenAPI: /contacts/verify is not the contact "verify"),
+    else those of every route whose template it matches."""
+    static = {r.method for r in app._static_routes if r.rule.match(path)}  # noqa: SLF001
+    found = static or {r.method for r in app._dynamic_routes if r.rule.match(path)}  # noqa: SLF001
+    return sorted(found - {"OPTIONS"})
+
+
+def _answer(exc: ApiError) -> dict[str, Any]:
+    """An error in the resolver's answer shape, for what is refused before routing."""
+    return {"statusCode": exc.status, "body": error_body(exc.error, exc.message), "isBase64Encoded": False,
+            "headers": {"Content-Type": "application/json", **exc.headers}, "cookies": []}
 
 
 def resolve(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    """Answer one API Gateway HTTP API (v2) event."""
-    return build_app().resolve(without_blanks(event), context)
+    """Answer one API Gateway HTTP API (v2) event: a request another origin may have forged is
+    refused before routing (``security.refusal``), and so is a method a concrete path does not have
+    (Powertools would hand it to a templated route: DELETE /contacts/verify to DELETE /contacts/{id});
+    every answer carries the security headers."""
+    from zerg.api.security import refusal, with_security_headers
+    from zerg.wiring import get_runtime
+
+    denied = refusal(event, get_runtime().settings.public_url)
+    if denied is not None:
+        return with_security_headers(_answer(denied))
+    app = build_app()
+    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "")).upper()
+    path = event.get("rawPath") or ""
+    static = {r.method for r in app._static_routes if r.rule.match(path)}  # noqa: SLF001
+    if static and method not in static:
+        allowed = ", ".join(m for m in allowed_methods(app, path) if m != method)
+        return with_security_headers(_answer(ApiError(405, "method_not_allowed", f"{method} is not allowed on {path}",
+                                                      headers={"Allow": allowed})))
+    return with_security_headers(app.resolve(without_blanks(event), context))
 
 
 def openapi_document() -> dict:

@@ -25,8 +25,11 @@ from zerg.wiring import get_runtime
 # declares ``security=PUBLIC`` so the OpenAPI document says so too.
 PUBLIC: list[dict[str, list[str]]] = [{}]
 PUBLIC_PATHS = frozenset({"/api/jarvis/auth", "/api/jarvis/pair"})
-# Ids are bigint: a larger number is the client's mistake (422), not the database's (500).
-MAX_ID = 2**62
+# Ids are bigint: a larger number is the client's mistake (422), not the database's (500). The bound
+# is JSON's largest exact integer (2**53 - 1, JavaScript's Number.MAX_SAFE_INTEGER): the document
+# gives bounds as JSON numbers, and a client that reads 2**62 as a double gets 4611686018427388000,
+# which is above it.
+MAX_ID = 2**53 - 1
 
 
 def runtime() -> Runtime:
@@ -38,6 +41,11 @@ def bearer(headers: dict[str, str], cookies: list[str] | None) -> str | None:
     auth = next((v for k, v in (headers or {}).items() if k.lower() == "authorization"), "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
+    return session_cookie(cookies)
+
+
+def session_cookie(cookies: list[str] | None) -> str | None:
+    """The session cookie's value among the request's cookies (API Gateway v2 ``cookies``)."""
     for cookie in cookies or []:
         for part in cookie.split(";"):
             name, _, value = part.strip().partition("=")

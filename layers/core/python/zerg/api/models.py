@@ -490,6 +490,8 @@ class PushTestResult(BaseModel):
 ERRORS: dict[int, str] = {
     400: "Malformed request (body not JSON, bad header, bad file path)",
     401: "Missing, invalid or expired credentials",
+    403: ("cross_origin: the session cookie without the same-origin proof (Origin or Sec-Fetch-Site of this "
+          "server, and X-Zerg-Client), or a sign-in from another origin's page"),
     404: "Not found, or not the caller's (the same answer either way)",
     409: "Conflicts with what exists (a name already taken, an entry defined by the configuration)",
     413: "Too large",

@@ -25,10 +25,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from zerg.validation import json_int
+
 ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _ALIAS = re.compile(ALIAS_PATTERN)
-_HOSTNAME = re.compile(r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,252}$")
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+HOSTNAME_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,252}$"  # no ".." anywhere
+USER_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+_HOSTNAME = re.compile(HOSTNAME_PATTERN)
+_USER = re.compile(USER_PATTERN)
 PRIVATE_KEY_MAX_BYTES = 4096  # an RSA-4096 key in OpenSSH form is ~3.4 KB; KMS encrypts ≤ 4096 bytes
 HOST_KEY_MAX_CHARS = 8192
 HOST_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")
@@ -47,7 +51,7 @@ def check_alias(alias: str) -> str:
 
 
 def check_hostname(hostname: str) -> str:
-    if not _HOSTNAME.fullmatch(hostname) or ".." in hostname:
+    if not _HOSTNAME.fullmatch(hostname):
         raise HostInputError("a hostname is a DNS name or an IP address: letters, digits, '.', '-', '_' "
                              "and ':' only (no spaces or control characters), not starting with '-'")
     return hostname
@@ -162,16 +166,22 @@ class HostSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    hostname: str = Field(min_length=1, max_length=253, description="DNS name or IP address")
-    port: int = Field(default=22, ge=1, le=65535)
-    user: str = Field(min_length=1, max_length=64, description="The login name on the server")
+    # The document states each check below (pattern, format) without pydantic enforcing it a second
+    # time: the validators' messages name the rule.
+    hostname: str = Field(min_length=1, max_length=253, description="DNS name or IP address",
+                          json_schema_extra={"pattern": HOSTNAME_PATTERN})
+    port: json_int(ge=1, le=65535) = 22
+    user: str = Field(min_length=1, max_length=64, description="The login name on the server",
+                      json_schema_extra={"pattern": USER_PATTERN})
     private_key: SecretStr = Field(
         min_length=1, max_length=PRIVATE_KEY_MAX_BYTES,
-        description="Unencrypted OpenSSH/PEM Ed25519, ECDSA or RSA (2048-4096 bit) private key; "
-                    "sealed at rest, never returned")
+        description=f"Unencrypted OpenSSH/PEM Ed25519, ECDSA or RSA (2048-4096 bit) private key, at most "
+                    f"{PRIVATE_KEY_MAX_BYTES} bytes; sealed at rest, never returned",
+        json_schema_extra={"format": "openssh-private-key"})
     host_key: str = Field(min_length=1, max_length=HOST_KEY_MAX_CHARS,
-                          description="The server's public host key to pin: 'ssh-ed25519 AAAA...' "
-                                      "or a known_hosts line")
+                          description="The server's public host key to pin: one 'ssh-ed25519 AAAA...' line "
+                                      f"({', '.join(HOST_KEY_TYPES)}) or a known_hosts line",
+                          json_schema_extra={"format": "openssh-public-key"})
 
     @field_validator("hostname")
     @classmethod

@@ -57,6 +57,7 @@ import anyio
 import anyio.to_thread
 
 from zerg.api.errors import ApiError, error_body, unavailable
+from zerg.api.security import SECURITY_HEADERS
 from zerg.config import get_settings
 from zerg.wiring import get_runtime
 
@@ -74,7 +75,8 @@ OWNER_SLOTS = 8  # of those, one owner's at most (a browser opens at most 6 conn
 OWNER_WAIT_S = 1.0  # ... and how long the owner's next request waits for one of them before its 429
 BODY_TIMEOUT_S = 30.0  # the whole body, from the end of the head (MAX_BODY at a slow 35 kB/s)
 
-JSON = [(b"content-type", b"application/json")]
+SECURITY = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]  # on its own answers too
+JSON = [(b"content-type", b"application/json"), *SECURITY]
 
 
 def to_apigw_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str = "127.0.0.1") -> dict[str, Any]:
@@ -310,7 +312,8 @@ class ZergASGI:
         if self._closing:
             stop.set()
         await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"connection", b"close")]})
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"connection", b"close"),
+            *SECURITY]})
         try:
             await send({"type": "http.response.body", "body": f"retry: {sse.RETRY_MS}\n\n".encode(), "more_body": True})
             queue: asyncio.Queue[str | None] = asyncio.Queue()

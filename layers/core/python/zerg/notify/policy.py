@@ -19,14 +19,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, time, timedelta
-from decimal import Decimal
-from typing import Any, Literal
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any, Literal
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
+from pydantic_core import PydanticCustomError
 
 from zerg import timezones
+from zerg.validation import json_int, null_only_for
 
 Severity = Literal["info", "warning", "critical"]
 Channel = Literal["email", "sms"]
@@ -95,27 +97,49 @@ def check_timezone(name: str) -> str:
     return name
 
 
+NULLABLE = ("daily_usd_cap", "quiet_hours")  # null clears them: no cap, no quiet hours
+
+
+def _number_not_text(value: Any) -> Any:
+    """A JSON number, or the Decimal a directive or ``zerg policy set`` parsed: never text or a bool,
+    so the body means what its document says (a number of dollars, whole cents to 1/100 cent)."""
+    if isinstance(value, bool | str):
+        raise PydanticCustomError("decimal_type", "Input should be a number")
+    return value
+
+
+UsdAmount = Annotated[Decimal, Field(ge=0, le=1_000_000, max_digits=12, decimal_places=4),
+                      BeforeValidator(_number_not_text),
+                      WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1_000_000, "multipleOf": 0.0001})]
+
+
 class PolicyChange(BaseModel):
     """The fields to change (all optional; absent = unchanged). ``quiet_hours``: "HH:MM-HH:MM" in
     ``timezone`` (may wrap midnight) or "off"; ``channels``: per severity, a subset of email/sms."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=null_only_for(*NULLABLE))
 
-    timezone: str | None = Field(default=None, max_length=64, description="IANA time zone of the quiet hours, e.g. Europe/Berlin")
+    timezone: str | None = Field(default=None, max_length=64, json_schema_extra={"format": "iana-time-zone"},
+                                 description="IANA time zone of the quiet hours, e.g. Europe/Berlin")
     channels: dict[Severity, list[Channel]] | None = Field(
         default=None, description='Channels per severity, e.g. {"warning": ["email"], "critical": ["email", "sms"]}; '
                                   "severities not named keep theirs")
-    quiet_hours: str | None = Field(default=None, max_length=20, description='"22:00-07:00" (may wrap midnight) or "off"')
-    daily_email_limit: int | None = Field(default=None, ge=0, le=10_000, description="Emails per UTC day, every purpose")
-    daily_sms_limit: int | None = Field(default=None, ge=0, le=10_000, description="SMS per UTC day, every purpose")
+    quiet_hours: str | None = Field(default=None, max_length=20, json_schema_extra={"format": "quiet-hours"},
+                                    description='"22:00-07:00" (may wrap midnight) or "off"')
+    daily_email_limit: json_int(ge=0, le=10_000) | None = Field(default=None,
+                                                                description="Emails per UTC day, every purpose")
+    daily_sms_limit: json_int(ge=0, le=10_000) | None = Field(default=None,
+                                                              description="SMS per UTC day, every purpose")
     push: list[Severity] | None = Field(
         default=None, max_length=3, description='Severities pushed to the owner\'s browsers (Web Push) when they have a '
                                                  'subscription, e.g. ["critical"]; [] turns push off')
-    daily_push_limit: int | None = Field(default=None, ge=0, le=10_000, description="Pushes per UTC day, every purpose")
-    daily_usd_cap: Decimal | None = Field(default=None, ge=0, le=1_000_000, max_digits=12, decimal_places=4,
+    daily_push_limit: json_int(ge=0, le=10_000) | None = Field(default=None,
+                                                               description="Pushes per UTC day, every purpose")
+    daily_usd_cap: UsdAmount | None = Field(default=None,
                                           description="Model spending per day in the policy's time zone, USD; null: no cap")
-    escalation_repeats: int | None = Field(default=None, ge=0, le=20, description="Repeats of a critical alert until acknowledged")
-    escalation_every_s: int | None = Field(default=None, ge=1, le=86_400, description="Seconds between repeats")
+    escalation_repeats: json_int(ge=0, le=20) | None = Field(
+        default=None, description="Repeats of a critical alert until acknowledged")
+    escalation_every_s: json_int(ge=1, le=86_400) | None = Field(default=None, description="Seconds between repeats")
 
     @field_validator("timezone")
     @classmethod
@@ -143,7 +167,14 @@ class PolicyChange(BaseModel):
 
 
 def change_from(values: dict[str, Any]) -> PolicyChange:
-    """A :class:`PolicyChange` from plain values (CLI, directives), or :class:`PolicyError` naming the field."""
+    """A :class:`PolicyChange` from plain values (CLI, directives), or :class:`PolicyError` naming the field.
+    An amount may be text here ("2.50"); the API's body takes a JSON number."""
+    cap = values.get("daily_usd_cap")
+    if isinstance(cap, str):
+        try:
+            values = {**values, "daily_usd_cap": Decimal(cap.strip())}
+        except InvalidOperation:
+            raise PolicyError(f"daily_usd_cap: {cap[:40]!r} is not an amount of US dollars (e.g. 5 or 2.50)") from None
     try:
         return PolicyChange.model_validate(values)
     except ValidationError as exc:
@@ -169,9 +200,6 @@ def get_policy(conn: Connection, owner_id: int) -> Policy:
     """The owner's policy, or the defaults when they never changed it."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM notification_policies WHERE owner_id = %s", (owner_id,)).fetchone()
     return _policy(row)
-
-
-NULLABLE = ("daily_usd_cap", "quiet_hours")  # null clears them: no cap, no quiet hours
 
 
 def set_policy(conn: Connection, owner_id: int, change: PolicyChange) -> Policy:

@@ -80,9 +80,10 @@ def _unb64url(text: str) -> bytes:
 class SubscriptionKeys(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    p256dh: str = Field(min_length=80, max_length=100,
+    p256dh: str = Field(min_length=80, max_length=100, json_schema_extra={"format": "p256dh"},
                         description="The browser's P-256 public key: the uncompressed point (65 bytes), base64url")
-    auth: str = Field(min_length=20, max_length=30, description="The browser's auth secret (16 bytes), base64url")
+    auth: str = Field(min_length=20, max_length=30, json_schema_extra={"format": "push-auth"},
+                      description="The browser's auth secret (16 bytes), base64url")
 
     @field_validator("p256dh")
     @classmethod
@@ -112,7 +113,8 @@ class SubscriptionIn(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    endpoint: str = Field(min_length=9, max_length=ENDPOINT_MAX, description="The push service URL (https)")
+    endpoint: str = Field(min_length=9, max_length=ENDPOINT_MAX, json_schema_extra={"format": "push-endpoint"},
+                          description="The push service URL (https; its host resolves only to public addresses)")
     keys: SubscriptionKeys
 
 

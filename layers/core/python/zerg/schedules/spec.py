@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from zerg.notify.policy import Channel, Severity
+from zerg.validation import JsonBool, null_only_for
 
 KINDS = ("check", "digest", "reminder")
 Kind = Literal["check", "digest", "reminder"]
@@ -28,6 +29,11 @@ _EXPRESSIONS = {
 }
 
 
+# The document's names for the rules zerg.schedules.expressions and zerg.timezones apply (zerg.api.docs.FORMATS).
+_FORMATS = {"cron": {"format": "cron-expression"}, "rate": {"format": "rate-expression"},
+            "at": {"format": "schedule-time"}, "timezone": {"format": "iana-time-zone"}}
+
+
 def _dedupe(channels: Channels | None) -> Channels | None:
     if channels is None:
         return None
@@ -37,17 +43,18 @@ def _dedupe(channels: Channels | None) -> Channels | None:
 class ScheduleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=NAME_MAX, description="Unique among the owner's schedules; not all digits")
+    name: str = Field(min_length=1, max_length=NAME_MAX, json_schema_extra={"format": "schedule-name"},
+                      description="Unique among the owner's schedules; not all digits")
     task: str | None = Field(default=None, max_length=TASK_MAX, description=(
         "check: what the background run does; reminder: the text sent; digest: optional (default 'Morning digest')"))
     kind: Kind = Field(default="check", description="check: a background run; digest: the morning digest email; "
                                                     "reminder: sends task to the owner's channels, no run")
-    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"])
-    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"])
-    at: str | None = Field(default=None, description=_EXPRESSIONS["at"])
-    timezone: str | None = Field(default=None, description="IANA time zone; default: the owner's notification "
-                                                           "policy's, else UTC")
-    enabled: bool = True
+    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"], json_schema_extra=_FORMATS["cron"])
+    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"], json_schema_extra=_FORMATS["rate"])
+    at: str | None = Field(default=None, description=_EXPRESSIONS["at"], json_schema_extra=_FORMATS["at"])
+    timezone: str | None = Field(default=None, json_schema_extra=_FORMATS["timezone"],
+                                 description="IANA time zone; default: the owner's notification policy's, else UTC")
+    enabled: JsonBool = True
     channels: Channels | None = Field(default=None, description=(
         "Per-severity channel overrides for this schedule's alerts, e.g. {\"warning\": [\"email\"]}; "
         "absent or null: the notification policy's"))
@@ -61,16 +68,18 @@ class ScheduleSpec(BaseModel):
 class SchedulePatch(BaseModel):
     """Any subset of the fields; giving cron, rate or at replaces the expression."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Null is refused for every field but channels (the service says "must not be null").
+    model_config = ConfigDict(extra="forbid", json_schema_extra=null_only_for("channels"))
 
-    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX,
+                             json_schema_extra={"format": "schedule-name"})
     task: str | None = Field(default=None, max_length=TASK_MAX)
     kind: Kind | None = None
-    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"])
-    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"])
-    at: str | None = Field(default=None, description=_EXPRESSIONS["at"])
-    timezone: str | None = None
-    enabled: bool | None = None
+    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"], json_schema_extra=_FORMATS["cron"])
+    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"], json_schema_extra=_FORMATS["rate"])
+    at: str | None = Field(default=None, description=_EXPRESSIONS["at"], json_schema_extra=_FORMATS["at"])
+    timezone: str | None = Field(default=None, json_schema_extra=_FORMATS["timezone"])
+    enabled: JsonBool | None = None
     channels: Channels | None = Field(default=None, description="null: back to the notification policy's")
 
     @field_validator("channels")

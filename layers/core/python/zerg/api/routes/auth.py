@@ -21,15 +21,23 @@ class AuthBody(BaseModel):
     device_secret: str = Field(min_length=1, max_length=200)
 
 
+# The shape pairing.normalise accepts, as spaces and dashes around it (it also drops other
+# whitespace): the document states it, the route answers 400 with pairing.SHAPE otherwise.
+CODE_PATTERN = r"^[ -]*(?:[A-HJKMNP-Za-hjkmnp-z2-9][ -]*){10}$"
+
+
 class PairBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    code: str = Field(min_length=1, max_length=40, description="As `zerg owners pair` printed it; dashes and spaces are ignored")
-    device_name: str = Field(min_length=1, max_length=200, description="What to call this device (1-64 printable characters)")
+    code: str = Field(min_length=1, max_length=40, json_schema_extra={"pattern": CODE_PATTERN},
+                      description="As `zerg owners pair` printed it: 10 of A-Z and 2-9 without I, L and O; case, "
+                                  "dashes and spaces are ignored")
+    device_name: str = Field(min_length=1, max_length=200, json_schema_extra={"format": "device-name"},
+                             description="What to call this device: 1-64 printable characters once trimmed")
 
 
 def _cookie(token: str, max_age: int) -> Cookie:
     return Cookie(name=COOKIE, value=token, path="/api", secure=True, http_only=True,
-                  same_site=SameSite.LAX_MODE, max_age=max_age)
+                  same_site=SameSite.STRICT_MODE, max_age=max_age)
 
 
 @router.post("/api/jarvis/auth", summary="Exchange a device secret for a session token", security=PUBLIC,

@@ -23,8 +23,14 @@ ContactId = Annotated[int, Path(ge=1, le=MAX_ID, description="A contact's id, as
 _ERRORS = {404: "not_found", 409: "conflict", 422: "validation_error", 429: "too_many_requests", 503: "unavailable"}
 
 
+def _address_by_kind(schema: dict) -> None:
+    """The document's form of the address rule (zerg.notify.verification.normalise): per kind."""
+    schema["oneOf"] = [{"properties": {"kind": {"const": kind}, "address": {"format": form}}}
+                       for kind, form in (("email", "email-address"), ("sms", "e164-phone"))]
+
+
 class AddContactBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_address_by_kind)
     kind: Literal["email", "sms"]
     address: str = Field(min_length=1, max_length=320,
                          description="An email address (owner@example.com) or a phone number in E.164 form (+15551234567)")

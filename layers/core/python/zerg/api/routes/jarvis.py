@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import ApiError
 from zerg.api.models import QuickReply, RealtimeSession, RouteDecision, responses
+from zerg.validation import NOT_BLANK, json_int
 
 router = Router()
 
@@ -31,7 +32,8 @@ class HistoryMessage(BaseModel):
 
 class RouteBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    utterance: str = Field(min_length=1, max_length=UTTERANCE_CHARS, description="What the user said or typed")
+    utterance: str = Field(min_length=1, max_length=UTTERANCE_CHARS, json_schema_extra={"pattern": NOT_BLANK},
+                           description="What the user said or typed")
     history: list[HistoryMessage] | None = Field(
         default=None, max_length=HISTORY_ITEMS, description="The conversation's recent messages, oldest first (data)")
 
@@ -40,8 +42,9 @@ class RouteBody(BaseModel):
 
 class QuickBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    utterance: str = Field(min_length=1, max_length=UTTERANCE_CHARS, description="What the user said or typed")
-    failed_run_id: int | None = Field(default=None, ge=1, le=MAX_ID, description=(
+    utterance: str = Field(min_length=1, max_length=UTTERANCE_CHARS, json_schema_extra={"pattern": NOT_BLANK},
+                           description="What the user said or typed")
+    failed_run_id: json_int(ge=1, le=MAX_ID) | None = Field(default=None, description=(
         "The owner's run that failed or timed out: the answer starts with an apology that the deeper check failed"))
 
     _utterance = field_validator("utterance")(_not_blank)

@@ -22,21 +22,28 @@ from zerg.api.models import (MemoryFileDocument, MemoryFileList, MemoryFileVersi
                              responses)
 from zerg.memory import filesystem as fs
 from zerg.memory.paths import MAX_PATH_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS
+from zerg.validation import NOT_BLANK
 
 router = Router()
 
-FilePath = Annotated[str, Query(min_length=1, max_length=MAX_PATH_CHARS, description=(
+# The rules of zerg.memory.paths are named formats in the document (a letter or a digit of any
+# script is more than a JSON Schema pattern can say); the validator's 422 words each refusal.
+FilePath = Annotated[str, Query(min_length=1, max_length=MAX_PATH_CHARS, json_schema_extra={"format": "memory-path"},
+                                description=(
     "The file's relative path, e.g. notes/backup.md: letters, digits, space and - _ . @ + , ( ), "
     "'/' between folders; no '..', no leading '/'"))]
 
 
 class MemoryFileBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(description="The whole content (at most 256 KiB of UTF-8)")
-    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,
+    content: str = Field(json_schema_extra={"format": "memory-content"},
+                         description="The whole content (at most 256 KiB of UTF-8)")
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS, json_schema_extra={"format": "memory-title"},
                               description="Omitted: an existing file keeps its title; a new one takes its first '# heading'")
-    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS, description=(
-        f"Up to {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters (lower-cased); omitted: an existing file keeps its tags"))
+    tags: list[Annotated[str, Field(json_schema_extra={"format": "memory-tag"})]] | None = Field(
+        default=None, max_length=MAX_TAGS, description=(
+            f"Up to {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters (lower-cased); omitted: an existing file "
+            "keeps its tags"))
 
 
 @contextmanager
@@ -55,7 +62,8 @@ def _answers() -> Iterator[None]:
 def list_memory_files(
     owner_id: Owner,
     rt: Rt,
-    prefix: Annotated[str, Query(max_length=MAX_PATH_CHARS + 1, description="Only paths starting with this, e.g. notes/")] = "",
+    prefix: Annotated[str, Query(max_length=MAX_PATH_CHARS + 1, json_schema_extra={"format": "memory-prefix"},
+                                 description="Only paths starting with this, e.g. notes/")] = "",
     limit: Annotated[int, Query(ge=1, le=fs.LS_MAX, description="How many files")] = 100,
 ):
     with _answers():
@@ -117,8 +125,10 @@ def restore_memory_file(
 def search_memory_files(
     owner_id: Owner,
     rt: Rt,
-    q: Annotated[str, Query(min_length=1, max_length=1_000, description="What to look for")],
-    tags: Annotated[str | None, Query(max_length=MAX_TAGS * (MAX_TAG_CHARS + 1), description=(
+    q: Annotated[str, Query(min_length=1, max_length=1_000, json_schema_extra={"pattern": NOT_BLANK},
+                            description="What to look for (not blank)")],
+    tags: Annotated[str | None, Query(max_length=MAX_TAGS * (MAX_TAG_CHARS + 1),
+                                      json_schema_extra={"format": "memory-tag-list"}, description=(
         "Comma-separated: only files carrying ALL of these tags"))] = None,
     limit: Annotated[int, Query(ge=1, le=50, description="How many hits")] = 5,
 ):

@@ -12,13 +12,14 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
                              responses)
+from zerg.api.query import repeated
 from zerg.auth import Caller
 from zerg.runs import events
 from zerg.runs import store as runs
@@ -26,7 +27,7 @@ from zerg.runs.launch import LaunchError, start_execution
 from zerg.runs.store import RunTrigger
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL, RunStatus
-from zerg.validation import validation_message
+from zerg.validation import NOT_BLANK, validation_message
 
 router = Router()
 CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end their commands
@@ -60,7 +61,9 @@ class Preferences(BaseModel):
 
 class StartRunBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1, description="What the assistant should do")
+    task: str = Field(min_length=1, json_schema_extra={"pattern": NOT_BLANK}, description=(
+        "What the assistant should do: not blank, at most ZERG_TASK_MAX_BYTES bytes of UTF-8 (default 8192; "
+        "over it 413)"))
     context: ClientContext | None = None
     preferences: Preferences | None = None
 
@@ -77,8 +80,12 @@ def stream_url(run_id: int) -> str:
 
 
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="The run's id")]
+# What check_idempotency_key accepts, for the document: 1-200 printable characters (a header value
+# is Latin-1, and HTTP strips the spaces at its ends).
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~\xa1-\xac\xae-\xff]([ -~\xa1-\xac\xae-\xff]*[!-~\xa1-\xac\xae-\xff])?$"
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description=(
-    "1-200 printable characters; a replay with the same key answers with the same run and starts nothing new"))]
+    "1-200 printable characters; a replay with the same key answers with the same run and starts nothing new"),
+    json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": IDEMPOTENCY_KEY_PATTERN})]
 
 
 @router.post("/api/jarvis/supervisor", summary="Start a supervisor run", status_code=202,
@@ -168,19 +175,32 @@ def check_stream(owner_id: int, run_id: int) -> None:
             raise not_found(f"run {run_id}")
 
 
+_EVENT_ID = TypeAdapter(Annotated[int, Field(ge=0)])
+
+
 def _stream_params(event: Any, model: type[BaseModel]) -> BaseModel:
     """A raw events request's query parameters and Last-Event-ID (the header wins over the
-    ``last_event_id`` query), validated by ``model`` with the messages Powertools would give (422)."""
+    ``last_event_id`` query), validated by ``model`` with the messages Powertools would give (422).
+    Both are checked when both are given, as the route checks them."""
     query = event.get("queryStringParameters") or {}
     header = (event.get("headers") or {}).get("last-event-id")
-    source, name, after = ("header", "last-event-id", header) if header else ("query", "last_event_id", query.get("last_event_id"))
-    given = {**{k: query.get(k) for k in model.model_fields if k != "last_event_id"}, "last_event_id": after}
-    try:  # blank means absent, as in ``app.without_blanks``
-        return model.model_validate({k: v for k, v in given.items() if v not in (None, "")})
+    lists = repeated(event)  # a parameter given twice is a list, as Powertools has it
+    errors: list[Any] = []
+    params = None
+    try:  # blank means absent, as in ``query.without_blanks``
+        params = model.model_validate({k: v for k in model.model_fields
+                                       if (v := lists.get(k, query.get(k))) not in (None, "")})
     except ValidationError as exc:
-        errors = [{**e, "loc": ("query", *e["loc"]) if e["loc"] != ("last_event_id",) else (source, name)}
-                  for e in exc.errors()]
-        raise ApiError(*validation_message(errors)) from None
+        errors += [{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]
+    after = None
+    if header:
+        try:
+            after = _EVENT_ID.validate_python(header)
+        except ValidationError as exc:
+            errors += [{**e, "loc": ("header", "last-event-id")} for e in exc.errors()]
+    if errors:
+        raise ApiError(*validation_message(errors))
+    return params.model_copy(update={"last_event_id": after}) if after is not None else params
 
 
 def stream_request(event: Any) -> tuple[Caller, int, int]:

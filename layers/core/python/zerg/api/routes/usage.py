@@ -54,9 +54,11 @@ def report_range(from_text: str | None, to_text: str | None) -> tuple[date, date
 def usage(
     owner_id: Owner,
     rt: Rt,
-    from_day: Annotated[str | None, Query(alias="from", pattern=_DAY, description=(
+    from_day: Annotated[str | None, Query(alias="from", pattern=_DAY, json_schema_extra={"format": "ledger-day"},
+                                          description=(
         "The first UTC day, YYYY-MM-DD (inclusive); default: 29 days before to"))] = None,
-    to_day: Annotated[str | None, Query(alias="to", pattern=_DAY, description=(
+    to_day: Annotated[str | None, Query(alias="to", pattern=_DAY, json_schema_extra={"format": "ledger-day"},
+                                        description=(
         "The last UTC day, YYYY-MM-DD (inclusive); default: today (UTC)"))] = None,
     group_by: Annotated[Literal["day", "model", "component"], Query(description="What each row is")] = "day",
 ):

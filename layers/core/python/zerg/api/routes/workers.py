@@ -2,13 +2,18 @@
 
 A file is served whole up to ``FILE_MAX_BYTES``; any file, whatever its size, is readable in pieces
 with a ``Range`` header (206, at most ``RANGE_MAX_BYTES`` each: :mod:`zerg.api.ranges`).
+
+A file is what a worker (and so whatever text it read) wrote: it is served as a download
+(``Content-Disposition: attachment``) unless the caller asks to see it (``?inline=true``), and
+either way under a Content-Security-Policy that lets nothing in it run (``sandbox``), with
+``nosniff``, so no browser ever renders it as a page of this origin.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Annotated
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -41,6 +46,11 @@ FILE_RESPONSES = {
 RangeHeader = Annotated[str | None, Header(alias="range", max_length=1000, description=(
     f"Read a piece: bytes=START-END, bytes=START- or bytes=-LAST_N (at most {RANGE_MAX_BYTES} bytes "
     "per response; of several ranges only the first is served)"))]
+Inline = Annotated[bool, Query(description="Content-Disposition: inline (to view the text in the browser) instead "
+                                           "of attachment (a download)")]
+# Nothing in a file runs, even when a browser is asked to show it (inline): no script, no plugin,
+# no form, no frame of it anywhere.
+FILE_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 
 
 @router.get("/api/jarvis/workers", summary="Workers, newest first (summaries, never results)",
@@ -84,7 +94,23 @@ def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
     return json_response(body)
 
 
-def _file(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | None) -> Response:
+def disposition(path: str, inline: bool) -> str:
+    """``attachment`` (or ``inline``) naming the file's last segment: an ASCII fallback and its
+    UTF-8 name (RFC 6266, RFC 8187), so the header is ASCII whatever the name."""
+    name = path.rsplit("/", 1)[-1] or "file"
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return f"{'inline' if inline else 'attachment'}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _file(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | None, inline: bool) -> Response:
+    response = _read(rt, owner_id, job_id, path, byte_range)
+    if response.status_code in (200, 206):
+        response.headers.update({"Content-Disposition": disposition(unquote(path), inline),
+                                 "Content-Security-Policy": FILE_CSP})
+    return response
+
+
+def _read(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | None) -> Response:
     handle = _handle(rt, owner_id, job_id)
     rel = unquote(path)
     kind = "application/json" if path.endswith(".json") else "application/x-ndjson" if path.endswith(".jsonl") else "text/plain; charset=utf-8"
@@ -113,15 +139,15 @@ def _file(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | 
 @router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file (whole, or a byte range)",
             responses=FILE_RESPONSES)
 def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The file, '/' encoded as %2F")],
-                    owner_id: Owner, rt: Rt, byte_range: RangeHeader = None):
-    return _file(rt, owner_id, job_id, path, byte_range)
+                    owner_id: Owner, rt: Rt, byte_range: RangeHeader = None, inline: Inline = False):
+    return _file(rt, owner_id, job_id, path, byte_range, inline)
 
 
 @router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder (whole, or a byte range)",
             responses=FILE_RESPONSES)
 def get_worker_file_in_folder(job_id: JobId, folder: Annotated[str, Path()], name: Annotated[str, Path()],
-                              owner_id: Owner, rt: Rt, byte_range: RangeHeader = None):
-    return _file(rt, owner_id, job_id, f"{folder}/{name}", byte_range)
+                              owner_id: Owner, rt: Rt, byte_range: RangeHeader = None, inline: Inline = False):
+    return _file(rt, owner_id, job_id, f"{folder}/{name}", byte_range, inline)
 
 
 RETRYABLE = ("timeout", "failed", "cancelled")  # a worker that did not finish its task
