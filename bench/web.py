@@ -58,7 +58,8 @@ TIMED_FETCH = """async ([path, bodies]) => {
   for (const body of bodies) {
     const t = performance.now();
     // As the app's own api() sends it: the client header is the cookie session's proof (zerg.api.security).
-    const resp = await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json', 'X-Zerg-Client': 'web'},
+    const resp = await fetch(path, {method: 'POST',
+                                    headers: {'Content-Type': 'application/json', 'X-Zerg-Client': 'web'},
                                     body: JSON.stringify(body)});
     doc = await resp.json();
     samples.push(performance.now() - t);

@@ -230,7 +230,8 @@ def test_every_api_answer_carries_nosniff_and_no_framing(alice, runtime_env):
         "404 no route": call("GET", "/api/jarvis/nothing-here", token=token),
         "405": call("GET", "/api/jarvis/contacts/verify", token=token),
         "422": call("GET", "/api/jarvis/runs?limit=0", token=token),
-        "403 cross origin": call("POST", "/api/jarvis/logout", headers={"cookie": f"{COOKIE}={token}", "origin": "http://x"}),
+        "403 cross origin": call("POST", "/api/jarvis/logout",
+                                 headers={"cookie": f"{COOKIE}={token}", "origin": "http://x"}),
         "openapi.json": call("GET", "/api/openapi.json"),
         "docs page": call("GET", "/api/docs"),
     }

@@ -48,6 +48,7 @@ def _zones() -> list[str]:
 WORD = string.ascii_lowercase + string.digits
 _segment = st.text(WORD + "éж_-", min_size=1, max_size=12)
 _path = st.lists(_segment, min_size=1, max_size=4).map("/".join)
+_artifact_name = st.from_regex(r"[a-z0-9_][a-z0-9_.-]{0,20}", fullmatch=True)
 _tag = st.text(WORD + "é_.:-", min_size=1, max_size=20)
 _printable = st.text(st.characters(categories=("L", "N", "P", "S")) | st.just(" "), max_size=60)
 _future = st.builds("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}".format, st.integers(2100, 2199), st.integers(1, 12),
@@ -69,6 +70,8 @@ STRATEGIES = {
     "memory-title": st.text(st.characters(exclude_categories=("Cc", "Cf", "Cs", "Co", "Cn")), max_size=80),
     "memory-tag": _tag,
     "memory-tag-list": st.lists(_tag, max_size=5).map(",".join),
+    "artifact-path": st.lists(_artifact_name, min_size=1, max_size=3).map("/".join),
+    "artifact-name": _artifact_name,
     "iana-time-zone": st.deferred(lambda: st.sampled_from(_zones())),
     "quiet-hours": st.one_of(st.just("off"), st.tuples(st.integers(0, 23), st.integers(0, 59), st.integers(0, 23),
                                                        st.integers(0, 59)).filter(lambda t: t[:2] != t[2:]).map(

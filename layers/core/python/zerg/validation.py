@@ -58,7 +58,10 @@ JsonBool = StrictBool
 
 # A JSON Schema pattern for "not blank": some character that Python's str.strip() keeps. (ECMA's \S,
 # which a JSON Schema pattern means, takes U+001C-U+001F and U+0085 for text; Python strips them.)
-NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK = rf"[^{_SPACE}]"
+# Not blank, and no NUL anywhere (text a query parameter carries to PostgreSQL).
+NOT_BLANK_NOR_NUL = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
 
 
 def null_only_for(*nullable: str) -> Any:

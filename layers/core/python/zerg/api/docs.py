@@ -67,6 +67,10 @@ FORMATS = {
                     "categories Cc, Cf, Cs, Co, Cn)",
     "memory-tag": "1-50 characters once trimmed and lower-cased: letters and digits of any script, - _ . :",
     "memory-tag-list": "memory-tags separated by commas (blank items are ignored)",
+    "artifact-path": "A path relative to the worker directory ('/' between folders, or %2F): no NUL, no "
+                     "backslash, not absolute, no '..' segment (also after URL-decoding), each name at most 255 "
+                     "bytes of UTF-8, the whole at most 800",
+    "artifact-name": "One file or folder name of an artifact-path",
     "iana-time-zone": "An IANA time zone name, e.g. Europe/Berlin, America/New_York or UTC",
     "quiet-hours": "'HH:MM-HH:MM' on the 24-hour clock, two different minutes (it may wrap midnight), or 'off'",
     "schedule-name": "At most 100 characters once trimmed, printable, not only the digits 0-9 (a number names a "
@@ -101,8 +105,8 @@ def refine(doc: dict[str, Any]) -> dict[str, Any]:
       operation with 429;
     - the rules named by a ``format`` are described under ``info.x-formats`` (:data:`FORMATS`).
     """
-    from zerg.api.query import BLANK_IS_ABSENT_HEADERS
     from zerg.api.models import ERRORS
+    from zerg.api.query import BLANK_IS_ABSENT_HEADERS
 
     for operations in doc.get("paths", {}).values():
         for method, operation in operations.items():

@@ -61,6 +61,8 @@ def add_contact(body: AddContactBody, owner_id: Owner, rt: Rt):
 
 
 @router.post("/api/jarvis/contacts/verify", summary="Verify a contact with the code sent to it",
+             description="The code must be the one last sent to that contact, within 10 minutes: a wrong code is 422 "
+                         "with the attempts left, no pending or an expired code 422 saying to add the contact again.",
              responses=responses(200, "The contact, verified", Contact, 400, 401, 404, 415, 429))
 def verify_contact(body: VerifyContactBody, owner_id: Owner, rt: Rt):
     from zerg.notify import verification as service

@@ -22,7 +22,7 @@ from zerg.api.models import (MemoryFileDocument, MemoryFileList, MemoryFileVersi
                              responses)
 from zerg.memory import filesystem as fs
 from zerg.memory.paths import MAX_PATH_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS
-from zerg.validation import NOT_BLANK
+from zerg.validation import NOT_BLANK_NOR_NUL
 
 router = Router()
 
@@ -125,7 +125,7 @@ def restore_memory_file(
 def search_memory_files(
     owner_id: Owner,
     rt: Rt,
-    q: Annotated[str, Query(min_length=1, max_length=1_000, json_schema_extra={"pattern": NOT_BLANK},
+    q: Annotated[str, Query(min_length=1, max_length=1_000, json_schema_extra={"pattern": NOT_BLANK_NOR_NUL},
                             description="What to look for (not blank)")],
     tags: Annotated[str | None, Query(max_length=MAX_TAGS * (MAX_TAG_CHARS + 1),
                                       json_schema_extra={"format": "memory-tag-list"}, description=(

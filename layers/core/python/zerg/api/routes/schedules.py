@@ -43,6 +43,7 @@ def _answers() -> Iterator[None]:
 
 
 @router.post("/api/jarvis/schedules", summary="Create a schedule (a background check, the digest or a reminder)",
+             description="Exactly one of cron, rate and at; task is required unless kind is digest (422 otherwise).",
              responses=responses(201, "The schedule, with its Scheduler expression and next fire", Schedule,
                                  400, 401, 409, 415, 503))
 def create_schedule(body: ScheduleSpec, owner_id: Owner, rt: Rt):
@@ -65,6 +66,7 @@ def get_schedule(schedule_id: ScheduleId, owner_id: Owner, rt: Rt):
 
 @router.patch("/api/jarvis/schedules/<schedule_id>",
               summary="Change a schedule: any subset of the fields; cron, rate or at replaces the expression",
+              description="At most one of cron, rate and at; a check or reminder keeps a task (422 otherwise).",
               responses=responses(200, "The schedule as changed", Schedule, 400, 401, 404, 409, 415, 503))
 def patch_schedule(schedule_id: ScheduleId, body: SchedulePatch, owner_id: Owner, rt: Rt):
     with _answers():

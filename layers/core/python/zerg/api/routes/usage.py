@@ -50,6 +50,7 @@ def report_range(from_text: str | None, to_text: str | None) -> tuple[date, date
 
 
 @router.get("/api/jarvis/usage", summary="The owner's model usage and cost per UTC day, model or component",
+            description=f"from must not be after to, and from-to spans at most {MAX_SPAN_DAYS} days (422 otherwise).",
             responses=responses(200, "One row per key, sorted by key", UsageReport, 401))
 def usage(
     owner_id: Owner,

@@ -48,6 +48,7 @@ RangeHeader = Annotated[str | None, Header(alias="range", max_length=1000, descr
     "per response; of several ranges only the first is served)"))]
 Inline = Annotated[bool, Query(description="Content-Disposition: inline (to view the text in the browser) instead "
                                            "of attachment (a download)")]
+ArtifactName = Annotated[str, Path(json_schema_extra={"format": "artifact-name"})]
 # Nothing in a file runs, even when a browser is asked to show it (inline): no script, no plugin,
 # no form, no frame of it anywhere.
 FILE_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
@@ -138,14 +139,15 @@ def _read(rt: Runtime, owner_id: int, job_id: int, path: str, byte_range: str | 
 # A path parameter cannot hold '/': a file in a folder has its own route (or a %2F-encoded path).
 @router.get("/api/jarvis/workers/<job_id>/files/<path>", summary="One artifact file (whole, or a byte range)",
             responses=FILE_RESPONSES)
-def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The file, '/' encoded as %2F")],
+def get_worker_file(job_id: JobId, path: Annotated[str, Path(description="The file, '/' encoded as %2F",
+                                                              json_schema_extra={"format": "artifact-path"})],
                     owner_id: Owner, rt: Rt, byte_range: RangeHeader = None, inline: Inline = False):
     return _file(rt, owner_id, job_id, path, byte_range, inline)
 
 
 @router.get("/api/jarvis/workers/<job_id>/files/<folder>/<name>", summary="One artifact file in a folder (whole, or a byte range)",
             responses=FILE_RESPONSES)
-def get_worker_file_in_folder(job_id: JobId, folder: Annotated[str, Path()], name: Annotated[str, Path()],
+def get_worker_file_in_folder(job_id: JobId, folder: ArtifactName, name: ArtifactName,
                               owner_id: Owner, rt: Rt, byte_range: RangeHeader = None, inline: Inline = False):
     return _file(rt, owner_id, job_id, f"{folder}/{name}", byte_range, inline)
 
