@@ -136,6 +136,19 @@ def test_refused_requests_change_nothing_and_the_same_requests_from_the_app_do(b
     assert retried.status_code == 202 and run_count() == before + 1
 
 
+def test_the_local_servers_own_scheme_decides_its_origin_not_a_clients_forwarded_proto(browser_like):
+    base, _, token_for = browser_like
+    # A browser that sends Origin but no Sec-Fetch-Site: the Origin is compared with the scheme the
+    # server was reached by (http here); a client's X-Forwarded-Proto claims nothing.
+    for forged in ({}, {"X-Forwarded-Proto": "https"}):
+        ours = _send(base, "POST", "/api/jarvis/push/test", token_for(), {"Origin": base, CLIENT_HEADER: "web",
+                                                                          **forged})
+        assert "cross_origin" not in ours.text, (forged, ours.text)
+    https = _send(base, "POST", "/api/jarvis/push/test", token_for(), {"Origin": base.replace("http:", "https:"),
+                                                                       CLIENT_HEADER: "web", "X-Forwarded-Proto": "https"})
+    assert _refused(https, "Origin"), https.text
+
+
 def test_a_bearer_token_is_unaffected_by_origin_and_header(browser_like):
     base, other, token_for = browser_like
     resp = httpx.post(f"{base}/api/jarvis/runs/{BIG_ID}/cancel", headers={

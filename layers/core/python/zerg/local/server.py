@@ -254,7 +254,9 @@ class ZergASGI:
         query = scope.get("query_string", b"").decode("latin-1")
         target = raw_path + (f"?{query}" if query else "")
         client = scope.get("client") or ("127.0.0.1", 0)
-        event = to_apigw_event(scope["method"], target, _request_headers(scope), body, client[0])
+        # The scheme this server was reached by, never a client's claim (the same-origin check reads it).
+        headers = {**_request_headers(scope), "x-forwarded-proto": scope.get("scheme", "http")}
+        event = to_apigw_event(scope["method"], target, headers, body, client[0])
         live = scope["method"] == "GET" and event["rawPath"] in STREAM_PATHS
         try:
             async with self._owner_slot(_charged_owner(event)):
