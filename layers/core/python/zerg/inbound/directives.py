@@ -15,11 +15,14 @@ Invariants:
   recorded as a question (``pending_directives``, :mod:`zerg.inbound.pending`) whose words Zerg
   writes (:func:`question_text`, from the validated arguments and the rows they name, never from
   the model's prose) and appends, word for word, to that run's answer when the run closes
-  (:func:`show_questions`; the email or SMS that carries the answer carries it too). A run's
+  (:func:`questions_of`, called by ``finalize``; the email or SMS that carries the answer carries it
+  too, whole: :func:`zerg.inbound.pending.split_question`). A model's answer that imitates the
+  question's opening has it quoted (:func:`zerg.inbound.pending.disarm`), so the last one is Zerg's. A run's
   questions are one question; asking supersedes the owner's older ones.
 - Only the owner's yes confirms, decided here and never by a model (:func:`confirm`, called before
   the supervisor's first inference): the run was started by a person, its task (the owner's own
-  words, :func:`zerg.runs.owner_words.owner_words`: never a worker retry's model-written task) is a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
+  words, :func:`zerg.runs.owner_words.owner_words`: never a worker retry's model-written task) is
+  a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
   it is the NEXT person-started run on the thread after the run that asked (no other request in
   between), it has read no untrusted text (``runs.read_untrusted``), and the question is the
   owner's latest, shown and unexpired. The confirmation names what was done. No tool takes a
@@ -33,6 +36,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -458,9 +462,12 @@ def create_schedule(rt: Runtime, owner_id: int, run: dict[str, Any], spec: Any) 
         raise DirectiveError(str(exc)) from None
     args = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     args.update(name=checked["name"], task=checked["task"], kind="check", timezone=checked["timezone"])
-    summary = (f"create the check \"{checked['name']}\" that runs {cadence(checked)} ({written(checked)}, "
-               f"{checked['timezone']}), "
-               f"unattended, with the worker tools (commands on your servers), doing: \"{checked['task']}\"")
+    # The task as JSON: every character of what will run, on one line (a newline in it can neither
+    # hide a line of the script nor start a line that looks like Zerg's).
+    task = json.dumps(checked["task"], ensure_ascii=False)
+    summary = (f"create the check {json.dumps(checked['name'], ensure_ascii=False)} that runs {cadence(checked)} "
+               f"({written(checked)}, {checked['timezone']}), unattended, with the worker tools (commands on your "
+               f"servers), doing: {task}")
     with rt.pool.connection() as conn:
         return _ask(conn, owner_id, run, "create_schedule", args, summary)
 

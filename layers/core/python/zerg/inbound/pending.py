@@ -29,6 +29,12 @@ TTL = timedelta(hours=24)  # a question the owner did not answer within a day is
 QUESTION_START = "[Zerg] Waiting for your yes"  # how the question Zerg appends to an answer begins
 
 
+def disarm(text: str) -> str:
+    """A model's answer with any imitation of the question's opening quoted, so the only question
+    in an answer that reads as Zerg's is the one Zerg appends after it."""
+    return text.replace(QUESTION_START, "[quoted] Waiting for your yes")
+
+
 def split_question(answer: str) -> tuple[str, str | None]:
     """(the answer's own text, the question Zerg appended to it or None): whoever shortens an
     answer (an SMS, a mail) shortens the first and keeps the question whole."""

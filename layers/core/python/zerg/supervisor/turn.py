@@ -365,6 +365,7 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
     with rt.pool.connection() as conn:
         question = directives.questions_of(conn, run)  # what only the owner decides, in Zerg's words
         conn.commit()  # the close below is its own transaction
+        answer = pending.disarm(answer)
         if question:
             answer = f"{answer}\n\n{question}"
         if at_deadline:
