@@ -32,53 +32,45 @@ Invariants:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 
 
+class _PerThread:
+    """A resolver attribute kept per thread, in the resolver's ``threading.local``; ``fresh`` makes
+    a thread's first value when it reads before it has set one (None otherwise). A data
+    descriptor: it wins over Powertools' class attribute of the same name."""
+
+    def __init__(self, fresh: Callable[[], Any] | None = None) -> None:
+        self.fresh = fresh
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, resolver: "ConcurrentResolver | None", owner: type | None = None) -> Any:
+        if resolver is None:
+            return self
+        state = resolver._request.__dict__  # noqa: SLF001
+        return state.get(self.name) if self.fresh is None else state.setdefault(self.name, self.fresh())
+
+    def __set__(self, resolver: "ConcurrentResolver", value: Any) -> None:
+        resolver._request.__dict__[self.name] = value  # noqa: SLF001
+
+
 class ConcurrentResolver(APIGatewayHttpResolver):
     """An ``APIGatewayHttpResolver`` whose per-request state is per thread (see the module docstring)."""
+
+    current_event = _PerThread()
+    lambda_context = _PerThread()
+    context = _PerThread(dict)
+    processed_stack_frames = _PerThread(list)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._request = threading.local()  # first: Powertools' __init__ assigns context and frames
         super().__init__(*args, **kwargs)
-
-    @property
-    def current_event(self) -> Any:
-        return getattr(self._request, "event", None)
-
-    @current_event.setter
-    def current_event(self, value: Any) -> None:
-        self._request.event = value
-
-    @property
-    def lambda_context(self) -> Any:
-        return getattr(self._request, "lambda_context", None)
-
-    @lambda_context.setter
-    def lambda_context(self, value: Any) -> None:
-        self._request.lambda_context = value
-
-    @property
-    def context(self) -> dict:
-        state = self._request.__dict__
-        return state.setdefault("context", {})
-
-    @context.setter
-    def context(self, value: dict) -> None:
-        self._request.context = value
-
-    @property
-    def processed_stack_frames(self) -> list[str]:
-        state = self._request.__dict__
-        return state.setdefault("frames", [])
-
-    @processed_stack_frames.setter
-    def processed_stack_frames(self, value: list[str]) -> None:
-        self._request.frames = value
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         raw = event.raw_event if isinstance(event, BaseProxyEvent) else event  # as Powertools accepts it
