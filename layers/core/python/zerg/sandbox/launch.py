@@ -267,8 +267,13 @@ def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, command: str, 
     for inside in ("/tmp", HOME_INSIDE):  # the only writable places: each a tmpfs of its own, capped
         argv += ["--size", str(limits.writable), "--perms", "0700", "--tmpfs", inside]
     argv += ["--chdir", HOME_INSIDE, "--remount-ro", "/", "--"]
-    return argv + limits.prlimit(_prlimit(), uids.PROCESS_LIMIT if call.uid is not None else None) + [
+    return argv + limits.prlimit(_prlimit(), _processes(call)) + [
         "/bin/sh", "-c", command]
+
+
+def _processes(call: reaper.CallDir) -> int | None:
+    """The call's process limit: only when it has a uid of its own (RLIMIT_NPROC counts per uid)."""
+    return uids.PROCESS_LIMIT if call.uid is not None else None
 
 
 def _nsinit(call: reaper.CallDir) -> list[str]:
@@ -286,16 +291,15 @@ def _unshare_argv(binary: str, call: reaper.CallDir, network: bool, command: str
     if not network:
         argv.append("--net")
     become = "-" if call.uid is None else str(call.uid)
-    processes = uids.PROCESS_LIMIT if call.uid is not None else None
-    return argv + ["--", *_nsinit(call), "ns", str(call.root), "1" if network else "0", limits.rlimits(processes),
+    return argv + ["--", *_nsinit(call), "ns", str(call.root), "1" if network else "0",
+                   limits.rlimits(_processes(call)),
                    str(limits.writable), become, command]
 
 
 def _best_effort_argv(call: reaper.CallDir, command: str, limits: Limits) -> list[str]:
     """nsinit as the call's subreaper (as root it stays root; the command runs as the call's uid)."""
     become = "-" if call.uid is None else str(call.uid)
-    processes = uids.PROCESS_LIMIT if call.uid is not None else None
-    return [*_nsinit(call), "best", str(os.getpid()), limits.rlimits(processes), become, command]
+    return [*_nsinit(call), "best", str(os.getpid()), limits.rlimits(_processes(call)), become, command]
 
 
 def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,

@@ -296,15 +296,20 @@ def below(me):
     return found
 
 
+def become_uid(uid):
+    """This process as ``uid`` alone (no supplementary groups), for good."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
 def kill_as(uid):
     """Kill every process of ``uid`` in one ``kill(-1)`` run as that uid: the kernel signals them
     all while holding off forks, so a forking loop cannot outrun it."""
     helper = os.fork()
     if helper == 0:
         try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            become_uid(uid)
             os.kill(-1, 9)
         except OSError:
             pass
@@ -358,9 +363,7 @@ def best_effort(parent, limits, uid, command):
     def become():
         set_limits(limits)
         if uid != "-":
-            os.setgroups([])
-            os.setresgid(int(uid), int(uid), int(uid))
-            os.setresuid(int(uid), int(uid), int(uid))
+            become_uid(int(uid))
             try:
                 os.kill(-1, 9)  # what an earlier call of this uid left (spares this process)
             except ProcessLookupError:
