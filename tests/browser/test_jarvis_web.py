@@ -20,6 +20,7 @@ from tests.support.browser import (
     message_box,
     owner_runs,
     screenshot,
+    sign_in,
     supervisor_run_id,
     worker_rows,
     workers_region,
@@ -155,6 +156,48 @@ def test_a_quick_question_is_answered_in_quick_mode_without_a_run(open_page, new
     expect(page.get_by_text(ESCALATION)).to_have_count(0)
     assert owner_runs(pool, owner.owner_id) == []
     screenshot(page, "client-quick-answer")
+
+
+def test_a_quick_answer_that_comes_back_before_the_thread_has_loaded_stays_shown_once(
+        open_page, new_owner, pool):
+    """The server answers concurrently: the thread page read at sign-in may arrive after a quick
+    answer was shown. It must neither take the answer away nor show the question twice."""
+    from zerg.runs.threads import append_messages, find_or_create_thread
+
+    owner = new_owner()
+    with pool.connection() as conn:
+        thread_id = find_or_create_thread(conn, owner.owner_id)
+        append_messages(conn, owner.owner_id, thread_id, None,
+                        [("user", "Yesterday's question", {}), ("assistant", "Yesterday's answer", {})])
+    page = open_page()
+    held = []
+
+    def hold_the_page(route):  # the chat's page of the thread; the sign-in check (limit=1) goes on
+        if "limit=1&" in route.request.url + "&" or held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    page.route("**/api/jarvis/thread*", hold_the_page)
+    sign_in(page, owner)
+    with page.expect_response(lambda r: r.url.split("?")[0].endswith("/api/jarvis/quick")) as quick_post:
+        ask(page, "What time is it?")
+    assert quick_post.value.ok and held, "the quick answer came back while the thread page was held"
+    log = conversation(page)
+    expect(log.locator("article[data-role='assistant'][data-mode='quick']")).to_have_count(1)
+    for route, response in held:  # the snapshot read before the quick turn was stored, delivered late
+        route.fulfill(response=response)
+    expect(log.get_by_text("Yesterday's answer")).to_be_visible()  # the late page is in
+    expect_one_quick_turn_after_yesterday(log)
+    page.reload()
+    expect_one_quick_turn_after_yesterday(log)
+
+
+def expect_one_quick_turn_after_yesterday(log) -> None:
+    expect(log.locator("article")).to_have_count(4)
+    expect(log.locator("article[data-role='assistant'][data-mode='quick']")).to_have_count(1)
+    expect(log.locator("article[data-role='user']").last).to_have_text("What time is it?")
+    expect(log.locator("article").last).to_have_attribute("data-mode", "quick")
 
 
 def test_keyboard_only_labelled_input_enter_sends_sensible_tab_order_and_live_progress(

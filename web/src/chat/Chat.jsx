@@ -85,8 +85,10 @@ export function Chat({ visible }) {
     try {
       const page = await get(`/api/jarvis/thread${qs({ limit: PAGE })}`);
       const rows = page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread);
-      // Turns typed while the page was loading are kept after the stored ones.
-      setMessages((ms) => [...rows, ...ms.filter((m) => !m.id && !rows.some((r) => r.key === m.key))]);
+      // Turns typed while the page was loading are kept after the stored ones, answered or not: a
+      // quick answer that came back before this page of the thread is not lost, nor shown twice.
+      const stored = new Set(rows.map((r) => r.id));
+      setMessages((ms) => [...rows, ...ms.filter((m) => !(m.id && stored.has(m.id)) && !rows.some((r) => r.key === m.key))]);
       setOlder(page.next_before_id);
       setLoadError('');
       scrollDown();
@@ -219,7 +221,8 @@ export function Chat({ visible }) {
     setBusy(true);
     setText('');
     const before = messages;
-    append({ key: nextKey(), role: 'user', content: utterance });
+    const asked = nextKey();
+    append({ key: asked, role: 'user', content: utterance });
     try {
       let mode = 'supervisor';
       const history = before.filter((m) => m.role === 'user' || m.role === 'assistant')
@@ -235,6 +238,7 @@ export function Chat({ visible }) {
       if (mode === 'quick') {
         try {
           const q = await post('/api/jarvis/quick', { utterance });
+          setMessages((ms) => ms.map((m) => (m.key === asked ? { ...m, id: q.message_ids?.[0] } : m)));
           append({ key: nextKey(), role: 'assistant', content: q.answer, mode: 'quick', id: q.message_ids?.[1] });
           if (readRef.current) speak(q.answer);
           return;
