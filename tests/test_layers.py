@@ -44,7 +44,7 @@ LAYERS: dict[str, int] = {
     "runs.store": RECORDS, "runs.threads": RECORDS, "runs.events": RECORDS, "runs.jobs": RECORDS,
     "owners": RECORDS, "identity": RECORDS, "notify.contacts": RECORDS, "llm.ledger": RECORDS, "hosts.store": RECORDS,
     "memory.files": RECORDS, "memory.versions": RECORDS, "memory.vectors": RECORDS,
-    "memory.embed_failures": RECORDS, "memory.facts": RECORDS, "memory.summaries": RECORDS,
+    "memory.embed_failures": RECORDS, "memory.terms": RECORDS, "memory.facts": RECORDS, "memory.summaries": RECORDS,
     "schedules.store": RECORDS, "schedules.fires": RECORDS,
     "notify.policy": RECORDS, "notify.limits": RECORDS, "notify.notifications": RECORDS,
     "notify.push_subscriptions": RECORDS, "notify.push_keys": RECORDS,

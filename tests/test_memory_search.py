@@ -15,10 +15,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from zerg.memory import facts, files, recall
+from zerg.memory import facts, files, recall, terms
 from zerg.memory import filesystem as fs
 from zerg.memory.paths import MemoryInputError
-from zerg.memory.search import SEARCH_TIMEOUT, fuse, rrf, search_memory, snippet
+from zerg.memory.search import SEARCH_TIMEOUT, combine, fuse, proximity, search_memory, snippet
 
 DIMS = 384
 MODEL = "all-MiniLM-L6-v2"  # the name the 384-d partial HNSW index is for
@@ -104,14 +104,37 @@ def test_a_query_of_stop_words_or_symbols_matches_as_a_substring(rt, pool, owner
     assert hit.path == "b.md" and "C++ &" in hit.snippet
 
 
-def test_websearch_operators_are_honoured(rt, pool, owner):
+def test_operators_apply_only_after_the_strict_prefix(rt, pool, owner):
     put(rt, pool, owner, "a.md", "backup server cube in the rack")
     put(rt, pool, owner, "b.md", "backup disk on the shelf")
-    assert [h.path for h in search_memory(rt, owner, "backup -cube").hits] == ["b.md"]
-    assert [h.path for h in search_memory(rt, owner, '"server cube"').hits] == ["a.md"]
+    assert [h.path for h in search_memory(rt, owner, "strict: backup -cube").hits] == ["b.md"]
+    assert [h.path for h in search_memory(rt, owner, 'STRICT: "server cube"').hits] == ["a.md"]
+    assert sorted(h.path for h in search_memory(rt, owner, "strict: cube or shelf").hits) == ["a.md", "b.md"]
 
 
-def test_a_standalone_or_is_an_operator_and_any_word_still_matches_without_one(rt, pool, owner):
+@pytest.mark.parametrize("question", [
+    'what did I note about "the backup server" or the disk?',  # quotes and a standalone "or"
+    "backup -disk or cube",  # what would be operators, typed without the prefix
+    'the "rack"',
+])
+def test_a_natural_question_is_never_read_with_operators(rt, pool, owner, question):
+    put(rt, pool, owner, "a.md", "backup server cube in the rack")
+    put(rt, pool, owner, "b.md", "backup disk on the shelf")
+    put(rt, pool, owner, "c.md", "tomatoes need water")
+    out = search_memory(rt, owner, question)
+    assert out.hits and "c.md" not in [h.path for h in out.hits] and out.note.startswith("no embedder")
+    assert all(h.method == "fulltext" for h in out.hits)
+
+
+def test_a_strict_query_that_finds_nothing_falls_back_to_its_words_and_says_so(rt, pool, owner):
+    put(rt, pool, owner, "a.md", "backup server cube in the rack")
+    put(rt, pool, owner, "b.md", "backup disk on the shelf")
+    out = search_memory(rt, owner, 'strict: "cube on the shelf"')
+    assert sorted(h.path for h in out.hits) == ["a.md", "b.md"]
+    assert "no file matches the strict query: files holding any of its words instead" in out.note
+
+
+def test_a_standalone_or_and_any_word_match_without_the_prefix(rt, pool, owner):
     put(rt, pool, owner, "a.md", "backup server cube in the rack")
     put(rt, pool, owner, "b.md", "web server box on the shelf")
     assert sorted(h.path for h in search_memory(rt, owner, "cube OR box").hits) == ["a.md", "b.md"]
@@ -145,20 +168,21 @@ def test_quotes_and_backslashes_in_a_query_are_words_not_syntax(rt, pool, owner)
     assert search_memory(rt, owner, "'|&!<->():*\\").hits == []  # symbols only: a substring, found nowhere
 
 
-def test_full_text_is_served_by_its_gin_index_whatever_the_owner_holds(rt, database_url, owner):
-    # The tsquery is a parameter, not a row of a joined CTE: the planner can take memory_files_search
-    # (before, the match was a join filter and every file of the owner was read, on every search).
+def test_bm25_reads_only_the_postings_of_the_querys_words_from_their_index(rt, database_url, owner):
+    # The ranking never reads the owner's files: the words' postings, their lengths and the owner's
+    # statistics all come from memory_terms' primary key (tf is in it: an index-only scan).
     with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
         conn.execute("""INSERT INTO memory_files (owner_id, path, content, writer, content_hash)
                         SELECT %s, 'bulk/' || g, 'disk usage report number ' || g, 'user', 'h'
                         FROM generate_series(1, 3000) g""", (owner,))
-        conn.execute("VACUUM ANALYZE memory_files")  # as autovacuum would: GIN's pending list merged, statistics
+        conn.execute("VACUUM ANALYZE memory_terms")  # as autovacuum would: statistics, the visibility map
         query = files.text_query(conn, "where is the zyzzogeton note?")
-        plan = conn.execute("EXPLAIN (FORMAT JSON) " + files.FULLTEXT_SQL,
-                            {"match": query.match, "bonus": query.bonus, "owner": owner, "tags": [],
-                             "limit": 20}).fetchone()
-    assert query.match == "'zyzzogeton' | 'note'" or query.match == "'note' | 'zyzzogeton'"
-    assert '"Index Name": "memory_files_search"' in json.dumps(plan)
+        plan = json.dumps(conn.execute("EXPLAIN (FORMAT JSON) " + terms.BM25_SQL.format(files=""), {
+            "owner": owner, "terms": query.lexemes, "tags": [], "require": None, "limit": 20, "k1": terms.K1,
+            "b": terms.B}).fetchone())
+    assert query.lexemes == ["note", "zyzzogeton"] and query.strict is None
+    assert '"Index Name": "memory_terms_pkey"' in plan and "memory_files" not in plan
+    assert '"Node Type": "Seq Scan"' not in plan
 
 
 def test_the_substring_fallback_reads_only_the_owners_newest_files_up_to_a_size(rt, pool, owner, monkeypatch):
@@ -171,24 +195,36 @@ def test_the_substring_fallback_reads_only_the_owners_newest_files_up_to_a_size(
 
 
 @contextlib.contextmanager
-def memory_files_locked(database_url):
-    """memory_files under an ACCESS EXCLUSIVE lock held by another session: any statement reading it waits."""
+def memory_files_locked(database_url, table="memory_files"):
+    """``table`` under an ACCESS EXCLUSIVE lock held by another session: any statement reading it waits."""
     with psycopg.connect(database_url) as conn:
-        conn.execute("LOCK TABLE memory_files IN ACCESS EXCLUSIVE MODE")
+        conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         try:
             yield
         finally:
             conn.rollback()
 
 
-def test_a_search_past_its_statement_timeout_returns_no_hits_with_a_note(rt, pool, owner, database_url, caplog):
-    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube")
-    with caplog.at_level(logging.WARNING), memory_files_locked(database_url):
-        out = search_memory(rt, owner, "backup server")
-    assert out.hits == [] and out.methods == ["fulltext"]
+def test_a_full_text_side_past_its_statement_timeout_leaves_the_vector_side_with_a_note(
+        rt, pool, owner, database_url, caplog):
+    emb = BagOfWords()
+    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube", embedder=emb)
+    with caplog.at_level(logging.WARNING), memory_files_locked(database_url, "memory_terms"):
+        out = search_memory(rt, owner, "backup server", embedder=emb)
+    assert [(h.path, h.method) for h in out.hits] == [("notes/backup.md", "vector")]
     assert out.note.endswith(f"full-text search took longer than {SEARCH_TIMEOUT}: no full-text hits")
     assert any("took longer than" in r.getMessage() for r in caplog.records)
-    assert [h.path for h in search_memory(rt, owner, "backup server").hits] == ["notes/backup.md"]  # pool is fine
+
+
+def test_a_search_past_its_statement_timeout_returns_no_hits_with_a_note(rt, pool, owner, database_url, caplog):
+    emb = BagOfWords()
+    put(rt, pool, owner, "notes/backup.md", "the backup server is called cube", embedder=emb)
+    with caplog.at_level(logging.WARNING), memory_files_locked(database_url):  # the hits' files cannot be read
+        out = search_memory(rt, owner, "backup server", embedder=emb)
+    assert out.hits == [] and out.methods == ["fulltext", "vector"]
+    assert out.note.endswith(f"the search took longer than {SEARCH_TIMEOUT}: no hits")
+    assert any("took longer than" in r.getMessage() for r in caplog.records)
+    assert [h.path for h in search_memory(rt, owner, "backup server", embedder=emb).hits] == ["notes/backup.md"]
 
 
 def test_recall_past_the_search_timeout_still_shows_the_profile(rt, pool, owner, database_url):
@@ -211,11 +247,24 @@ def test_bad_queries_are_clear_errors(rt, owner, query, limit, message):
 
 # --- fusion ---------------------------------------------------------------------------------------
 
-def test_rrf_adds_reciprocal_ranks():
-    scores = rrf([[1, 2, 3], [3, 4]])
-    assert scores[3] == pytest.approx(1 / 63 + 1 / 61) and scores[1] == pytest.approx(1 / 61)
-    assert max(scores, key=scores.get) == 3
+def test_the_signals_are_scaled_to_their_best_weighted_and_added():
+    weights = {"words": 1.0, "nearness": 1.0, "meaning": 0.5}
+    scores = combine({1: 8.0, 2: 4.0}, {1: 1.0, 2: 3.0}, {2: 0.9, 3: 0.5, 4: 0.7}, weights)
+    # words 1 and 0.5; nearness 1/3 and 1; meaning from the worst (0) to the best (1)
+    assert scores == pytest.approx({1: 1 + 1 / 3, 2: 0.5 + 1 + 0.5, 3: 0.0, 4: 0.25})
+    assert combine({}, {}, {7: 0.3}, weights) == {7: 0.5}  # one candidate: the best of its signal
     assert snippet("a  b\n\nc") == "a b c" and len(snippet("word " * 200)) <= 300 and snippet("word " * 200).endswith("…")
+
+
+def test_nearness_is_the_rarest_words_held_together_in_one_window():
+    idf = {"pottery": 3.0, "class": 1.0, "caroline": 0.1}
+    found = {
+        1: {"pottery": [100], "class": [101], "caroline": [5, 60, 99]},  # together, on one line
+        2: {"pottery": [10], "class": [500], "caroline": [11, 400]},  # scattered over the file
+        3: {"caroline": [1, 2, 3, 4, 5, 6, 7, 8]},  # a name, many times: counted once
+    }
+    near = proximity(found, idf, window=20)
+    assert near == pytest.approx({1: 4.1, 2: 3.1, 3: 0.1})
 
 
 def test_the_vector_side_finds_what_the_words_cannot_and_both_sides_are_fused(rt, pool, owner):
@@ -274,3 +323,74 @@ def test_another_owners_nearer_vectors_never_take_the_owners_places(rt, pool, ow
     assert len(out.hits) == 5 and all(h.path.startswith("mine/") and h.method == "vector" for h in out.hits)
     theirs = search_memory(rt, other_owner, "garage", embedder=emb, limit=50).hits
     assert len(theirs) == 50 and not any(h.path.startswith("mine/") for h in theirs)
+
+
+# --- BM25 and chunks ------------------------------------------------------------------------------
+
+def conversation(topic_line: str, n_turns: int = 30, at: int | None = None) -> str:
+    """A two-person session: names on every line, small talk, and ``topic_line`` as turn ``at``."""
+    small_talk = ["How was your day?", "Pretty good, thanks for asking.", "The weather was lovely today.",
+                  "I went for a walk with the dog.", "That sounds nice, I stayed home."]
+    lines = [f"{'Caroline' if i % 2 else 'Melanie'}: {small_talk[i % len(small_talk)]}" for i in range(n_turns)]
+    lines.insert(n_turns if at is None else at, f"Caroline: {topic_line}")
+    return "\n".join(lines)
+
+
+def test_rare_words_outweigh_names_on_every_line_and_length_earns_nothing(rt, pool, owner):
+    for n in range(8):  # long sessions, full of the names the question also holds
+        put(rt, pool, owner, f"sessions/{n}.md", conversation("Nothing new here.", n_turns=60 + 10 * n))
+    put(rt, pool, owner, "sessions/pottery.md", conversation("I signed up for a pottery class on Friday!", n_turns=20))
+    out = search_memory(rt, owner, "When did Caroline sign up for the pottery class, Melanie?")
+    assert out.hits[0].path == "sessions/pottery.md" and "pottery" in out.hits[0].snippet
+
+
+def test_another_owners_files_change_no_score(rt, pool, owner, other_owner):
+    put(rt, pool, owner, "a.md", "the backup server cube sits in the rack")
+    put(rt, pool, owner, "b.md", "the backup disk is on the shelf")
+    before = [(h.path, h.score) for h in search_memory(rt, owner, "backup cube rack").hits]
+    for n in range(30):  # the same words, many times over, in another owner's memory
+        put(rt, pool, other_owner, f"theirs/{n}.md", "backup backup cube rack " * (n + 1))
+    assert [(h.path, h.score) for h in search_memory(rt, owner, "backup cube rack").hits] == before
+    assert all(h.path.startswith("theirs/") for h in search_memory(rt, other_owner, "backup cube rack", limit=50).hits)
+
+
+def test_the_database_keeps_each_files_terms_on_write_edit_and_delete(rt, pool, owner):
+    def stored_terms(path):
+        with pool.connection() as conn:
+            return {r["lexeme"]: r["tf"] for r in conn.execute(
+                """SELECT t.lexeme, t.tf FROM memory_terms t JOIN memory_files f ON f.id = t.file_id
+                   WHERE t.owner_id = %s AND f.path = %s""", (owner, path)).fetchall()}
+
+    put(rt, pool, owner, "n.md", "Disks fill up. The disk on cube is full.")
+    # Each word's count, and (the empty word) the file's length in words, stop words left out.
+    assert stored_terms("n.md") == {"": 5, "disk": 2, "fill": 1, "cube": 1, "full": 1}
+    fs.edit(rt, owner, "n.md", "cube", "box", writer="user")
+    assert stored_terms("n.md") == {"": 5, "disk": 2, "fill": 1, "box": 1, "full": 1}
+    assert [h.path for h in search_memory(rt, owner, "box").hits] == ["n.md"] and not search_memory(rt, owner, "cube").hits
+    fs.delete(rt, owner, "n.md")
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM memory_terms WHERE owner_id = %s", (owner,)).fetchone()["n"] == 0
+
+
+def test_evidence_past_the_models_window_is_found_by_its_chunk(runtime_env, pool, owner, other_owner):
+    from zerg.memory import chunks, indexer
+
+    rt = runtime_env(ZERG_EMBEDDINGS="off")
+    emb = rt.__dict__["embedder"] = BagOfWords()
+    late = conversation("My automobile got a new coat of paint.", n_turns=60, at=55)  # ~2,000 characters in
+    assert late.index("automobile") > 2 * chunks.CHUNK_CHARS
+    fs.write(rt, owner, "sessions/late.md", late, writer="user")
+    fs.write(rt, owner, "sessions/other.md", conversation("We talked about gardening.", n_turns=60), writer="user")
+    fs.write(rt, other_owner, "sessions/theirs.md", conversation("My automobile is red.", n_turns=60), writer="user")
+    for someone in (owner, other_owner):
+        while indexer.embed_pending(rt, owner_id=someone) > 0:
+            pass
+    with pool.connection() as conn:
+        rows = conn.execute("""SELECT f.path, e.chunk, e.chunk_start, e.chunk_end, e.owner_id FROM memory_embeddings e
+                               JOIN memory_files f ON f.id = e.file_id ORDER BY f.path, e.chunk""").fetchall()
+    mine = [r for r in rows if r["path"] == "sessions/late.md"]
+    assert len(mine) > 2 and mine[0]["chunk_start"] == 0 and mine[-1]["chunk_end"] == len(late)
+    assert all(r["owner_id"] == other_owner for r in rows if r["path"] == "sessions/theirs.md")
+    out = search_memory(rt, owner, "car paint job", embedder=emb, limit=1)  # "car": only the vector side knows
+    assert [(h.path, h.method) for h in out.hits] == [("sessions/late.md", "both")]
+    assert [h.path for h in search_memory(rt, other_owner, "car", embedder=emb).hits] == ["sessions/theirs.md"]

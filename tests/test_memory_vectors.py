@@ -131,15 +131,23 @@ def test_vectors_of_different_models_are_never_compared(pool, owner):
         with pytest.raises(vectors.VectorSizeError, match="384-dimensional vectors, not 3"):
             vectors.nearest(conn, owner, MINILM, [1.0, 0.0, 0.0], limit=10)
         with pytest.raises(vectors.VectorSizeError):
-            vectors.upsert(conn, owner, a[0], "text-embedding-3-small", [0.1] * 384, "h")
+            vectors.store(conn, owner, a[0], "text-embedding-3-small", [vectors.Chunk(0, 5, [0.1] * 384)], "h")
 
 
-def test_upsert_refuses_another_owners_file_and_replaces_its_own(pool, owner, other_owner):
+def test_store_refuses_another_owners_file_and_replaces_all_of_its_own_chunks(pool, owner, other_owner):
+    def chunks(*vecs):
+        return [vectors.Chunk(n * 10, n * 10 + 15, v) for n, v in enumerate(vecs)]
+
     with pool.connection() as conn:
         fid = add_file(conn, owner, "notes/a.md", "alpha")
-        assert not vectors.upsert(conn, other_owner, fid, "model-a", [1.0, 0.0], "h1")
-        assert vectors.upsert(conn, owner, fid, "model-a", [1.0, 0.0], "h1")
-        assert vectors.upsert(conn, owner, fid, "model-a", [0.0, 1.0], "h2")
+        assert not vectors.store(conn, other_owner, fid, "model-a", chunks([1.0, 0.0]), "h1")
+        assert vectors.store(conn, owner, fid, "model-a", chunks([1.0, 0.0], [0.6, 0.8], [0.8, 0.6]), "h1")
+        # A file is as near as its nearest chunk, and comes back once.
+        assert vectors.nearest(conn, owner, "model-a", [0.6, 0.8], limit=5) == [(fid, 0.0)]
+        assert vectors.store(conn, owner, fid, "model-a", chunks([0.0, 1.0]), "h2")  # fewer chunks: the rest go
+        stored = conn.execute("SELECT chunk, chunk_start, chunk_end, content_hash FROM memory_embeddings "
+                              "WHERE file_id = %s ORDER BY chunk", (fid,)).fetchall()
+        assert [(r["chunk"], r["chunk_start"], r["chunk_end"], r["content_hash"]) for r in stored] == [(0, 0, 15, "h2")]
         assert vectors.nearest(conn, owner, "model-a", [0.0, 1.0], limit=5) == [(fid, 0.0)]
         assert vectors.nearest(conn, other_owner, "model-a", [0.0, 1.0], limit=5) == []
 

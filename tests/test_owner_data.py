@@ -114,10 +114,19 @@ def fill_replies(conn, owner_id: int, run_id: int, tag: str) -> None:
                  (owner_id, run_id))
 
 
-def owner_row_ids(pool, owner_id: int) -> dict[str, set[int]]:
+# Tables whose rows are keyed by more than an id (derived data the database keeps).
+ROW_KEYS = {"memory_terms": ("file_id", "lexeme")}
+
+
+def row_key(table: str, row: dict):
+    columns = ROW_KEYS.get(table, ("id",))
+    return tuple(row[c] for c in columns) if len(columns) > 1 else row[columns[0]]
+
+
+def owner_row_ids(pool, owner_id: int) -> dict[str, set]:
     with pool.connection() as conn:
-        return {t.name: {r["id"] for r in conn.execute(
-            f"SELECT id FROM {t.name} WHERE {'id' if t.name == 'owners' else 'owner_id'} = %s", (owner_id,))}
+        return {t.name: {row_key(t.name, r) for r in conn.execute(
+            f"SELECT * FROM {t.name} WHERE {'id' if t.name == 'owners' else 'owner_id'} = %s", (owner_id,))}
             for t in scope.OWNER_TABLES}
 
 
@@ -158,7 +167,7 @@ def test_export_holds_every_tables_rows_of_the_owner_and_none_of_another(pool, s
     report = export_owner(pool, store, owner, tmp_path / "me.zip")
     manifest, tables, artifacts = read_archive(tmp_path / "me.zip")
     for name, ids in expected.items():
-        assert {row["id"] for row in tables[name]} == ids, name
+        assert {row_key(name, row) for row in tables[name]} == ids, name
         assert manifest["tables"][name]["rows"] == len(ids) == report.rows[name]
         assert all(row.get("owner_id", owner) == owner for row in tables[name])
     assert manifest["owner"]["id"] == owner and manifest["owner"]["name"].startswith("test owner")

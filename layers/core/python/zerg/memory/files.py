@@ -132,66 +132,75 @@ def grep(conn: Connection, owner_id: int, pattern: str, prefix: str, *, limit: i
         (line_chars, owner_id, prefix, per_line(pattern), pattern, limit)).fetchall()
 
 
+STRICT = "strict:"  # the explicit query syntax: what follows is read with operators
+
+
 @dataclass(frozen=True)
 class TextQuery:
-    """How full text reads one query (:func:`text_query`): the tsquery a file must match (None:
-    the query is matched as a case-insensitive substring), and the one that earns a bonus."""
+    """How full text reads one query (:func:`text_query`)."""
 
-    text: str
-    match: str | None  # a tsquery, in PostgreSQL's text form
-    bonus: str | None
-
-
-# What websearch_to_tsquery reads as operators, in the query as the user wrote it: a quote, a
-# word with a leading "-", a standalone "or". Decided on the raw text: a hyphenated word or a URL
-# becomes a phrase (<->) in the parsed query, which is not the user asking for all words.
-_OPERATORS = re.compile(r'"|(?:^|\s)-\w|(?:^|\s)or(?:\s|$)', re.IGNORECASE)
+    text: str  # the query as typed, without the explicit syntax's prefix
+    lexemes: list[str]  # its words as the index holds them (stemmed, no stop words): ranked by these
+    strict: str | None  # explicit syntax only: the tsquery a file must match, in PostgreSQL's text form
+    match: str | None  # the tsquery an excerpt shows the words of (strict, else any of the words)
 
 
 def text_query(conn: Connection, query: str) -> TextQuery:
-    """Parse ``query`` once (a small statement, no table read). With operators (quotes, ``or``,
-    ``-word``) a file must match ``websearch_to_tsquery``; without, any of the query's words
-    (its lexemes, OR-ed), with a bonus for all of them. Nothing left (only stop words or symbols):
-    a substring match."""
+    """Parse ``query`` once (a small statement, no table read). A natural question is its words,
+    whatever it holds (quotes, "or", a hyphen): never an operator. Only after :data:`STRICT`
+    are quotes (a phrase), ``or`` and ``-word`` operators (``websearch_to_tsquery``), and a file
+    must match them. No words left (only stop words or symbols): a substring match."""
+    text, strict = query, query[:len(STRICT)].lower() == STRICT
+    if strict:
+        text = query[len(STRICT):].strip() or query
     row = conn.execute(
-        """SELECT websearch_to_tsquery('english', %(q)s)::text AS strict,
-                  numnode(websearch_to_tsquery('english', %(q)s)) AS nodes,
-                  tsvector_to_array(to_tsvector('english', %(q)s)) AS lexemes""", {"q": query}).fetchone()
-    strict = row["strict"] if row["nodes"] > 0 else None
-    if _OPERATORS.search(query):
-        return TextQuery(query, strict, strict)
-    lexemes = row["lexemes"] or []
-    if not lexemes:
-        return TextQuery(query, None, None)
-    # Each lexeme quoted as tsquery input wants (' and \ escaped): taken as it is, never parsed again.
-    loose = " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
-    return TextQuery(query, loose, strict)
+        """SELECT CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(q)s)::text END AS strict,
+                  CASE WHEN %(strict)s THEN numnode(websearch_to_tsquery('english', %(q)s)) ELSE 0 END AS nodes,
+                  tsvector_to_array(to_tsvector('english', %(q)s)) AS lexemes""",
+        {"q": text, "strict": strict}).fetchone()
+    lexemes = sorted(row["lexemes"] or [])
+    required = row["strict"] if row["nodes"] > 0 else None
+    return TextQuery(text, lexemes, required, required or any_of(lexemes))
 
 
-def fulltext(conn: Connection, owner_id: int, query: TextQuery, *, tags: Sequence[str], limit: int) -> list[dict[str, Any]]:
-    """The owner's files carrying every tag in ``tags`` that match ``query``, best first: (id, rank).
-
-    Ranked by ``ts_rank_cd`` plus the bonus query's, so a question ("what is the backup server
-    called?") finds the note that answers it first. The tsquery is a parameter, so the GIN index
-    ``memory_files_search`` serves the match. A substring query reads only the owner's newest
-    :data:`SUBSTRING_FILES` files, each up to :data:`SUBSTRING_CHARS` characters (rank 0, newest
-    first): bounded whatever the owner holds."""
-    if query.match is None:
-        return conn.execute(SUBSTRING_SQL, {"q": query.text, "owner": owner_id, "tags": list(tags), "limit": limit,
-                                            "files": SUBSTRING_FILES, "chars": SUBSTRING_CHARS}).fetchall()
-    return conn.execute(FULLTEXT_SQL, {"match": query.match, "bonus": query.bonus or query.match,
-                                       "owner": owner_id, "tags": list(tags), "limit": limit}).fetchall()
+def any_of(lexemes: Sequence[str]) -> str | None:
+    """The tsquery (text form) matching any of ``lexemes``; None for none. Each is quoted as tsquery
+    input wants (' and \\ escaped): taken as it is, never parsed again."""
+    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes) or None
 
 
-FULLTEXT_SQL = """SELECT id, ts_rank_cd(search, %(match)s::tsquery) + ts_rank_cd(search, %(bonus)s::tsquery) AS rank
-    FROM memory_files
-    WHERE owner_id = %(owner)s AND tags @> %(tags)s AND search @@ %(match)s::tsquery
-    ORDER BY rank DESC, id DESC LIMIT %(limit)s"""
+def substring(conn: Connection, owner_id: int, query: TextQuery, *, tags: Sequence[str], limit: int) -> list[dict[str, Any]]:
+    """The owner's files carrying every tag in ``tags`` whose title or content holds ``query`` as
+    a case-insensitive substring, newest first: (id, rank 0). Reads only the owner's newest
+    :data:`SUBSTRING_FILES` files, each up to :data:`SUBSTRING_CHARS` characters: bounded whatever
+    the owner holds."""
+    return conn.execute(SUBSTRING_SQL, {"q": query.text, "owner": owner_id, "tags": list(tags), "limit": limit,
+                                        "files": SUBSTRING_FILES, "chars": SUBSTRING_CHARS}).fetchall()
+
+
 SUBSTRING_SQL = """SELECT f.id, 0.0 AS rank
     FROM (SELECT id, title, content, updated_at FROM memory_files
           WHERE owner_id = %(owner)s AND tags @> %(tags)s ORDER BY updated_at DESC, id DESC LIMIT %(files)s) f
     WHERE strpos(lower(left(f.content, %(chars)s)), lower(%(q)s)) > 0 OR strpos(lower(f.title), lower(%(q)s)) > 0
     ORDER BY f.updated_at DESC, f.id DESC LIMIT %(limit)s"""
+
+
+def positions(conn: Connection, owner_id: int, file_ids: Sequence[int], lexemes: Sequence[str]) -> dict[int, dict[str, list[int]]]:
+    """Where each of ``lexemes`` occurs in each of the owner's files in ``file_ids`` (word positions
+    in the ``search`` tsvector, the title's first), by file id then lexeme; a file holding none of
+    them is left out. Only those lexemes are taken out of each tsvector (marked, then filtered)."""
+    if not file_ids or not lexemes:
+        return {}
+    rows = conn.execute(
+        """SELECT f.id, u.lexeme, u.positions
+           FROM memory_files f
+           CROSS JOIN LATERAL unnest(ts_filter(setweight(setweight(f.search, 'D'), 'A', %(lexemes)s::text[]), '{a}')) AS u
+           WHERE f.owner_id = %(owner)s AND f.id = ANY(%(ids)s)""",
+        {"owner": owner_id, "ids": list(file_ids), "lexemes": list(lexemes)}).fetchall()
+    out: dict[int, dict[str, list[int]]] = {}
+    for r in rows:
+        out.setdefault(r["id"], {})[r["lexeme"]] = list(r["positions"] or [])
+    return out
 
 
 def excerpts(conn: Connection, owner_id: int, file_ids: Sequence[int], query: TextQuery, chars: int) -> dict[int, dict[str, Any]]:

@@ -1,10 +1,11 @@
 """Background (re-)embedding of memory files: a file's vector follows its content hash.
 
 Invariants:
-- A file is *stale* for the configured embedder's model when it has no vector of that model, or
-  one computed from another ``content_hash`` (an edit): :func:`embed_pending` embeds stale files
-  in batches (text = title + content, cut to what the model reads) and stores each vector with
-  the hash it was computed from. Unchanged content is never embedded twice.
+- A file is *stale* for the configured embedder's model when it has no vectors of that model, or
+  ones computed from another ``content_hash`` (an edit): :func:`embed_pending` embeds stale files
+  in batches, each file as its overlapping chunks (:mod:`zerg.memory.chunks`: each within what the
+  model reads, the title above each), and replaces the file's vectors with the new chunks' and the
+  hash they were computed from. Unchanged content is never embedded twice.
 - Until its vector exists a file is still found by full-text search; nothing waits for embedding.
 - It never raises into its callers: a transient failure of the embedder (timeout, 429, 5xx,
   unreachable) or of the database stops the pass with one log line and leaves the files stale
@@ -30,15 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from zerg import observability
 from zerg.embeddings.port import EmbeddingError, background
-from zerg.memory import embed_failures, vectors
+from zerg.memory import chunks, embed_failures, vectors
 
 if TYPE_CHECKING:
     from zerg.embeddings import Embedder
     from zerg.runtime import Runtime
 
-BATCH = 8
-# A background batch is not on anyone's critical path: it gets longer than a query's timeout
-# (8 texts of 256 tokens are ~2,000 tokens: 1.5-3 s on the local model on 2 busy cores).
+BATCH = 8  # files per batch
+TEXTS_PER_CALL = 32  # chunks per call to the embedder (a batch's files have one or more each)
+# A background call is not on anyone's critical path: it gets longer than a query's timeout
+# (32 chunks of ~200 tokens are ~6,000 tokens: 2-8 s on the local model on 2 busy cores).
 BATCH_TIMEOUT_S = 30.0
 PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
 SWEEP_EVERY_S = 60.0
@@ -63,7 +65,7 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | No
         while done < limit and not (should_stop is not None and should_stop()):
             with rt.pool.connection() as conn:
                 files = vectors.stale(conn, embedder.model, owner_id=owner_id, limit=min(BATCH, limit - done),
-                                      max_chars=embedder.max_chars, exclude=sorted(tried))
+                                      max_chars=chunks.MAX_CHUNKS * chunks.CHUNK_CHARS, exclude=sorted(tried))
             if not files:
                 break
             tried.update(f["file_id"] for f in files)
@@ -80,7 +82,7 @@ def _embed_batch(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]
     """Store the batch's vectors; if the model refused the batch, each file alone, recording the
     ones it refuses alone. A transient failure raises (the pass stops, nothing recorded)."""
     try:
-        _store(rt, embedder, files, embedder.embed(_texts(files, embedder), timeout=timeout))
+        _store(rt, embedder, files, _embed(embedder, files, timeout))
         return len(files)
     except EmbeddingError as exc:
         if not exc.refused:
@@ -91,7 +93,7 @@ def _embed_batch(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]
     stored = 0
     for f in files:  # one of them is refused: find it, and embed the others
         try:
-            _store(rt, embedder, [f], embedder.embed(_texts([f], embedder), timeout=timeout))
+            _store(rt, embedder, [f], _embed(embedder, [f], timeout))
             stored += 1
         except EmbeddingError as exc:
             if not exc.refused:
@@ -100,10 +102,25 @@ def _embed_batch(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]
     return stored
 
 
-def _store(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]], embedded: list[list[float]]) -> None:
+def _embed(embedder: "Embedder", files: list[dict[str, Any]], timeout: float) -> list[list[vectors.Chunk]]:
+    """Each file's chunks with their vectors, in order; :data:`TEXTS_PER_CALL` chunks per call."""
+    cut = [chunks.spans(f["content"]) for f in files]
+    texts = [chunks.chunk_text(f["title"], f["content"], span) for f, spans in zip(files, cut) for span in spans]
+    embedded: list[list[float]] = []
+    for i in range(0, len(texts), TEXTS_PER_CALL):
+        embedded += embedder.embed(texts[i:i + TEXTS_PER_CALL], timeout=timeout)
+    out, at = [], 0
+    for spans in cut:
+        out.append([vectors.Chunk(start, end, embedded[at + n]) for n, (start, end) in enumerate(spans)])
+        at += len(spans)
+    return out
+
+
+def _store(rt: "Runtime", embedder: "Embedder", files: list[dict[str, Any]],
+           embedded: list[list[vectors.Chunk]]) -> None:
     with rt.pool.connection() as conn:
-        for f, vector in zip(files, embedded):
-            vectors.upsert(conn, f["owner_id"], f["file_id"], embedder.model, vector, f["content_hash"])
+        for f, file_chunks in zip(files, embedded):
+            vectors.store(conn, f["owner_id"], f["file_id"], embedder.model, file_chunks, f["content_hash"])
             embed_failures.clear(conn, f["owner_id"], f["file_id"], embedder.model)
 
 
@@ -113,10 +130,6 @@ def _refused(rt: "Runtime", embedder: "Embedder", f: dict[str, Any], exc: Embedd
     observability.logger().warning("memory indexer: the model refused a file", extra={
         "model": embedder.model, "owner_id": f["owner_id"], "file_id": f["file_id"], "attempts": attempts,
         "skipped_from_now": attempts >= embed_failures.GIVE_UP_AFTER, "reason": str(exc)[:300]})
-
-
-def _texts(files: list[dict[str, Any]], embedder: "Embedder") -> list[str]:
-    return [_text(f["title"], f["content"], embedder.max_chars) for f in files]
 
 
 def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None, *,
@@ -129,11 +142,6 @@ def run_sweep(rt: "Runtime", should_stop: Callable[[], bool] | None = None, *,
         embedded += done
         if done < PASS_LIMIT or (should_stop is not None and should_stop()):
             return {"embedded": embedded}
-
-
-def _text(title: str, content: str, max_chars: int) -> str:
-    text = f"{title}\n\n{content}" if title else content
-    return text[:max_chars]
 
 
 class _Kicker:

@@ -1,4 +1,7 @@
-"""Embeddings of memory files (``memory_embeddings``): one row per (file, model).
+"""Embeddings of memory files (``memory_embeddings``): one row per (file, model, chunk).
+
+A file's vectors are those of its overlapping chunks (:mod:`zerg.memory.chunks` cuts them, each
+within what the model reads); a file is as near to a query as its nearest chunk.
 
 Invariants:
 - Every read is scoped by owner, and the owner (and tag) filter applies *before* the top-k: a
@@ -16,14 +19,17 @@ Invariants:
     uncast distance, which no HNSW index matches. Taken when the owner has fewer than
     :data:`EXACT_SCAN_BELOW` rows of the model (it is as fast there, and exact), when pgvector is
     older than 0.8 (a filtered HNSW scan would lose rows) or for a model without an index.
-- A file's vectors go with it (``ON DELETE CASCADE``); a vector is current while its
-  ``content_hash`` equals the file's, and :func:`stale` lists the files for which it is not.
+- A file's vectors go with it (``ON DELETE CASCADE``). All of a file's chunks for a model are
+  replaced together (:func:`store`, one transaction), so they are current while chunk 0's
+  ``content_hash`` equals the file's, and :func:`stale` lists the files for which it does not.
+- Every path ranks files, not chunks: a file appears once, at its best chunk's distance.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from psycopg import Connection, sql
@@ -41,25 +47,45 @@ EXACT_SCAN_BELOW = 3_000
 # The HNSW candidate list: pgvector's default is 40; at 100, recall@10 against the exact answer
 # was 0.985-0.99 at 10k and 100k rows.
 EF_SEARCH = 100
+# The index path reads this many chunks per file asked for, then keeps each file's best: files
+# whose chunks crowd the top (a long file near the query) cannot leave it short of files.
+CHUNKS_PER_FILE = 4
 
 
 class VectorSizeError(ValueError):
     """A vector whose number of dimensions is not its model's."""
 
 
-def upsert(conn: Connection, owner_id: int, file_id: int, model: str, vector: Sequence[float],
-           content_hash: str) -> bool:
-    """Store the file's vector for ``model`` (replacing an older one); False when the file is not
-    the owner's (or is gone)."""
-    literal = _vector_literal(model, vector)
-    cur = conn.execute(
-        """INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash)
-           SELECT f.id, f.owner_id, %s, %s, %s::vector, %s FROM memory_files f WHERE f.id = %s AND f.owner_id = %s
-           ON CONFLICT (file_id, model) DO UPDATE
-           SET dimension = EXCLUDED.dimension, embedding = EXCLUDED.embedding,
-               content_hash = EXCLUDED.content_hash, created_at = now()""",
-        (model, len(vector), literal, content_hash, file_id, owner_id))
-    return cur.rowcount == 1
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk's vector and the characters of the file's content it covers (``end`` exclusive)."""
+
+    start: int
+    end: int
+    vector: Sequence[float]
+
+
+def store(conn: Connection, owner_id: int, file_id: int, model: str, chunks: Sequence[Chunk],
+          content_hash: str) -> bool:
+    """Replace the file's vectors for ``model`` by ``chunks`` (chunk 0 first), computed from the
+    content of ``content_hash``; False (nothing stored) when the file is not the owner's (or is gone)."""
+    if not chunks:
+        raise ValueError("a file's vectors need at least one chunk")
+    literals = [_vector_literal(model, c.vector) for c in chunks]
+    with conn.transaction():
+        owned = conn.execute("SELECT id FROM memory_files WHERE id = %s AND owner_id = %s FOR SHARE",
+                             (file_id, owner_id)).fetchone()
+        if owned is None:
+            return False
+        conn.execute("DELETE FROM memory_embeddings WHERE file_id = %s AND model = %s", (file_id, model))
+        with conn.cursor() as cur:
+            cur.executemany(
+                """INSERT INTO memory_embeddings (file_id, owner_id, model, dimension, embedding, content_hash,
+                                                  chunk, chunk_start, chunk_end)
+                   VALUES (%s, %s, %s, %s, %s::vector, %s, %s, %s, %s)""",
+                [(file_id, owner_id, model, len(c.vector), literal, content_hash, n, c.start, c.end)
+                 for n, (c, literal) in enumerate(zip(chunks, literals))])
+    return True
 
 
 def stale(conn: Connection, model: str, *, owner_id: int | None = None, limit: int,
@@ -72,7 +98,7 @@ def stale(conn: Connection, model: str, *, owner_id: int | None = None, limit: i
     content = sql.SQL("left(f.content, %s)") if max_chars is not None else sql.SQL("f.content")
     query = sql.SQL(
         """SELECT f.id AS file_id, f.owner_id, f.title, {content} AS content, f.content_hash
-           FROM memory_files f LEFT JOIN memory_embeddings e ON e.file_id = f.id AND e.model = %s
+           FROM memory_files f LEFT JOIN memory_embeddings e ON e.file_id = f.id AND e.model = %s AND e.chunk = 0
            WHERE (e.id IS NULL OR e.content_hash <> f.content_hash) {owner}
              AND NOT (f.id = ANY(%s))
              AND NOT EXISTS (SELECT 1 FROM memory_embedding_failures x
@@ -87,7 +113,8 @@ def stale(conn: Connection, model: str, *, owner_id: int | None = None, limit: i
 def nearest(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
             tags: Sequence[str] = ()) -> list[tuple[int, float]]:
     """The owner's ``limit`` files nearest to ``vector`` under ``model`` (with every tag in
-    ``tags``): (file_id, cosine distance), nearest first, on the path :func:`plan` picks."""
+    ``tags``): (file_id, cosine distance of the file's nearest chunk), nearest first, on the path
+    :func:`plan` picks."""
     _vector_literal(model, vector)  # a wrong size is an error on either path
     if limit < 1:
         return []
@@ -131,11 +158,12 @@ def index_scan_sql(model: str, vector: Sequence[float], owner_id: int, *, limit:
                SELECT e.file_id, e.embedding::vector({dims}) <=> {vector}::vector({dims}) AS distance
                FROM memory_embeddings e {join}
                WHERE e.model = {model} AND e.owner_id = {owner} {where}
-               ORDER BY distance LIMIT {limit})
-           SELECT file_id, distance FROM candidates ORDER BY distance, file_id""").format(
+               ORDER BY distance LIMIT {chunks})
+           SELECT file_id, min(distance) AS distance FROM candidates GROUP BY file_id
+           ORDER BY distance, file_id LIMIT {limit}""").format(
         dims=sql.Literal(dims), vector=sql.Literal(_vector_literal(model, vector)), model=sql.Literal(model),
-        owner=sql.Literal(int(owner_id)), limit=sql.Literal(int(limit)), join=join,
-        where=where.format(sql.Literal(list(tags))) if tags else where)
+        owner=sql.Literal(int(owner_id)), chunks=sql.Literal(int(limit) * CHUNKS_PER_FILE),
+        limit=sql.Literal(int(limit)), join=join, where=where.format(sql.Literal(list(tags))) if tags else where)
 
 
 def exact_scan_sql(*, tags: bool) -> sql.Composed:
@@ -143,10 +171,10 @@ def exact_scan_sql(*, tags: bool) -> sql.Composed:
     join, where = _tag_filter(tags)
     where = where.format(sql.Placeholder()) if tags else where
     return sql.SQL(
-        """SELECT e.file_id, e.embedding <=> %s::vector AS distance
+        """SELECT e.file_id, min(e.embedding <=> %s::vector) AS distance
            FROM memory_embeddings e {join}
            WHERE e.owner_id = %s AND e.model = %s AND e.dimension = %s {where}
-           ORDER BY distance, e.file_id LIMIT %s""").format(join=join, where=where)
+           GROUP BY e.file_id ORDER BY distance, e.file_id LIMIT %s""").format(join=join, where=where)
 
 
 def index_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
@@ -159,7 +187,7 @@ def index_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[flo
         raise ValueError(f"model {model!r} has no HNSW index")
     # relaxed_order: fewer tuples visited than strict_order; the outer query re-orders exactly.
     query = sql.SQL("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}; {scan}").format(
-        ef=sql.Literal(min(max(EF_SEARCH, limit), 1000)), scan=index_scan_sql(model, vector, owner_id, limit=limit, tags=tags))
+        ef=sql.Literal(min(max(EF_SEARCH, limit * CHUNKS_PER_FILE), 1000)), scan=index_scan_sql(model, vector, owner_id, limit=limit, tags=tags))
     cur = conn.execute(query)
     while cur.description is None and cur.nextset():  # past the two SETs' results
         pass
@@ -168,7 +196,7 @@ def index_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[flo
 
 def exact_scan(conn: Connection, owner_id: int, model: str, vector: Sequence[float], *, limit: int,
                tags: Sequence[str] = ()) -> list[tuple[int, float]]:
-    """The exact path: every row of the owner for this model (and size), the true top ``limit``."""
+    """The exact path: every chunk of the owner for this model (and size), the true top ``limit`` files."""
     literal = _vector_literal(model, vector)
     params: list[Any] = [literal, owner_id, model, len(vector), *([list(tags)] if tags else []), limit]
     rows = conn.execute(exact_scan_sql(tags=bool(tags)), params).fetchall()
@@ -199,4 +227,5 @@ def export_memory_embeddings(conn: Connection, owner_id: int) -> Iterator[dict[s
     """The owner's rows (without the vectors: derived data, recomputed from the files) of ``memory_embeddings``, for ``zerg owners export`` (content hashes left out:
     derived, and the export refuses any column named like a hash)."""
     with conn.cursor() as cur:
-        yield from cur.stream("SELECT id, file_id, owner_id, model, dimension, created_at FROM memory_embeddings WHERE owner_id = %s ORDER BY id", (owner_id,))
+        yield from cur.stream("SELECT id, file_id, owner_id, model, dimension, chunk, chunk_start, chunk_end, created_at "
+                              "FROM memory_embeddings WHERE owner_id = %s ORDER BY id", (owner_id,))

@@ -28,7 +28,7 @@ from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
 from zerg.inbound import pending
 from zerg.llm import ledger
-from zerg.memory import embed_failures, facts, files, summaries, vectors, versions
+from zerg.memory import embed_failures, facts, files, summaries, terms, vectors, versions
 from zerg.notify import contacts, limits, notifications, policy, push_subscriptions
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
@@ -58,6 +58,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("memory_file_versions", versions.export_memory_file_versions),
     OwnerTable("memory_embeddings", vectors.export_memory_embeddings),
     OwnerTable("memory_embedding_failures", embed_failures.export_memory_embedding_failures),
+    OwnerTable("memory_terms", terms.export_memory_terms),
     OwnerTable("org_memory", facts.export_org_memory),
     OwnerTable("conversation_summaries", summaries.export_conversation_summaries),
     OwnerTable("schedules", schedules.export_schedules),

@@ -66,7 +66,9 @@ class GrepArgs(_Args):
 
 
 class SearchArgs(_Args):
-    query: str = Field(min_length=1, max_length=1_000, description="What you are looking for, in words")
+    query: str = Field(min_length=1, max_length=1_000, description=(
+        "What you are looking for, in words (a question is fine); start with 'strict:' to require "
+        "a \"quoted phrase\", use or, or exclude a -word"))
     tags: list[str] | None = Field(default=None, max_length=20, description="Only files carrying ALL of these tags")
     limit: int = Field(default=5, ge=1, le=SEARCH_MAX)
 

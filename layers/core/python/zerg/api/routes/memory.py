@@ -126,7 +126,9 @@ def search_memory_files(
     owner_id: Owner,
     rt: Rt,
     q: Annotated[str, Query(min_length=1, max_length=1_000, json_schema_extra={"pattern": NOT_BLANK_NOR_NUL},
-                            description="What to look for (not blank)")],
+                            description=(
+                            "What to look for, in words (not blank); operators only after `strict:` "
+                            "(a \"phrase\", or, -word)"))],
     tags: Annotated[str | None, Query(max_length=MAX_TAGS * (MAX_TAG_CHARS + 1),
                                       json_schema_extra={"format": "memory-tag-list"}, description=(
         "Comma-separated: only files carrying ALL of these tags"))] = None,
