@@ -394,3 +394,15 @@ def test_evidence_past_the_models_window_is_found_by_its_chunk(runtime_env, pool
     out = search_memory(rt, owner, "car paint job", embedder=emb, limit=1)  # "car": only the vector side knows
     assert [(h.path, h.method) for h in out.hits] == [("sessions/late.md", "both")]
     assert [h.path for h in search_memory(rt, other_owner, "car", embedder=emb).hits] == ["sessions/theirs.md"]
+
+
+def test_positions_rarity_and_bm25_read_only_the_owners_rows(rt, pool, owner, other_owner):
+    mine = put(rt, pool, owner, "mine.md", "the backup server cube")
+    theirs = put(rt, pool, other_owner, "theirs.md", "backup backup cube")
+    with pool.connection() as conn:
+        both = [mine.id, theirs.id]
+        assert files.positions(conn, owner, both, ["backup", "cube"]) == {mine.id: {"backup": [2], "cube": [4]}}
+        assert files.positions(conn, other_owner, both, ["backup"]) == {theirs.id: {"backup": [1, 2]}}
+        assert terms.rarity(conn, owner, ["backup", "cube", "zebra"]) == (1, {"backup": 1, "cube": 1})
+        assert [r["id"] for r in terms.bm25(conn, owner, ["backup"], limit=10)] == [mine.id]
+        assert [r["id"] for r in terms.bm25(conn, owner, ["backup"], tags=["x"], limit=10)] == []

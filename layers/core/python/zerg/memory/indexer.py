@@ -38,9 +38,10 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 BATCH = 8  # files per batch
-TEXTS_PER_CALL = 32  # chunks per call to the embedder (a batch's files have one or more each)
+TEXTS_PER_CALL = 8  # chunks per call to the embedder (a batch's files have one or more each)
 # A background call is not on anyone's critical path: it gets longer than a query's timeout
-# (32 chunks of ~200 tokens are ~6,000 tokens: 2-8 s on the local model on 2 busy cores).
+# (8 chunks of ~200 tokens are ~1,600 tokens: 1.5-3 s on the local model on 2 busy cores; 32 of
+# them took more than 30 s while the test suite ran beside).
 BATCH_TIMEOUT_S = 30.0
 PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
 SWEEP_EVERY_S = 60.0
