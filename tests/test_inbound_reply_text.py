@@ -116,7 +116,8 @@ def test_owner_words_that_only_look_like_history_are_kept(case):
 
 
 def test_the_only_words_are_never_taken_for_a_wrapped_quote_line():
-    text = f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n> Should I make this weekly instead of daily at six\nyes"
+    text = (f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
+            "> Should I make this weekly instead of daily at six\nyes")
     assert strip_quotes(text, marks=MARKS) == "yes"
 
 
@@ -214,10 +215,11 @@ def test_text_typed_above_any_quote_block_comes_out_whole():
         lambda language, above, sender, body, date_first: _header(HEADERS[language], above, sender, body, date_first),
         st.sampled_from(sorted(HEADERS)), st.sampled_from(ABOVE_HEADERS), st.sampled_from(ADDRESSES), body,
         st.booleans())
-    footer = st.builds(lambda f, after: f"{f}\n\n{after}", st.sampled_from(FOOTERS), st.one_of(attribution, header, body))
+    footer = st.builds(lambda f, after: f"{f}\n\n{after}", st.sampled_from(FOOTERS),
+                       st.one_of(attribution, header, body))
     block = st.one_of(attribution, header, footer, quoted)
     # The reply and the attribution on one line: "Sure thing On Wed, … wrote:" (clients that open with a word).
-    same_line = st.builds(lambda template, name, address, quote: " " + template.format(n=name, a=address) + "\n" + quote,
+    same_line = st.builds(lambda template, name, address, quote: f" {template.format(n=name, a=address)}\n{quote}",
                           st.sampled_from([a for a in ATTRIBUTIONS if a.split()[0] in OPENERS]), st.sampled_from(NAMES),
                           st.sampled_from(ADDRESSES), quoted)
 

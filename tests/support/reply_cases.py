@@ -68,10 +68,12 @@ CASES: tuple[Case, ...] = (
     Case("A1", "a line ending in the name", "Thanks Adam\nAdam <adam@example.com> wrote:\n> hi there", "Thanks Adam"),
     Case("A1", "an owner line that starts like an attribution",
          f"On it\nOn 23 Nov 2026, at 06:01, Zerg <{ZERG}> wrote:\n\n{_q(ALERT_EN)}", "On it"),
-    Case("A1", "spanish", f"Perfecto, gracias\n> El lun, 23 nov 2026 a las 6:01, Zerg (<{ZERG}>) escribió:\n> Disco lleno",
+    Case("A1", "spanish",
+         f"Perfecto, gracias\n> El lun, 23 nov 2026 a las 6:01, Zerg (<{ZERG}>) escribió:\n> Disco lleno",
          "Perfecto, gracias"),
     Case("A1", "two owner lines above a wrapped attribution",
-         "Monday works.\nOn Friday I am out.\nOn Mon, Nov 23, 2026 at 6:01 AM Operations\n<ops@example.com> wrote:\n> x",
+         "Monday works.\nOn Friday I am out.\nOn Mon, Nov 23, 2026 at 6:01 AM Operations\n<ops@example.com> wrote:\n"
+         "> x",
          "Monday works.\nOn Friday I am out."),
     # --- A2: "Sent from my" that is a sentence ----------------------------------------------------
     Case("A2", "issue example", "Sent from my desk, is much easier than my phone.",
@@ -93,7 +95,8 @@ CASES: tuple[Case, ...] = (
          f"wrote:\n{_q(ALERT_EN)}", "---- Enter Feedback Below ----\nThe check is too noisy."),
     Case("A3", "a heading of the owner's", "Here are my notes\n------ Notes ------\nweekly\nquiet at night",
          "Here are my notes\n------ Notes ------\nweekly\nquiet at night"),
-    Case("A3", "equals signs", "=== Summary ===\nall good, make it weekly", "=== Summary ===\nall good, make it weekly"),
+    Case("A3", "equals signs", "=== Summary ===\nall good, make it weekly",
+         "=== Summary ===\nall good, make it weekly"),
     Case("A3", "rules around text", "-----\nweekly is fine\n-----\nthanks", "-----\nweekly is fine\n-----\nthanks"),
     Case("A3", "underscores then text", "__________\nplease make it weekly", "__________\nplease make it weekly"),
     Case("A3", "german frame", "---- Bitte hier antworten ----\nWöchentlich reicht.",
@@ -106,7 +109,8 @@ CASES: tuple[Case, ...] = (
     Case("A4", "arrow line above a quote",
          f">> see https://example.com/x <<\nrestart it\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
          f"{_q(ALERT_EN)}", ">> see https://example.com/x <<\nrestart it"),
-    Case("A4", "a lone > line typed between the owner's lines", "Please check:\n> 5 servers are down\nWhat do you think?",
+    Case("A4", "a lone > line typed between the owner's lines",
+         "Please check:\n> 5 servers are down\nWhat do you think?",
          "Please check:\n> 5 servers are down\nWhat do you think?"),
     Case("A4", "a lone > line above the quoted history",
          f"Please check:\n> 5 servers are down\nWhat do you think?\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> "
@@ -134,16 +138,20 @@ CASES: tuple[Case, ...] = (
          "\n\n> Disco pieno", "Va bene."),
     Case("B1", "portuguese", f"Pode ser.\n\nEm seg., 23 de nov. de 2026 às 06:01, Zerg <{ZERG}>\nescreveu:\n\n> Disco",
          "Pode ser."),
-    Case("B1", "dutch", "Prima.\n\nOp ma 23 nov. 2026 om 06:01 schreef Bewakingsdienst\n<bewaking@example.nl>:\n\n> Schijf",
+    Case("B1", "dutch",
+         "Prima.\n\nOp ma 23 nov. 2026 om 06:01 schreef Bewakingsdienst\n<bewaking@example.nl>:\n\n> Schijf",
          "Prima."),
-    Case("B1", "swedish", "Okej.\n\nDen mån 23 nov. 2026 kl 06:01 skrev Övervakning\n<overvakning@example.se>:\n\n> Disk",
+    Case("B1", "swedish",
+         "Okej.\n\nDen mån 23 nov. 2026 kl 06:01 skrev Övervakning\n<overvakning@example.se>:\n\n> Disk",
          "Okej."),
     Case("B1", "russian gmail", "Хорошо.\n\nпн, 23 нояб. 2026 г. в 06:01, Служба мониторинга\n<monitor@example.ru>:\n\n"
          "> Диск заполнен", "Хорошо."),
     Case("B1", "polish", f"Dobrze.\n\npon., 23 lis 2026 o 06:01 Zerg <{ZERG}>\nnapisał(a):\n\n> Dysk pełny", "Dobrze."),
-    Case("B1", "japanese gmail", "了解です。\n\n2026年11月23日(月) 6:01 監視サービス\n<monitor@example.jp>:\n\n> ディスク",
+    Case("B1", "japanese gmail",
+         "了解です。\n\n2026年11月23日(月) 6:01 監視サービス\n<monitor@example.jp>:\n\n> ディスク",
          "了解です。"),
-    Case("B1", "chinese gmail", "好的。\n\n监控服务 <monitor@example.cn> 于2026年11月23日周一\n06:01写道：\n\n> 磁盘已满",
+    Case("B1", "chinese gmail",
+         "好的。\n\n监控服务 <monitor@example.cn> 于2026年11月23日周一\n06:01写道：\n\n> 磁盘已满",
          "好的。"),
     Case("B1", "unmarked history under a wrapped attribution",
          "Weekly.\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg Alerts\n<alerts@example.com> wrote:\nDisk 91% full on web-1",
@@ -217,13 +225,16 @@ CASES: tuple[Case, ...] = (
          "Dobrze.\n\nOd: Monitor <monitor@example.pl>\nWysłano: poniedziałek, 23 listopada 2026 06:01\nDo: Dana\n"
          "Temat: Dysk\n\nDysk pełny", "Dobrze."),
     Case("B5", "japanese outlook",
-         "了解です。\n\n差出人: Monitor <monitor@example.jp>\n送信日時: 2026年11月23日 6:01\n宛先: Dana\n件名: ディスク\n\n"
+         "了解です。\n\n差出人: Monitor <monitor@example.jp>\n送信日時: 2026年11月23日 6:01\n"
+         "宛先: Dana\n件名: ディスク\n\n"
          "ディスクがいっぱいです", "了解です。"),
     Case("B5", "chinese outlook full-width colons",
-         "好的\n\n发件人： Monitor <monitor@example.cn>\n发送时间： 2026年11月23日 6:01\n收件人： Dana\n主题： 磁盘\n\n磁盘已满",
+         "好的\n\n发件人： Monitor <monitor@example.cn>\n发送时间： 2026年11月23日 6:01\n"
+         "收件人： Dana\n主题： 磁盘\n\n磁盘已满",
          "好的"),
     Case("B5", "german date first",
-         "Passt.\n\nDatum: 23.11.2026 06:01\nVon: Monitor <monitor@example.de>\nAn: Dana\nBetreff: Platte\n\nPlatte voll",
+         "Passt.\n\nDatum: 23.11.2026 06:01\nVon: Monitor <monitor@example.de>\nAn: Dana\nBetreff: Platte\n\n"
+         "Platte voll",
          "Passt."),
     Case("B5", "thunderbird forward, subject first",
          f"FYI\n\n-------- Forwarded Message --------\nSubject: Disk\nDate: Mon, 23 Nov 2026 06:01:00 +0000\n"
@@ -240,20 +251,24 @@ CASES: tuple[Case, ...] = (
     # --- B6: hard-wrapped quote lines --------------------------------------------------------------
     Case("B6", "continuation between quote lines",
          f"Yes, make it weekly.\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
-         "> /var is at 91% (18.2 of 20 GB); it grew 4% since yesterday and the\nlogs under /var/log/app are the largest.\n"
+         "> /var is at 91% (18.2 of 20 GB); it grew 4% since yesterday and the\n"
+         "logs under /var/log/app are the largest.\n"
          "> Scheduled check: disk space", "Yes, make it weekly."),
     Case("B6", "continuation at the end",
          f"Yes, make it weekly.\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
-         "> /var is at 91% (18.2 of 20 GB); it grew 4% since yesterday and the\nlogs under /var/log/app are the largest.",
+         "> /var is at 91% (18.2 of 20 GB); it grew 4% since yesterday and the\n"
+         "logs under /var/log/app are the largest.",
          "Yes, make it weekly."),
     Case("B6", "german continuation",
          f"Ja, wöchentlich.\n\nAm 23.11.2026 um 06:01 schrieb Zerg <{ZERG}>:\n"
-         "> Die Festplatte /var ist zu 91 % voll; sie ist seit gestern um 4 % gewachsen und\ndie Logs sind am größten.\n"
+         "> Die Festplatte /var ist zu 91 % voll; sie ist seit gestern um 4 % gewachsen und\n"
+         "die Logs sind am größten.\n"
          "> Geplante Prüfung: Festplatte", "Ja, wöchentlich."),
     Case("B6", "two continuation lines",
          f"ok\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
-         "> The check ran on every host of the fleet and found that three of them are\nrunning out of space on the data "
-         "volume, while the others are fine and\nhave at least half of their space left.\n> Run: http://x/runs/42", "ok"),
+         "> The check ran on every host of the fleet and found that three of them are\n"
+         "running out of space on the data volume, while the others are fine and\n"
+         "have at least half of their space left.\n> Run: http://x/runs/42", "ok"),
     Case("B6", "an answer under a finished sentence stays",
          f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n> Should I make this check weekly instead of daily?\n"
          "yes\n> Run: http://x/runs/42", "yes"),
@@ -269,7 +284,8 @@ CASES: tuple[Case, ...] = (
          f"Ok\n\nSent from Samsung Mobile\n\n-------- Original message --------\nFrom: Zerg <{ZERG}>\n"
          "Date: 23/11/2026 06:01 (GMT+00:00)\nTo: Dana\nSubject: Disk\n\nDisk 91% full", "Ok"),
     Case("B7", "spanish android", "Vale\n\nEnviado desde mi Android\n\nDisco lleno en web-1", "Vale"),
-    Case("B7", "a footer first keeps what follows", "Sent from my iPhone\nplease make it weekly", "please make it weekly"),
+    Case("B7", "a footer first keeps what follows", "Sent from my iPhone\nplease make it weekly",
+         "please make it weekly"),
     # --- signature conventions: footers --------------------------------------------------------------
     Case("footer", "typeapp", "Sounds good.\n\nGet TypeApp for Android", "Sounds good."),
     Case("footer", "sent from typeapp", "Sounds good.\n\nSent from TypeApp", "Sounds good."),
@@ -335,7 +351,8 @@ CASES: tuple[Case, ...] = (
          "Can you forward it to ops <ops@example.com> at 9:00:\nthe disk report\nthe backup report",
          "Can you forward it to ops <ops@example.com> at 9:00:\nthe disk report\nthe backup report"),
     Case("keep", "a bottom-posted answer",
-         f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n{_q(ALERT_EN)}\n\nthat's expected, logs rotate tonight",
+         f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n{_q(ALERT_EN)}\n\n"
+         "that's expected, logs rotate tonight",
          "that's expected, logs rotate tonight"),
     Case("keep", "regards in a sentence", "Regards to the team, and make it weekly.",
          "Regards to the team, and make it weekly."),
