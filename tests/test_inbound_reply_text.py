@@ -115,6 +115,11 @@ def test_owner_words_that_only_look_like_history_are_kept(case):
     assert read(case) == case.expected
 
 
+@by_name("lang")
+def test_attributions_header_blocks_and_footers_of_more_clients_and_languages_are_read(case):
+    assert read(case) == case.expected
+
+
 def test_the_only_words_are_never_taken_for_a_wrapped_quote_line():
     text = (f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n"
             "> Should I make this weekly instead of daily at six\nyes")

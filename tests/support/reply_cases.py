@@ -27,7 +27,7 @@ KINDS = {
     "B2": "an attribution without its final colon",
     "B3": "the reply and the attribution on one line",
     "B4": 'an attribution without "On"',
-    "B5": "a quoted header block (Outlook, forwarded, Date: first) in any language",
+    "B5": "a quoted header block (Outlook, forwarded, Date: first)",
     "B6": "a hard-wrapped quoted line whose continuation lost its >",
     "B7": "a phone footer followed by unmarked history",
     "footer": "a client's footer",
@@ -35,6 +35,7 @@ KINDS = {
     "list": "a mailing-list footer after a __ line",
     "rule": "a stray rule line above a header block",
     "keep": "owner words that only look like history",
+    "lang": "more clients and languages (written after the code, as a check)",
 }
 
 
@@ -53,6 +54,7 @@ def _q(text: str) -> str:
 
 
 ALERT_EN = "Disk 91% full on web-1\n\n/var is at 91% (18.2 of 20 GB).\nScheduled check: disk space"
+QUOTE = "> Disk 91% full on web-1\n> /var is at 91%."
 CASES: tuple[Case, ...] = (
     # --- A1: the line above the attribution is the person's --------------------------------------
     Case("A1", "issue example", "Hello\n> On 22 Aug 2015, at 19:21, Adam <a@b.com> wrote:\n>\n> Hi there!", "Hello"),
@@ -357,6 +359,103 @@ CASES: tuple[Case, ...] = (
     Case("keep", "regards in a sentence", "Regards to the team, and make it weekly.",
          "Regards to the team, and make it weekly."),
     Case("keep", "a rule in the owner's text", "first\n----------\nsecond", "first\n----------\nsecond"),
+    # --- more clients and languages, written after the code as a check of it --------------------
+    Case("lang", "norwegian gmail",
+         f"Takk!\n\ntir. 29. apr. 2014 kl. 16:21 skrev Ola Nordmann <ola@example.no>:\n\n{QUOTE}",
+         "Takk!"),
+    Case("lang", "korean gmail",
+         f"감사합니다\n\n2014년 4월 29일 (화) 오후 4:21, Kim <kim@example.kr>님이 작성:\n\n{QUOTE}",
+         "감사합니다"),
+    Case("lang", "finnish gmail",
+         f"Kiitos!\n\nti 29. huhtik. 2014 klo 16.21 Matti <matti@example.fi> kirjoitti:\n\n{QUOTE}",
+         "Kiitos!"),
+    Case("lang", "czech gmail",
+         f"Díky\n\nút 29. 4. 2014 v 16:21 odesílatel Jan <jan@example.cz> napsal:\n\n{QUOTE}", "Díky"),
+    Case("lang", "greek gmail",
+         f"Ευχαριστώ\n\nΣτις Τρί 29 Απρ 2014 στις 4:21 μ.μ., ο/η Νίκος <nikos@example.gr> έγραψε:\n\n{QUOTE}",
+         "Ευχαριστώ"),
+    Case("lang", "ukrainian gmail", f"Дякую\n\nвт, 29 квіт. 2014 о 16:21 Олена <olena@example.ua> пише:\n\n{QUOTE}",
+         "Дякую"),
+    Case("lang", "dutch apple mail",
+         f"Bedankt\n\nOp 17-feb.-2015, om 13:18 heeft Bob <bob@example.com> het volgende geschreven:\n\n{QUOTE}",
+         "Bedankt"),
+    Case("lang", "vietnamese gmail",
+         f"Cảm ơn\n\nVào Th 2, 16 thg 12, 2019 vào lúc 12:00 John Doe <john@doe.com> đã viết:\n\n{QUOTE}", "Cảm ơn"),
+    Case("lang", "outlook converted address",
+         f"Yes\n\nOn Thu, Jul 16, 2015 at 12:34 PM, Bob <bob@example.com<mailto:bob@example.com>> wrote:\n\n{QUOTE}",
+         "Yes"),
+    Case("lang", "old gmail with a colon",
+         f"Yes\n\n2014-10-17 11:28 GMT+03:00 Bob <bob@example.com>:\n\n{QUOTE}", "Yes"),
+    Case("lang", "thunderbird", f"Yes\n\nOn 04/19/2011 07:10 AM, Roman Tkachenko wrote:\n\n{QUOTE}", "Yes"),
+    Case("lang", "a name with a comma",
+         f"Ok\n\nOn Mon, Nov 23, 2026 at 6:01 AM, Doe, John <john@doe.com> wrote:\n\n{QUOTE}", "Ok"),
+    Case("lang", "yahoo, unmarked history",
+         "Ok\n\nOn Tuesday, April 29, 2014 4:21 PM, Bob <bob@example.com> wrote:\n\n\nthe quoted text", "Ok"),
+    Case("lang", "german thunderbird", "Ok\n\nAm 17.02.2015 um 13:18 schrieb Bob:\n> body", "Ok"),
+    Case("lang", "polish thunderbird", "Ok\n\nW dniu 29.04.2014 16:21, Bob pisze:\n> body", "Ok"),
+    Case("lang", "czech thunderbird",
+         "Ok\n\nDne po 16. 12. 2019 12:00 uživatel John Doe <john@doe.com> napsal:\n> body",
+         "Ok"),
+    Case("lang", "slovak", "Ok\n\nDňa 16. 12. 2019 o 12:00 John Doe <john@doe.com> napísal(a):\n> body", "Ok"),
+    Case("lang", "finnish name first", "Ok\n\nJohn Doe <john@doe.com> kirjoitti 16.12.2019 kello 12.00:\n> body", "Ok"),
+    Case("lang", "french apple mail, unmarked history",
+         "Ok\n\nLe 16 déc. 2019 à 12:00, John Doe <john@doe.com> a écrit :\n\nthe quoted text", "Ok"),
+    Case("lang", "an iso date", "Please do.\n\nOn 2026-11-23 06:01, Zerg wrote:\n> body", "Please do."),
+    Case("lang", "nested quotes", f"Fine.\n\n\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n\n>\n> body\n>\n"
+         ">> older\n", "Fine."),
+    Case("lang", "a custom sent-from line above the quote",
+         "I get proper rendering as well.\n\nSent from a magnificent torch of pixels\n\nOn Dec 16, 2011, at 12:47 PM, "
+         "Corey Donohoe\n<reply@example.com>\nwrote:\n\n> Was this caching related?",
+         "I get proper rendering as well."),
+    Case("lang", "mailman footer",
+         "What is the best way to clear a bucket?\n\n-Abhishek\n\n\n_______________________________________________\n"
+         "users mailing list\nusers@lists.example.com\nhttp://lists.example.com/mailman/listinfo/users\n",
+         "What is the best way to clear a bucket?\n\n-Abhishek"),
+    Case("lang", "outlook mailto",
+         "Yes\n\nFrom: Bob [mailto:bob@example.com]\nSent: Tuesday, April 29, 2014 4:21 PM\nTo: Alice\n"
+         "Subject: Disk\n\nbody", "Yes"),
+    Case("lang", "windows live mail",
+         "Yes\n\n----- Original Message -----\nFrom: Bob\nTo: Alice\nSent: Tuesday, April 29, 2014 4:21 PM\n"
+         "Subject: Disk\n\nbody", "Yes"),
+    Case("lang", "yahoo indented block",
+         "Yes\n\n________________________________\n From: Bob <bob@example.com>\n To: Alice\n"
+         " Sent: Tuesday, April 29, 2014 4:21 PM\n Subject: Disk\n\nbody", "Yes"),
+    Case("lang", "outlook block on one line",
+         "Yes\n\nFrom: Bob <bob@example.com> Sent: Tuesday, April 29, 2014 4:21 PM To: Alice Subject: Disk\n\nbody",
+         "Yes"),
+    Case("lang", "outlook mac", "Yes\n\nFrom: Bob <bob@example.com>\nDate: Tuesday, April 29, 2014 at 4:21 PM\n"
+         "To: Alice\nSubject: Disk\n\nbody", "Yes"),
+    Case("lang", "ukrainian outlook", "Так\n\nВід: Bob <bob@example.com>\nНадіслано: 29 квітня 2014 р. 16:21\n"
+         "Кому: Alice\nТема: Disk\n\nbody", "Так"),
+    Case("lang", "romanian outlook", "Da\n\nDe la: Bob <bob@example.com>\nTrimis: marți, 29 aprilie 2014 16:21\n"
+         "Către: Alice\nSubiect: Disk\n\nbody", "Da"),
+    Case("lang", "outlook for android",
+         "Ok\n\nGet Outlook for Android<https://aka.ms/ghei36>\n________________________________\n"
+         "From: Bob <bob@example.com>\nSent: Tuesday, April 29, 2014 4:21:00 PM\nTo: Alice\nSubject: Disk\n\nbody",
+         "Ok"),
+    Case("lang", "samsung", "Ok\n\nSent from my Samsung Galaxy smartphone.\n\n-------- Original message --------\n"
+         "From: Bob <bob@example.com>\nDate: 4/29/14 16:21 (GMT-05:00)\nTo: Alice\nSubject: Disk\n\nbody", "Ok"),
+    Case("lang", "finnish footer", "Ok\n\nLähetetty iPhonesta", "Ok"),
+    Case("lang", "turkish footer", "Ok\n\niPhone'umdan gönderildi", "Ok"),
+    Case("lang", "korean footer", "Ok\n\n나의 iPhone에서 보냄", "Ok"),
+    Case("lang", "carrier footer", "Ok\n\nSent via the Samsung Galaxy S7, an AT&T 4G LTE smartphone", "Ok"),
+    Case("lang", "protonmail footer", "Ok\n\nSent with ProtonMail Secure Email.", "Ok"),
+    Case("lang", "signature", "Ok\n\nbody\n\n-- \nJohn", "Ok\n\nbody"),
+    Case("lang", "best and a name", "Thanks, I'll check.\n\nBest,\nJohn", "Thanks, I'll check."),
+    Case("lang", "a blank line before the name", "Yes, pause it.\n\nThanks,\n\nJohn Doe", "Yes, pause it."),
+    Case("lang", "original message", "Yes\n\n-----Original Message-----\nFrom: x\n", "Yes"),
+    Case("lang", "gmail wrapped right under the text",
+         "Yes\nOn Mon, Nov 23, 2026 at 6:01 AM Bob Smith <bob@example.com>\nwrote:\n> body", "Yes"),
+    Case("lang", "gmail forward", "Ok. Here it is:\n\n---------- Forwarded message ---------\n"
+         "From: Bob <bob@example.com>\nDate: Tue, Apr 29, 2014 at 4:21 PM\nSubject: x\nTo: Alice\n\nbody",
+         "Ok. Here it is:"),
+    Case("lang", "inline answers", "> quoted first\n\nmy answer\n\n> second\n\nanother answer",
+         "my answer\n\nanother answer"),
+    Case("lang", "a quote at the end is a quote", "Please check the job.\n\n> 5 servers are down",
+         "Please check the job."),
+    Case("lang", "date first, subject before from",
+         "Looks good\n\nDate: Tue, 29 Apr 2014 16:21:00 +0000\nFrom: Bob <bob@example.com>\nSubject: x\n\nbody",
+         "Looks good"),
 )
 
 

@@ -121,10 +121,12 @@ def names_a_sender(value: str) -> bool:
     """A header's "From:" value: an address, or a few words that are no sentence or time ("From: now
     on, weekly please" and "From: 10:00 to 12:00" are the person's)."""
     value = value.strip(" *_")
-    if "@" in value:
+    if "@" in value and value[:1] not in ":：":
         return True
+    if not value or not (value[0].isalpha() or value[0] in "\"'<[("):
+        return False
     words = value.split()
-    return (any(ch.isalpha() for ch in value) and not value[0].isdigit() and len(words) <= 5 and "," not in value
+    return (any(ch.isalpha() for ch in value) and len(words) <= 5 and "," not in value
             and not value.endswith(("!", "?")) and not (value.endswith(".") and len(words[-1]) > 4))
 
 
@@ -147,11 +149,15 @@ def wraps_on(line: str, following: str) -> bool:
 def later_lines_attribute(parts: list[str]) -> bool:
     """The last lines of ``parts`` are an attribution without the first: "Thanks Adam" then "Adam
     <adam@example.com> wrote:", or "Thanks On Mon, … wrote:". Unless the first line opens one with
-    its date ("On Mon, Nov 23, 2026 at 6:01 AM", then "Zerg <zerg@…>", then "wrote:"), holds no
-    word of a sentence, and the rest lacks a date."""
+    its date and ends in a name or a number ("On Mon, Nov 23, 2026 at 6:01 AM", then "Zerg
+    <zerg@…>", then "wrote:"; "Il giorno lun 23 nov 2026 alle ore 06:01 Operations", then
+    "Monitoring Team <…> ha scritto:"), is no sentence, and the rest lacks a date."""
     head = parts[0]
-    opens = ((_OPENER.match(head) or _DATE_FIRST.match(head)) and DATE.search(head) and not head.endswith(".")
-             and not any(w.isalpha() and w.islower() and len(w) >= 5 for w in head.split()))  # a date, no sentence
+    last = head.split()[-1].lstrip("(\"'")[:1]
+    opens = bool((_OPENER.match(head) or (_DATE_FIRST.match(head) and head[:1].isalpha()))  # "On", "pon., 23"
+                 and DATE.search(head) and not head.endswith(".")
+                 and (last.isupper() or last.isdigit())  # broken in the name or the date ...
+                 and sum(w.isalpha() and w.islower() and len(w) >= 5 for w in head.split()) <= 1)  # ... no sentence
     for k in range(1, len(parts)):
         strength = attribution(parts[k:])[1]
         if strength == STRONG or (strength and not opens):

@@ -201,7 +201,8 @@ class _Reader:
         self.subject = subject
         self.marks = marks
         # A quote line: ">" first, unless the line is framed by arrows (">>> link <<<").
-        self.quoted = [b.startswith(">") and not (len(b) < 300 and shapes.is_arrow(b)) for b in self.bare]
+        self.quoted = [b.startswith(">") and not (b.endswith("<") and len(b) < 300 and shapes.is_arrow(b))
+                       for b in self.bare]
         self.unwrapped = False
 
     def read(self, *, unwrap: bool) -> list[str]:
