@@ -35,7 +35,7 @@ _SENDER = re.compile(_ADDRESS, re.IGNORECASE)
 _SENDER_END = re.compile(rf"(?:{_ADDRESS})$", re.IGNORECASE)
 # A date or a time as clients write them: 06:01, 6.01, 2026, 23/11/26, 2026年11月23日.
 DATE = re.compile(r"(?<!\d)(?:\d{1,2}[:.h]\d{2}(?!\d)|(?:19|20)\d{2}(?!\d)|\d{1,4}[./-]\d{1,2}[./-]\d{1,4}(?!\d)|"
-                   r"\d{1,4}\s?[年月日])")
+                  r"\d{1,4}\s?[年月日])")
 _OPENER = re.compile(r"^(?:on|am|le|el|il(?:\s+giorno)?|op|em|den|på|dne|w\s+dniu|dnia|la|στις)(?![^\W_])",
                      re.IGNORECASE)
 # The same openers as the clients capitalise them, after the person's words on the same line.
@@ -58,7 +58,7 @@ _LABELS = {
 }
 # "From:", "*From:*", "De :", "Envoyé le :", "发件人：": a header label of a quoted message.
 LABEL = re.compile(r"^[*_]{0,2}(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _LABELS.items())
-                    + r")[*_]{0,2}\s*[:：]", re.IGNORECASE)
+                   + r")[*_]{0,2}\s*[:：]", re.IGNORECASE)
 # Outlook's block run into one line by a conversion: "From: X Sent: Y To: Z".
 DATE_LABEL_INSIDE = re.compile(r"\s[*_]{0,2}(?:" + _LABELS["date"] + r")[*_]{0,2}\s*[:：]", re.IGNORECASE)
 # "Label:" of one or two words, any language
@@ -82,7 +82,7 @@ UNDERSCORES = re.compile(r"^_{2,}$")
 _ARROW = re.compile(r"^(>+)\s.*\s(<+)$")  # ">>> http://… <<<": framed by arrows, not quoted
 SIGNATURE = re.compile(r"^--\s?$")
 _LINK_TAIL = re.compile(r"\s*<https?://[^<>\s]+>$")
-REACHABLE = re.compile(r"https?://|www\.|[^\s@<>]+@[^\s@<>]+\.\w")  # a link or an address
+REACHABLE = re.compile(r"https?://|www\.|[^\s@<>]@[^\s@<>]+\.\w")  # a link or an address
 # A client's footer: "Sent from my iPhone", "Gesendet von Outlook für Android", "Get TypeApp for
 # Android", "Von meinem iPhone gesendet", "iPhoneから送信".
 _FOOTER_SENT = re.compile(
@@ -112,9 +112,8 @@ _SIGNOFF = re.compile(
     r"med\s+vänlig\s+hälsning|vänliga\s+hälsningar|hälsningar|mvh|med\s+venlig\s+hilsen|vennlig\s+hilsen|hilsen|"
     r"с\s+уважением|спасибо|pozdrawiam|z\s+poważaniem|dziękuję|よろしくお願いします|此致)\s*[,.!]?$",
     re.IGNORECASE)
-STRONG, WEAK = 2, 1  # an attribution whatever follows it / only when a quote block follows
-
-
+# A shape that counts whatever follows it / only where a quote block follows (a footer: the end).
+STRONG, WEAK = 2, 1
 
 
 def names_a_sender(value: str) -> bool:
@@ -131,6 +130,7 @@ def names_a_sender(value: str) -> bool:
 
 
 def is_arrow(bare: str) -> bool:
+    """``>>> link <<<``: as many ``<`` close the line as ``>`` open it."""
     m = _ARROW.match(bare)
     return m is not None and len(m.group(1)) == len(m.group(2))
 
@@ -138,9 +138,9 @@ def is_arrow(bare: str) -> bool:
 def wraps_on(line: str, following: str) -> bool:
     """An attribution may go on from ``line`` to ``following``: ``line`` ends in no colon and no
     sentence (a short abbreviation such as "nov." may end it), ``following`` starts no history."""
-    if line.count("(") > line.count(")"):  # "… ezt írta (időpont:" goes on
-        pass
-    elif line.endswith((":", "：", "!", "?")) or (line.endswith(".") and len(line.rsplit(None, 1)[-1]) > 5):
+    open_paren = line.count("(") > line.count(")")  # "… ezt írta (időpont:" goes on
+    if not open_paren and (line.endswith((":", "：", "!", "?"))
+                           or (line.endswith(".") and len(line.rsplit(None, 1)[-1]) > 5)):
         return False
     return not (LABEL.match(following) or FORWARDED.match(following) or ORIGINAL.match(following)
                 or SIGNATURE.match(following))

@@ -9,9 +9,16 @@ Invariants:
   no control, invisible formatting or lone surrogate character, so neither a hidden instruction
   (bidirectional overrides, tag characters) nor a character PostgreSQL refuses gets through.
 - Only what the person wrote is kept: inline answers between ``>`` lines stay, the quoted lines go;
-  a block that quotes without ``>`` (Outlook's "From: / Sent:" header block, "-----Original
-  Message-----", the ``____`` separator, "Begin forwarded message:", an attribution line followed by
-  unmarked text) ends the reply there.
+  a block that quotes without ``>`` (a header block in any language and a rule above it,
+  "-----Original Message-----", "Begin forwarded message:", an attribution followed by unmarked
+  text, a client's footer such as "Sent from my iPhone" on its own line) ends the reply there.
+  Quoted history is found by its shapes (:mod:`zerg.inbound.reply_shapes`), never by a phrase of
+  the message.
+- When unsure, keep: a shape only half there is the person's text ("From: now on, weekly please",
+  "Sent from my desk, is much easier …", a framed "---- Enter Feedback Below ----", an arrow
+  ``>>> link <<<``, a reply on its attribution's line). Losing the owner's words is worse than
+  keeping a quote, and the only words of a reply are never taken for a wrapped quote line or a
+  sign-off.
 - Whatever the language, quoted history names Zerg: a line holding one of Zerg's addresses
   (``marks``) is an attribution when ``>`` lines follow it and the start of the history otherwise;
   a "Label: <the quoted subject>" line ends the reply with the header block above it, and so does
