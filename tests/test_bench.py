@@ -56,6 +56,8 @@ FIGURES = {
                 "5 MB message with attachment (", "== size refusal on the SES path", "from_ses_record (HeadObject, refused)",
                 "S3 calls while refusing", "(0 GetObject)", "(for scale: downloading that object)",
                 "== receive (email reply to an alert) ==", "receive -> run row committed", "duplicate delivery"],
+    "reply_text": ["== exact match on the case set", "A1 ", "B7 ", "exact match, all cases",
+                   "== parse time (strip_quotes) ==", "each case (", "a long reply ("],
     "feed": ["setup: 2,000 ledger rows over 366 days", "== usage report (GET /api/jarvis/usage) ==",
              "30 days, group_by=day", "366 days, group_by=component", "== runs list (GET /api/jarvis/runs) ==",
              "first page of 20", "a page 100 runs deep", "== owner-wide feed (GET /api/jarvis/events) ==",

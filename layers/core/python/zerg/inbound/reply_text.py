@@ -9,9 +9,16 @@ Invariants:
   no control, invisible formatting or lone surrogate character, so neither a hidden instruction
   (bidirectional overrides, tag characters) nor a character PostgreSQL refuses gets through.
 - Only what the person wrote is kept: inline answers between ``>`` lines stay, the quoted lines go;
-  a block that quotes without ``>`` (Outlook's "From: / Sent:" header block, "-----Original
-  Message-----", the ``____`` separator, "Begin forwarded message:", an attribution line followed by
-  unmarked text) ends the reply there.
+  a block that quotes without ``>`` (a header block in any language and a rule above it,
+  "-----Original Message-----", "Begin forwarded message:", an attribution followed by unmarked
+  text, a client's footer such as "Sent from my iPhone" on its own line) ends the reply there.
+  Quoted history is found by its shapes (:mod:`zerg.inbound.reply_shapes`), never by a phrase of
+  the message.
+- When unsure, keep: a shape only half there is the person's text ("From: now on, weekly please",
+  "Sent from my desk, is much easier …", a framed "---- Enter Feedback Below ----", an arrow
+  ``>>> link <<<``, a reply on its attribution's line). Losing the owner's words is worse than
+  keeping a quote, and the only words of a reply are never taken for a wrapped quote line or a
+  sign-off.
 - Whatever the language, quoted history names Zerg: a line holding one of Zerg's addresses
   (``marks``) is an attribution when ``>`` lines follow it and the start of the history otherwise;
   a "Label: <the quoted subject>" line ends the reply with the header block above it, and so does
@@ -27,6 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from html.parser import HTMLParser
+
+from zerg.inbound import reply_shapes as shapes
 
 # --- text as read -------------------------------------------------------------------------------
 
@@ -169,127 +178,263 @@ def unflow(text: str, *, delsp: bool = False) -> str:
 
 
 # --- quoted history and signatures ------------------------------------------------------------
-
-_VERBS = (r"wrote|schrieb|a\s+écrit|escribió|ha\s+scritto|schreef|escreveu|pisze|skrev|napsal(?:\(a\))?|kirjoitti|"
-          r"írta|yazdı|написал(?:\(а\)|а)?|napisał(?:\(a\)|a)?")
-_ATTRIBUTION = re.compile(
-    rf"^(?:on|am|le|el|il|op|em|w\s+dniu|den|på|dne)\b.{{0,400}}?\b(?:{_VERBS})\b[^\n]{{0,200}}:\s*$",
-    re.IGNORECASE)
-# Clients whose attribution has none of those words (Japanese, Chinese, ...): a date, an address in
-# angle brackets, a final colon.
-_ATTRIBUTION_ANY = re.compile(r"^(?=.*\d).{0,300}<[^<>\s@]+@[^<>\s@]+>.{0,100}[:：]\s*$")
-_ORIGINAL = re.compile(r"^-{2,}\s*(?:original message|ursprüngliche nachricht|message d'origine|mensaje original|"
-                       r"messaggio originale|oorspronkelijk bericht|originalmeddelande|forwarded message|"
-                       r"weitergeleitete nachricht|message transféré|mensaje reenviado)\s*-{2,}\s*$", re.IGNORECASE)
-_FORWARDED = re.compile(r"^(?:begin forwarded message|anfang der weitergeleiteten nachricht|début du message réexpédié)\s*:\s*$",
-                        re.IGNORECASE)
-_SEPARATOR = re.compile(r"^_{10,}\s*$")
-_FRAMED = re.compile(r"^-{3,}\s*[^-\s].{0,60}?\s*-{3,}$")  # "-------- Original message --------" in any language
-_FIELD = re.compile(r"^\*?[^\s:：*]{1,30}(?:\s[^\s:：*]{1,30})?\*?\s*[:：]")  # "Label:" of one or two words
-_RULE = re.compile(r"^[-_=—–*~·]{3,}$")
-_FROM_FIELD = re.compile(r"^\*?(?:from|von|de|da|van|od|från|fra|lähettäjä)\s*\*?\s*:", re.IGNORECASE)
-_SENT_FIELD = re.compile(r"^\*?(?:sent|date|gesendet|datum|envoyé|enviado|fecha|inviato|data|verzonden|skickat|sendt|"
-                         r"lähetetty|wysłane)\s*\*?\s*:", re.IGNORECASE)
-_SIGNATURE = re.compile(r"^--\s?$")
-_FOOTER = re.compile(r"^(?:sent from (?:my |mail for |outlook for |yahoo mail|aol )|sent with |get outlook for |"
-                     r"envoyé de mon |enviado desde mi |enviado do meu |inviato da |verzonden met |von meinem .{0,40}gesendet|"
-                     r"gesendet von meinem |skickat från min ).{0,80}$", re.IGNORECASE)
-
+#
+# Read line by line, top to bottom, by the shapes of :mod:`zerg.inbound.reply_shapes`: a quote block
+# (``>`` lines; a line framed as ``>>> … <<<`` is an arrow, and a lone ``>`` line typed between the
+# person's own lines above any history is theirs), an attribution, a header block, a separator, a
+# client's footer, a sign-off block at the end. When a shape is only half there, the line is kept.
 
 def strip_quotes(text: str, *, quoted_subject: str | None = None, marks: Iterable[str] = ()) -> str:
-    """The person's own text of a reply's plain text: quoted (``>``) lines, attribution lines,
-    signatures and mobile footers removed; at Outlook's reply header, an "Original Message" or
-    forwarded-message line, or an attribution followed by unmarked quoted text, the rest is cut.
-    ``quoted_subject``: the subject the reply answers (its "Re: " removed); ``marks``: Zerg's
-    addresses (lower case) as they appear in an attribution or a quoted header block."""
-    marks = tuple(m for m in marks if m)
-    subject = (quoted_subject or "").strip().lower()
+    """The person's own text of a reply's plain text: quoted (``>``) lines, attributions, quoted
+    header blocks, signatures, client footers and a trailing sign-off block removed; at a header
+    block, an "Original Message" or forwarded-message line, an attribution followed by unmarked
+    text or a client footer, the rest is cut. ``quoted_subject``: the subject the reply answers (its
+    "Re: " removed); ``marks``: Zerg's addresses (lower case) as they appear in an attribution or a
+    quoted header block. Linear in the text."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip()
-        bare = line.strip()
-        if bare.startswith(">"):
-            i += 1
-            continue
-        if (_SIGNATURE.match(line) or _ORIGINAL.match(bare) or _FORWARDED.match(bare) or _SEPARATOR.match(bare)
-                or _FRAMED.match(bare)):
-            break
-        if _FROM_FIELD.match(bare) and _header_block_follows(lines, i):
-            break
-        span = _attribution_span(lines, i)
-        if span:
-            following = _next_nonblank(lines, i + span)
-            if following is not None and not following.startswith(">"):
-                break  # an attribution, then history without quote marks
-            i += span
-            continue
-        lower = bare.lower()
-        if marks and any(mark in lower for mark in marks):
-            following = _next_nonblank(lines, i + 1)
-            if following is not None and following.startswith(">"):
-                i += 1  # an attribution in a language not listed above
+    reader = _Reader(lines, (quoted_subject or "").strip().lower(), tuple(m for m in marks if m))
+    kept = reader.read(unwrap=True)
+    if reader.unwrapped and not _tidy(kept):
+        kept = reader.read(unwrap=False)  # the only words were taken for a wrapped quote line: keep them
+    return _tidy(shapes.without_signoff(kept))
+
+
+class _Reader:
+    """One pass over the lines of a reply (:func:`strip_quotes`)."""
+
+    def __init__(self, lines: list[str], subject: str, marks: tuple[str, ...]) -> None:
+        self.lines = [line.rstrip() for line in lines]
+        self.bare = [line.strip() for line in self.lines]
+        self.subject = subject
+        self.marks = marks
+        # A quote line: ">" first, unless the line is framed by arrows (">>> link <<<").
+        self.quoted = [b.startswith(">") and not (b.endswith("<") and len(b) < 300 and shapes.is_arrow(b))
+                       for b in self.bare]
+        self.unwrapped = False
+
+    def read(self, *, unwrap: bool) -> list[str]:
+        lines, bare, quoted = self.lines, self.bare, self.quoted
+        kept: list[str] = []  # the person's lines; a blank one only after words (so "any words" is ``bool(kept)``)
+        seen_quote = False
+        typed = -1
+        i = 0
+        while i < len(lines):
+            line, b = lines[i], bare[i]
+            if not b:
+                if kept:
+                    kept.append("")
+                i += 1
                 continue
-            break
-        if len(subject) >= 8 and subject in lower and _FIELD.match(bare):
-            _drop_header_block(kept)  # "Subject: <it>" in a quoted header block: the block goes too
-            break
-        if len(subject) >= 8 and len(bare) >= 16 and lower in subject:
-            break  # the alert's headline: its text quoted without marks
-        if _FOOTER.match(bare):
+            if quoted[i]:
+                if not seen_quote and self._typed_quote_line(i):
+                    kept.append(line)  # a lone "> …" line among the person's own, above any quoted history
+                    typed = i
+                else:
+                    seen_quote = True
+                i += 1
+                continue
+            if unwrap and i and quoted[i - 1] and typed != i - 1:
+                end = self._wrapped_continuation(i, kept)
+                if end:
+                    self.unwrapped = True
+                    i = end
+                    continue
+            if self._history_starts(i):
+                _drop_trailing_rules(kept)
+                break
+            found = self._attribution_at(i)
+            if found:
+                prefix, span, strength = found
+                following = self._next_nonblank(i + span)
+                if following is None or quoted[following]:
+                    if prefix:
+                        kept.append(prefix)
+                    seen_quote = True
+                    i += span
+                    continue
+                if strength == shapes.STRONG:
+                    if prefix:
+                        kept.append(prefix)
+                    break  # an attribution, then history without quote marks
+            lower = b.lower()
+            if self.marks and any(mark in lower for mark in self.marks):
+                following = self._next_nonblank(i + 1)
+                if following is not None and quoted[following]:
+                    i += 1  # an attribution of a shape not known above
+                    continue
+                break
+            if len(self.subject) >= 8 and self.subject in lower and shapes.FIELD.match(b):
+                _drop_header_block(kept)  # "Subject: <it>" in a quoted header block: the block goes too
+                break
+            if len(self.subject) >= 8 and len(b) >= 16 and lower in self.subject:
+                break  # the alert's headline: its text quoted without marks
+            footer = shapes.footer(b)
+            if footer == shapes.STRONG and kept:
+                break  # what a phone puts below the person's words: the rest is history, marked or not
+            if footer == shapes.STRONG or (footer and self._nothing_of_theirs_after(i)):
+                i += 1
+                continue
+            kept.append(line)
             i += 1
-            continue
-        kept.append(line)
-        i += 1
-    return _tidy(kept)
+        return kept
 
+    def _next_nonblank(self, start: int) -> int | None:
+        for j in range(start, len(self.bare)):
+            if self.bare[j]:
+                return j
+        return None
 
-def _attribution_span(lines: list[str], i: int) -> int:
-    """1 or 2 when line ``i`` (or ``i`` and ``i + 1``, a wrapped one) is an attribution line, else 0."""
-    one = lines[i].strip()
-    if not one or len(one) > 600:
+    def _nothing_of_theirs_after(self, i: int) -> bool:
+        """After line ``i`` comes nothing, or quoted history (a quote line, an attribution, a block)."""
+        j = self._next_nonblank(i + 1)
+        return j is None or self.quoted[j] or self._history_starts(j) or self._attribution_at(j) is not None
+
+    def _history_starts(self, i: int) -> bool:
+        """Line ``i`` starts quoted history that carries no quote marks: a signature line, an
+        "Original Message" or forwarded-message line, a header block, a rule above a sender's
+        label, a mailing list's footer."""
+        b = self.bare[i]
+        if shapes.SIGNATURE.match(b) or (len(b) <= 120 and (shapes.ORIGINAL.match(b) or shapes.FORWARDED.match(b))):
+            return True
+        label = shapes.LABEL.match(b)
+        if label:
+            inside = None
+            if label.lastgroup == "sender" and len(b) <= 600:  # "From: X Sent: Y To: Z" run into one line
+                inside = shapes.DATE_LABEL_INSIDE.search(b, label.end())
+            if inside and shapes.names_a_sender(b[label.end():inside.start()]) and shapes.DATE.search(b, inside.end()):
+                return True
+            return self._header_block_at(i)
+        if len(b) > 120:
+            return False
+        if shapes.RULE.match(b):  # "____…" above "From: …" (a framed line of other words is text)
+            following = self._next_nonblank(i + 1)
+            if following is not None and following <= i + 2 and self._sender_label_at(following):
+                return True
+        if shapes.UNDERSCORES.match(b):  # a list's footer: a few lines, a link or an address, to a quote or the end
+            rest: list[str] = []
+            for j in range(i + 1, len(self.bare)):
+                if self.quoted[j] or len(rest) > 8:
+                    break
+                if self.bare[j]:
+                    rest.append(self.bare[j])
+            return len(rest) <= 8 and any(shapes.REACHABLE.search(x[:300]) for x in rest)
+        return False
+
+    def _sender_label_at(self, i: int) -> bool:
+        """Line ``i`` is "From: <a sender>" (an address, or a few words that are no sentence) or "Date: …"."""
+        m = shapes.LABEL.match(self.bare[i])
+        if not m or m.lastgroup not in ("sender", "date", "subject"):
+            return False
+        return m.lastgroup != "sender" or shapes.names_a_sender(self.bare[i][m.end():])
+
+    def _header_block_at(self, i: int) -> bool:
+        """Line ``i`` starts 2+ "Label: value" lines (values may wrap) that name a sender and a date,
+        or a sender with an address and 2 of recipients, copies and subject. Each label comes once in
+        a block, a sender's value names one and a date's holds a digit: a line above that breaks
+        those ("From: now on, weekly please", "Date: weekly") is the person's."""
+        kinds: set[str] = set()
+        sender_value: str | None = None
+        first = ""
+        loose = blank = 0
+        for j in range(i, min(len(self.bare), i + 14)):
+            b = self.bare[j]
+            if not b:
+                blank += 1
+                if blank > 1:
+                    break
+                continue
+            blank = 0
+            m = shapes.LABEL.match(b)
+            if m:
+                kind, value = m.lastgroup or "", b[m.end():]
+                if kind == first or (kind == "sender" and not shapes.names_a_sender(value)) or (
+                        kind == "date" and not any(ch.isdigit() for ch in value)):
+                    if j == i or kind == first:
+                        return False  # line i is no part of the block below it
+                    break
+                if kind in kinds:
+                    break
+                first = first or kind
+                kinds.add(kind)
+                if kind == "sender":
+                    sender_value = value
+                loose = 0
+            elif not kinds or (loose := loose + 1) > 2:
+                break
+        if sender_value is None:
+            return False
+        return "date" in kinds or (len(kinds & {"to", "cc", "subject"}) >= 2 and "@" in sender_value)
+
+    def _attribution_at(self, i: int) -> tuple[str, int, int] | None:
+        """``(the person's words before it on its first line, lines, strength)`` when an attribution
+        starts at line ``i``; the shortest reading wins, and a span whose later lines hold an
+        attribution of their own is none (line ``i`` is the person's:
+        :func:`~zerg.inbound.reply_shapes.later_lines_attribute`)."""
+        parts: list[str] = []
+        weak: tuple[str, int, int] | None = None
+        for j in range(i, min(i + shapes.SPAN, len(self.bare))):
+            b = self.bare[j]
+            if not b or self.quoted[j] or len(b) > shapes.SPAN_LINE or (parts and not shapes.wraps_on(parts[-1], b)):
+                break
+            parts.append(b)
+            if not shapes.may_end_attribution(b):
+                continue
+            prefix, strength = shapes.attribution(parts)
+            if not strength or shapes.later_lines_attribute(parts):
+                continue
+            if strength == shapes.STRONG:
+                return prefix, len(parts), strength
+            weak = weak or (prefix, len(parts), strength)
+        return weak
+
+    def _typed_quote_line(self, i: int) -> bool:
+        """A lone "> …" line between two of the person's lines, with no quote block above it and
+        none below it before an attribution: typed, not quoted (unless it is the alert's text)."""
+        bare, quoted = self.bare, self.quoted
+        if i == 0 or i + 1 >= len(bare) or not bare[i - 1] or not bare[i + 1] or quoted[i - 1] or quoted[i + 1]:
+            return False
+        content = bare[i].lstrip("> ").lower()
+        if any(mark in content for mark in self.marks) or (len(self.subject) >= 8 and content in self.subject):
+            return False
+        for j in range(i + 1, len(bare)):
+            if quoted[j]:
+                return False
+            if bare[j] and (self._attribution_at(j) or self._history_starts(j)):
+                return True
+        return True
+
+    def _wrapped_continuation(self, i: int, kept: list[str]) -> int:
+        """Where the lines from ``i`` end when they are a quoted line's hard-wrapped rest that lost
+        its ``>``: right under a long quote line cut mid-sentence, at most 3 lines, and either
+        between two quote lines or the last lines of a reply whose words are above; else 0."""
+        above = self.bare[i - 1].lstrip("> ")
+        if len(self.bare[i - 1]) < 50 or above.endswith((".", "?", "!", ":", ";")):
+            return 0
+        end = i
+        while end < len(self.bare) and end < i + 3 and self.bare[end] and not self.quoted[end]:
+            end += 1
+        if end < len(self.bare) and self.quoted[end]:
+            return end
+        if self._next_nonblank(end) is None and kept:
+            return end
         return 0
-    if _ATTRIBUTION.match(one) or _ATTRIBUTION_ANY.match(one):
-        return 1
-    if i + 1 < len(lines) and not one.endswith(":"):
-        two = f"{one} {lines[i + 1].strip()}"
-        if lines[i + 1].strip() and (_ATTRIBUTION.match(two) or _ATTRIBUTION_ANY.match(two)):
-            return 2
-    return 0
+
+
+def _drop_trailing_rules(kept: list[str]) -> None:
+    """A rule line (and blank lines) that ended ``kept`` belonged to the history below it."""
+    while kept and (not kept[-1].strip() or (len(kept[-1].strip()) <= 120 and shapes.RULE.match(kept[-1].strip()))):
+        kept.pop()
 
 
 def _drop_header_block(kept: list[str]) -> None:
     """Remove the "Label: value" lines (and a rule above them) that end ``kept``: a quoted header block."""
-    for pattern in (_FIELD, _RULE):
+    for pattern in (shapes.FIELD, shapes.RULE):
         dropped = 0
         while kept and dropped < 8 and kept[-1].strip() and pattern.match(kept[-1].strip()):
             kept.pop()
             dropped += 1
         while kept and not kept[-1].strip():
             kept.pop()
-
-
-def _header_block_follows(lines: list[str], i: int) -> bool:
-    """Line ``i`` is "From: ..." and one of the next three non-blank lines is "Sent:" / "Date:"."""
-    seen = 0
-    for line in lines[i + 1:i + 8]:
-        bare = line.strip()
-        if not bare:
-            continue
-        if _SENT_FIELD.match(bare):
-            return True
-        seen += 1
-        if seen >= 3:
-            break
-    return False
-
-
-def _next_nonblank(lines: list[str], start: int) -> str | None:
-    for line in lines[start:]:
-        if line.strip():
-            return line.strip()
-    return None
 
 
 def _tidy(lines: list[str]) -> str:
