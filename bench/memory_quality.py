@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 DATA = Path(__file__).parent / "data" / "friendsqa" / "friendsqa.json.gz"
 KS = (1, 3, 5, 10)
 LIMIT = 10
+LONGEST = 3  # the issue's length-bias check: how often the top hit is one of the owner's 3 longest files
 RRF_K = 60
 CHUNK_LINES = 10
 CHUNK_CHARS = 1_000
@@ -176,6 +177,12 @@ class Result:
     latencies_ms: list[float] = field(default_factory=list)
     hits: int = 0
     foreign: int = 0  # hits that are not the question's owner's files
+    firsts: list[tuple[str, str]] = field(default_factory=list)  # (owner, top path) per question answered
+
+    def longest_first(self, files: Mapping[str, Mapping[str, str]], n: int = LONGEST) -> float:
+        """The share of questions whose top hit is one of its owner's ``n`` longest files."""
+        longest = {owner: set(sorted(paths, key=lambda p: -len(paths[p]))[:n]) for owner, paths in files.items()}
+        return sum(path in longest[owner] for owner, path in self.firsts) / len(self.firsts) if self.firsts else 0.0
 
     def line(self, name: str) -> str:
         cells = "".join(f"{self.recall[k]:7.3f}" if self.n else "    n/a" for k in KS)
@@ -205,16 +212,18 @@ def recall(rankings: Sequence[Sequence[str]], evidence: Sequence[Collection[str]
 def evaluate(search_fn: SearchFn, questions: Sequence[Question], data: Loaded | None = None) -> Result:
     """Run ``search_fn`` on each question (timed); recall at :data:`KS` of its first
     :data:`LIMIT` paths and, given ``data``, the hits outside the question's owner's files."""
-    rankings, latencies, hits, foreign = [], [], 0, 0
+    rankings, latencies, hits, foreign, firsts = [], [], 0, 0, []
     for q in questions:
         started = time.perf_counter()
         ranked = list(search_fn(q))[:LIMIT]
         latencies.append((time.perf_counter() - started) * 1000)
         rankings.append(ranked)
+        if ranked:
+            firsts.append((q.owner, ranked[0]))
         hits += len(ranked)
         if data is not None:
             foreign += sum(path not in data.files[q.owner] for path in ranked)
-    return Result(recall(rankings, [q.evidence for q in questions]), len(questions), latencies, hits, foreign)
+    return Result(recall(rankings, [q.evidence for q in questions]), len(questions), latencies, hits, foreign, firsts)
 
 
 @dataclass
@@ -330,6 +339,7 @@ def main(smoke: bool = False) -> None:
         baseline_s = time.perf_counter() - started
         latency = {"hybrid": [], "fulltext": []}
         foreign = hits = 0
+        longest = {"Zerg hybrid": Result({}, 0), "plain BM25 (rank_bm25)": Result({}, 0)}
         for split in ("tune", "check"):
             questions = data.split(split)
             print(f"-- {split}: {len(questions):,} questions --")
@@ -339,11 +349,19 @@ def main(smoke: bool = False) -> None:
             print(hybrid.line("Zerg hybrid"))
             print(full_text.line("Zerg full text only"))
             for key, name in SYSTEMS:
-                print(evaluate(lambda q, key=key: ranked[key][q.id], questions).line(name))
+                result = evaluate(lambda q, key=key: ranked[key][q.id], questions)
+                print(result.line(name))
+                if name in longest:
+                    longest[name].firsts += result.firsts
+            longest["Zerg hybrid"].firsts += hybrid.firsts
             latency["hybrid"] += hybrid.latencies_ms
             latency["fulltext"] += full_text.latencies_ms
             foreign += hybrid.foreign + full_text.foreign
             hits += hybrid.hits + full_text.hits
+        chance = sum(min(LONGEST, len(paths)) / len(paths) * sum(q.owner == owner for q in data.questions)
+                     for owner, paths in data.files.items()) / len(data.questions)
+        shares = ", ".join(f"{name} {result.longest_first(data.files):.1%}" for name, result in longest.items())
+        print(f"{f'top hit one of the owner’s {LONGEST} longest files':<44} {shares} (chance {chance:.1%})")
         print(Result({}, 0, latency["hybrid"]).latency("Zerg search latency, hybrid"))
         print(Result({}, 0, latency["fulltext"]).latency("Zerg search latency, full text only"))
         print(f"{'hybrid searches that fell back to full text':<44} {fallbacks.count}")

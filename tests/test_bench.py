@@ -42,7 +42,7 @@ FIGURES = {
                        "evidence past the first 1,000 characters", "-- tune:", "-- check:", "Zerg hybrid",
                        "Zerg full text only", "plain BM25 (rank_bm25)", "dense, whole file (all-MiniLM-L6-v2)",
                        "dense, 10-turn chunks, file = best chunk", "RRF(BM25, chunked dense)",
-                       "Zerg search latency, hybrid", "Zerg search latency, full text only",
+                       "top hit one of the owner’s 3 longest files", "Zerg search latency, hybrid", "Zerg search latency, full text only",
                        "hybrid searches that fell back to full text", "isolation: hits from another owner's files"],
     "recall": ["setup: 40 memory files", "== recall overhead at run start", "memory_layer, full-text only",
                "layer bytes (median)", "memory_layer, local embedder"],

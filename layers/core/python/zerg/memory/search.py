@@ -69,7 +69,7 @@ class Hit:
     title: str
     snippet: str
     method: str  # fulltext, vector or both
-    score: float  # the fused reciprocal-rank score: higher is better
+    score: float  # the combined score (see combine): higher is better; comparable within one search only
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "title": self.title, "snippet": self.snippet, "method": self.method,
