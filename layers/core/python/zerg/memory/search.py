@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 TEXT_CANDIDATES = 50  # BM25's best files, before fusion (at least 4 x limit)
 VECTOR_CANDIDATES = 40  # nearest files, before fusion (at least 4 x limit)
 WINDOW = 20  # words: about two lines of a conversation
+NEARNESS_WORDS = 16  # the query's rarest words nearness looks at (a pasted paragraph: bounded cost)
 # On bench.memory_quality's tune split (850 questions), words 1 / nearness 1 / meaning 0.7 with a
 # 20-word window was in the plateau of a grid over nearness 0.5-2, meaning 0.3-1, windows 15-30.
 WEIGHTS = {"words": 1.0, "nearness": 1.0, "meaning": 0.7}
@@ -184,8 +185,9 @@ def fuse(conn: "Connection", owner_id: int, query: str, *, vector: Sequence[floa
                 words, why = text_side(conn, owner_id, parsed, tags=tags, limit=max(limit * 4, TEXT_CANDIDATES))
                 if parsed.lexemes:
                     n, held = terms.rarity(conn, owner_id, parsed.lexemes)
-                    near_words = proximity(files.positions(conn, owner_id, list(words), parsed.lexemes),
-                                           {lex: terms.idf(n, df) for lex, df in held.items()})
+                    idf = {lex: terms.idf(n, df) for lex, df in held.items()}
+                    rarest = sorted(idf, key=lambda lex: -idf[lex])[:NEARNESS_WORDS]
+                    near_words = proximity(files.positions(conn, owner_id, list(words), rarest), idf)
                     shown = highlight(parsed, n, held)
                 note = _note(note, why)
         except QueryCanceled:

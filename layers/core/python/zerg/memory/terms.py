@@ -1,8 +1,9 @@
 """Term statistics of memory files (``memory_terms``) and the BM25 ranking they allow.
 
 The database keeps the table (migration 0019's trigger on ``memory_files``): for each file, one row
-per lexeme of its ``search`` tsvector with the lexeme's frequency, and one row with the empty
-lexeme holding the file's length in tokens. No code here writes it.
+per lexeme of its ``search`` tsvector with the lexeme's frequency and the file's length in tokens,
+and one row with the empty lexeme (the file itself: its length counts the owner's files and their
+average length). No code here writes it.
 
 Invariants:
 - Every statement is scoped by ``owner_id`` first (the primary key starts with it): a word's rarity,
@@ -29,18 +30,17 @@ K1 = 1.2
 B = 0.75
 
 BM25_SQL = """
-WITH corpus AS (
-    SELECT count(*) AS n, greatest(avg(tf), 1.0) AS avgdl FROM memory_terms WHERE owner_id = %(owner)s AND lexeme = ''),
-postings AS (
-    SELECT lexeme, file_id, tf FROM memory_terms WHERE owner_id = %(owner)s AND lexeme = ANY(%(terms)s)),
-rarity AS (
+WITH corpus AS MATERIALIZED (
+    SELECT count(*) AS n, greatest(avg(length), 1.0) AS avgdl FROM memory_terms WHERE owner_id = %(owner)s AND lexeme = ''),
+postings AS MATERIALIZED (
+    SELECT lexeme, file_id, tf, length FROM memory_terms WHERE owner_id = %(owner)s AND lexeme = ANY(%(terms)s)),
+rarity AS MATERIALIZED (
     SELECT p.lexeme, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
     FROM postings p CROSS JOIN corpus c GROUP BY p.lexeme, c.n),
 scored AS (
     SELECT p.file_id, sum(r.idf * p.tf * (%(k1)s + 1)
-                          / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * l.tf / c.avgdl))) AS score
+                          / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / c.avgdl))) AS score
     FROM postings p JOIN rarity r USING (lexeme) CROSS JOIN corpus c
-    JOIN memory_terms l ON l.owner_id = %(owner)s AND l.lexeme = '' AND l.file_id = p.file_id
     GROUP BY p.file_id)
 SELECT s.file_id AS id, s.score::float8 AS score FROM scored s
 {files}
@@ -80,5 +80,5 @@ def export_memory_terms(conn: Connection, owner_id: int) -> Iterator[dict[str, A
     """The owner's rows of ``memory_terms``, for ``zerg owners export`` (derived from the files, as
     the owner's words: their lexemes)."""
     with conn.cursor() as cur:
-        yield from cur.stream("SELECT owner_id, lexeme, file_id, tf FROM memory_terms WHERE owner_id = %s "
+        yield from cur.stream("SELECT owner_id, lexeme, file_id, tf, length FROM memory_terms WHERE owner_id = %s "
                               "ORDER BY file_id, lexeme", (owner_id,))

@@ -12,22 +12,30 @@ CREATE TABLE memory_terms (
     lexeme    text NOT NULL,
     file_id   bigint NOT NULL REFERENCES memory_files(id) ON DELETE CASCADE,
     tf        integer NOT NULL CHECK (tf >= 0),
-    PRIMARY KEY (owner_id, lexeme, file_id) INCLUDE (tf)
+    length    integer NOT NULL CHECK (length >= 0),  -- the file's length, on each of its rows
+    PRIMARY KEY (owner_id, lexeme, file_id) INCLUDE (tf, length)
 );
 CREATE INDEX memory_terms_file ON memory_terms (file_id);
 
 -- A lexeme occurs at most 256 times in a tsvector's positions (PostgreSQL keeps no more): the
 -- term frequency is capped there, the length is the sum over the file's lexemes.
+CREATE FUNCTION memory_terms_of(file_id bigint, owner_id bigint, search tsvector)
+RETURNS TABLE (owner_id bigint, lexeme text, file_id bigint, tf integer, length integer)
+LANGUAGE sql IMMUTABLE AS $$
+    WITH counted AS (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(search) AS u),
+    total AS (SELECT coalesce(sum(tf), 0)::integer AS length FROM counted)
+    SELECT owner_id, c.lexeme, file_id, c.tf, t.length FROM counted c CROSS JOIN total t
+    UNION ALL
+    SELECT owner_id, '', file_id, t.length, t.length FROM total t
+$$;
+
 CREATE FUNCTION memory_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'UPDATE' THEN
         DELETE FROM memory_terms WHERE file_id = NEW.id;
     END IF;
-    INSERT INTO memory_terms (owner_id, lexeme, file_id, tf)
-    SELECT NEW.owner_id, u.lexeme, NEW.id, coalesce(array_length(u.positions, 1), 1) FROM unnest(NEW.search) AS u;
-    INSERT INTO memory_terms (owner_id, lexeme, file_id, tf)
-    SELECT NEW.owner_id, '', NEW.id, coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer
-    FROM unnest(NEW.search) AS u;
+    INSERT INTO memory_terms (owner_id, lexeme, file_id, tf, length)
+    SELECT * FROM memory_terms_of(NEW.id, NEW.owner_id, NEW.search);
     RETURN NULL;
 END
 $$;
@@ -36,13 +44,9 @@ CREATE TRIGGER memory_terms_insert AFTER INSERT ON memory_files
 CREATE TRIGGER memory_terms_update AFTER UPDATE OF title, content ON memory_files
     FOR EACH ROW EXECUTE FUNCTION memory_terms_sync();
 
-INSERT INTO memory_terms (owner_id, lexeme, file_id, tf)
-SELECT f.owner_id, u.lexeme, f.id, coalesce(array_length(u.positions, 1), 1)
-FROM memory_files f CROSS JOIN LATERAL unnest(f.search) AS u;
-INSERT INTO memory_terms (owner_id, lexeme, file_id, tf)
-SELECT f.owner_id, '', f.id, coalesce((SELECT sum(coalesce(array_length(u.positions, 1), 1))
-                                       FROM unnest(f.search) AS u), 0)::integer
-FROM memory_files f;
+INSERT INTO memory_terms (owner_id, lexeme, file_id, tf, length)
+SELECT t.* FROM memory_files f CROSS JOIN LATERAL memory_terms_of(f.id, f.owner_id, f.search) AS t;
+ANALYZE memory_terms;
 
 -- Vectors of overlapping chunks: a file has one row per chunk and model (chunk 0, 1, ...), each
 -- chunk within what the model reads, with the characters of the content it covers. A file is
