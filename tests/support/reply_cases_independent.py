@@ -42,7 +42,7 @@ class Case:
     note: str = ""
 
 
-def L(*lines: str, eol: str = "\n") -> str:  # noqa: N802 - reads as a block of lines
+def L(*lines: str, eol: str = "\n") -> str:
     return eol.join(lines)
 
 
@@ -513,17 +513,17 @@ CASES: list[Case] = [
         "> 2. Are you joining the dinner?", ">", "", "Yes, with my partner.", "",
         "> Thanks,", "> Jane", ""),
         "Hi Jane, Sent them this morning. Yes, with my partner.",
-        accept=("Hi Jane, > 1. Can you send the slides? Sent them this morning. "
-                "> 2. Are you joining the dinner? Yes, with my partner.",
-                "Hi Jane, > 1. Can you send the slides? > Sent them this morning. "
-                "> 2. Are you joining the dinner? > Yes, with my partner.")),
+        accept=(("Hi Jane, > 1. Can you send the slides? Sent them this morning. "
+                "> 2. Are you joining the dinner? Yes, with my partner."),
+                ("Hi Jane, > 1. Can you send the slides? > Sent them this morning. "
+                "> 2. Are you joining the dinner? > Yes, with my partner."))),
     Case("inline-thunderbird-signature", "Thunderbird", "inline", L(
         "On 3/4/24 09:15, Jane Doe wrote:", "> Can you review the draft by Friday?", "",
         "Yes, I'll have it done Thursday.", "", "> Also, do we need a new logo?", "",
         "No, keep the current one.", "", "-- ", "Mark Chen", "Acme Corp", ""),
         "Yes, I'll have it done Thursday. No, keep the current one.",
-        accept=("> Can you review the draft by Friday? Yes, I'll have it done Thursday. "
-                "> Also, do we need a new logo? No, keep the current one.",)),
+        accept=(("> Can you review the draft by Friday? Yes, I'll have it done Thursday. "
+                "> Also, do we need a new logo? No, keep the current one."),)),
     Case("inline-bottom-post", "Thunderbird", "inline", L(
         "On 3/4/24 09:15, Jane Doe wrote:", "> Are you coming to the party?", "",
         "Yes! I'll bring dessert.", ""),
@@ -536,8 +536,8 @@ CASES: list[Case] = [
         "Reviewed-by: Mark Chen <mark.chen@example.com>", ""),
         "this should be unsigned. Reviewed-by: Mark Chen <mark.chen@example.com>",
         accept=(">  int x = 0; this should be unsigned. Reviewed-by: Mark Chen <mark.chen@example.com>",
-                "> Here is v2 of the patch. > > --- a/main.c > +++ b/main.c > @@ -1,3 +1,3 @@ >  int x = 0; "
-                "this should be unsigned. Reviewed-by: Mark Chen <mark.chen@example.com>")),
+                ("> Here is v2 of the patch. > > --- a/main.c > +++ b/main.c > @@ -1,3 +1,3 @@ >  int x = 0; "
+                "this should be unsigned. Reviewed-by: Mark Chen <mark.chen@example.com>"))),
     Case("inline-digest", "reply to a digest", "inline", L(
         "> Message: 3", "> Date: Mon, 4 Mar 2024 09:15:00 +0000", "> From: Paul Adams <paul@example.org>",
         "> Subject: Re: [dev] Release plan", ">", "> I think we should ship on Friday.", "",
