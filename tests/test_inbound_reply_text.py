@@ -126,6 +126,36 @@ def test_the_only_words_are_never_taken_for_a_wrapped_quote_line():
     assert strip_quotes(text, marks=MARKS) == "yes"
 
 
+@pytest.mark.parametrize("text", [
+    f"On Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n> Disk 91% full on web-1",  # Gmail
+    "On 11/23/26 06:01, Zerg wrote:\n> Disk 91% full on web-1",  # Thunderbird: no address, a quote block
+    f"On Monday, November 23, 2026, 06:01:22 AM EST, Zerg <{ZERG}> wrote:\n\n\nDisk 91% full on web-1",  # Yahoo
+    "On 11/23/26 06:01, Zerg wrote:\n\nDisk 91% full on web-1",  # no address, unmarked: names the alert
+    f"> Reply APPROVE or DENY.\n\nOn Mon, Nov 23, 2026 at 6:01 AM Zerg <{ZERG}> wrote:\n> Reply APPROVE or DENY.",
+    f"> Disk 91% full on web-1\n\nFrom: Zerg <{ZERG}>\nSent: Monday, November 23, 2026 6:01 AM\nTo: Dana",
+    f"Sent from my iPhone\n\n> On 23 Nov 2026, at 06:01, Zerg <{ZERG}> wrote:\n>\n> Disk 91% full on web-1",
+])
+def test_a_reply_with_nothing_typed_stays_empty(text):
+    """When the first reading keeps nothing, a second one takes a ``>`` block at the very top above an
+    attribution, or an attribution with no address at the very top, for the person's ("> 200 signed
+    up, book the big room", "On March 1, the bank wrote: …"); it never takes Zerg's quoted alert or
+    a snippet of the history below for them."""
+    assert strip_quotes(text, quoted_subject="Disk 91% full on web-1", marks=MARKS) == ""
+
+
+def test_a_quote_block_typed_among_the_persons_lines_is_theirs_unless_it_quotes_the_history():
+    history = "\n\nOn Mon, Nov 23, 2026 at 6:01 AM Dana <dana@example.com> wrote:\n> Is nginx up?\n"
+    typed = "Run this and send me the output:\n\n> sudo systemctl status nginx\n> journalctl -u nginx\n\nThanks"
+    assert strip_quotes(typed + history) == typed
+    snippet = "Hi,\n\n> Is nginx up?\n\nYes, since 6:05."
+    assert strip_quotes(snippet + history) == "Hi,\n\nYes, since 6:05."
+    # With no history below to tell them apart, a block with a blank line on both sides is an
+    # inline answer's quote; one that touches the person's lines is theirs.
+    assert strip_quotes("Hi,\n\n> Is nginx up?\n\nYes, since 6:05.") == "Hi,\n\nYes, since 6:05."
+    assert strip_quotes("Try:\n\n>>> import json\n>>> json.dumps(1)\n'1'\n\nOk?") == \
+        "Try:\n\n>>> import json\n>>> json.dumps(1)\n'1'\n\nOk?"
+
+
 # --- the property: what the person typed above any quote block comes out whole -----------------
 
 NAMES = ["Zerg", "Dana Owner", "Operations Monitoring Team", "Jürgen Müller", "Служба мониторинга", "监控服务"]

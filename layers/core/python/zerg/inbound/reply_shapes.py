@@ -26,7 +26,7 @@ SPAN_LINE = 300  # ... of at most this many characters each
 _LATIN_VERBS = (r"wrote|writes|schrieb|a\s+écrit|escribió|escreveu|ha\s+scritto|schreef|skrev|skriver|kirjoitti|"
                 r"pisze|napisał(?:\(a\)|a)?|napsal(?:\(a\)|a)?|írta|yazdı|написал(?:\(а\)|а)?|пишет|έγραψε|"
                 r"a\s+scris|napisao|napisala|rašė|rakstīja|kirjutas|đã\s+viết|(?:het\s+volgende\s+)?geschreven|"
-                r"pise|пише")
+                r"pise|пише|(?:folgendes\s+)?geschrieben")
 _CJK_VERBS = r"写道|寫道|のメール|님이\s*작성"
 _VERB = re.compile(rf"(?<![^\W_])(?:{_LATIN_VERBS})(?![^\W_])|{_CJK_VERBS}", re.IGNORECASE)
 _VERB_END = re.compile(rf"(?:(?<![^\W_])(?:{_LATIN_VERBS})|{_CJK_VERBS})$", re.IGNORECASE)
@@ -81,7 +81,8 @@ RULE = re.compile(r"^[-_=—–*~·]{3,}$")
 UNDERSCORES = re.compile(r"^_{2,}$")
 _ARROW = re.compile(r"^(>+)\s.*\s(<+)$")  # ">>> http://… <<<": framed by arrows, not quoted
 SIGNATURE = re.compile(r"^--\s?$")
-_LINK_TAIL = re.compile(r"\s*<https?://[^<>\s]+>$")
+_OPEN_ADDRESS = re.compile(r"\s[<(\[]$")  # a line broken right after the bracket that opens an address ("… Name <")
+_LINK = re.compile(r"\s*<https?://[^<>\s]+>")  # "Get Outlook for iOS<https://aka.ms/…>", the link anywhere
 REACHABLE = re.compile(r"https?://|www\.|[^\s@<>]@[^\s@<>]+\.\w")  # a link or an address
 # A client's footer: "Sent from my iPhone", "Gesendet von Outlook für Android", "Get TypeApp for
 # Android", "Von meinem iPhone gesendet", "iPhoneから送信".
@@ -95,6 +96,9 @@ _POSSESSIVE = re.compile(r"^(?:my|mon|ma|mi|meu|minha|mijn|min|mitt|mein|meinem|
 _FOOTER_GET = re.compile(r"^(?:get|download|obtenez|obtenir|télécharger|hol\s+dir|descarga|obtener|scarica|ottieni|"
                          r"baixe|obter|hämta|hent|pobierz)\s+(?:\S+\s+){1,3}(?:for|pour|für|para|per|voor|för|til|dla)"
                          r"\s+(?:ios|android|iphone|ipad|windows|mac)\b", re.IGNORECASE)
+# The verb last, as German and Dutch put it: "Outlook für Android herunterladen", "Outlook voor iOS downloaden".
+_FOOTER_GET_LAST = re.compile(r"^(?:\S+\s+){1,3}(?:für|voor|för)\s+(?:ios|android|iphone|ipad|windows|mac)\s+"
+                              r"(?:herunterladen|beziehen|holen|downloaden|ophalen|hämta|ladda\s+ner)$", re.IGNORECASE)
 _FOOTER_WHOLE = re.compile(r"^(?:von\s+meinem\s.{1,40}\sgesendet|(?:发自|從|从|來自)我的.{1,30}|.{1,30}から送信|"
                            r".{1,30}(?:dan|den|ten|tan)\s+gönderildi|lähetetty\s+\S{1,30}(?:sta|stä)|"
                            r".{1,30}에서\s*보냄)"
@@ -159,10 +163,27 @@ def later_lines_attribute(parts: list[str]) -> bool:
                  and (last.isupper() or last.isdigit())  # broken in the name or the date ...
                  and sum(w.isalpha() and w.islower() and len(w) >= 5 for w in head.split()) <= 1)  # ... no sentence
     for k in range(1, len(parts)):
+        if _OPEN_ADDRESS.search(parts[k - 1]):
+            continue  # the line before was broken inside the sender's address: this one starts mid-address
         strength = attribution(parts[k:])[1]
         if strength == STRONG or (strength and not opens):
             return True
     return False
+
+
+def joined(parts: list[str]) -> str:
+    """The lines of a wrapped attribution as one: with a space, except after a line that ends
+    inside the sender's address ("… Konstantinopoulou <" then "alexandra@example.org> wrote:", as
+    Gmail breaks it), which goes on without one."""
+    text = parts[0] if parts else ""
+    for part in parts[1:]:
+        text += part if _OPEN_ADDRESS.search(text) else " " + part
+    return text
+
+
+def has_address(text: str) -> bool:
+    """``text`` names a sender's address (in <>, () or [mailto:])."""
+    return _SENDER.search(text) is not None
 
 
 def may_end_attribution(bare: str) -> bool:
@@ -174,7 +195,7 @@ def attribution(parts: list[str], *, split: bool = True) -> tuple[str, int]:
     start after the person's words on its first line ("Sure thing On Wed, … wrote:"), at the last
     capitalised opener that still leaves one (its date comes right after it, so a name such as "Le
     Monde" further on opens none)."""
-    text = " ".join(parts)
+    text = joined(parts)
     if split:
         for m in reversed(list(_OPENER_INSIDE.finditer(parts[0]))):
             strength = attribution_strength(text[m.start():])
@@ -231,10 +252,10 @@ def footer(bare: str) -> int:
     the person's words end; 0 for a sentence ("Sent from my desk, is much easier …")."""
     if len(bare) > 160:
         return 0
-    line = _LINK_TAIL.sub("", bare).strip()
+    line = _LINK.sub("", bare).strip()
     if len(line) > 100 or line.endswith(("?", "!", ":")):
         return 0
-    if _FOOTER_GET.match(line) or _FOOTER_WHOLE.match(line):
+    if _FOOTER_GET.match(line) or _FOOTER_GET_LAST.match(line) or _FOOTER_WHOLE.match(line):
         return STRONG
     m = _FOOTER_SENT.match(line)
     if not m:

@@ -18,7 +18,9 @@ Invariants:
   "Sent from my desk, is much easier …", a framed "---- Enter Feedback Below ----", an arrow
   ``>>> link <<<``, a reply on its attribution's line). Losing the owner's words is worse than
   keeping a quote, and the only words of a reply are never taken for a wrapped quote line or a
-  sign-off.
+  sign-off. A reading that keeps nothing is read again, leniently (:meth:`_Reader.read`): history
+  always comes after the person's words, so a ``>`` block or an address-less attribution at the very
+  top, with history or nothing quoted below, is theirs; a reply that holds only history stays empty.
 - Whatever the language, quoted history names Zerg: a line holding one of Zerg's addresses
   (``marks``) is an attribution when ``>`` lines follow it and the start of the history otherwise;
   a "Label: <the quoted subject>" line ends the reply with the header block above it, and so does
@@ -180,7 +182,7 @@ def unflow(text: str, *, delsp: bool = False) -> str:
 # --- quoted history and signatures ------------------------------------------------------------
 #
 # Read line by line, top to bottom, by the shapes of :mod:`zerg.inbound.reply_shapes`: a quote block
-# (``>`` lines; a line framed as ``>>> … <<<`` is an arrow, and a lone ``>`` line typed between the
+# (``>`` lines; a line framed as ``>>> … <<<`` is an arrow, and a short ``>`` block typed between the
 # person's own lines above any history is theirs), an attribution, a header block, a separator, a
 # client's footer, a sign-off block at the end. When a shape is only half there, the line is kept.
 
@@ -196,7 +198,12 @@ def strip_quotes(text: str, *, quoted_subject: str | None = None, marks: Iterabl
     kept = reader.read(unwrap=True)
     if reader.unwrapped and not _tidy(kept):
         kept = reader.read(unwrap=False)  # the only words were taken for a wrapped quote line: keep them
+    if not _tidy(kept):  # nothing of theirs: unless the text holds only history, a shape was read too eagerly
+        kept = reader.read(unwrap=False, lenient=True)
     return _tidy(shapes.without_signoff(kept))
+
+
+TYPED_LINES = 5  # a block of "> …" lines the person typed (a command, a prompt) is at most this long
 
 
 class _Reader:
@@ -211,8 +218,15 @@ class _Reader:
         self.quoted = [b.startswith(">") and not (b.endswith("<") and len(b) < 300 and shapes.is_arrow(b))
                        for b in self.bare]
         self.unwrapped = False
+        self._seen_at: dict[str, int] | None = None
 
-    def read(self, *, unwrap: bool) -> list[str]:
+    def read(self, *, unwrap: bool, lenient: bool = False) -> list[str]:
+        """The person's lines. ``lenient`` (a second reading, when the first kept nothing): a
+        ``>`` block at the very top right above an attribution or a header block is theirs ("> 200
+        signed up, book the big room"), and so is an attribution that names no address at the very
+        top of a text that holds no quote line and nothing of Zerg's ("On March 1, the bank
+        wrote: …"): history always comes after the person's words, so with none above it there
+        is none."""
         lines, bare, quoted = self.lines, self.bare, self.quoted
         kept: list[str] = []  # the person's lines; a blank one only after words (so "any words" is ``bool(kept)``)
         seen_quote = False
@@ -226,11 +240,14 @@ class _Reader:
                 i += 1
                 continue
             if quoted[i]:
-                if not seen_quote and self._typed_quote_line(i):
-                    kept.append(line)  # a lone "> …" line among the person's own, above any quoted history
-                    typed = i
-                else:
-                    seen_quote = True
+                end = 0 if seen_quote else (self._typed_quote_block(i, kept)
+                                            or (lenient and not kept and self._leading_quote_block(i)))
+                if end:
+                    kept.extend(lines[i:end])  # "> …" lines typed among the person's own, above any quoted history
+                    typed = end - 1
+                    i = end
+                    continue
+                seen_quote = True
                 i += 1
                 continue
             if unwrap and i and quoted[i - 1] and typed != i - 1:
@@ -252,7 +269,8 @@ class _Reader:
                     seen_quote = True
                     i += span
                     continue
-                if strength == shapes.STRONG:
+                if strength == shapes.STRONG and not (lenient and not kept and not prefix
+                                                      and self._bare_attribution(i, span)):
                     if prefix:
                         kept.append(prefix)
                     break  # an attribution, then history without quote marks
@@ -387,21 +405,78 @@ class _Reader:
             weak = weak or (prefix, len(parts), strength)
         return weak
 
-    def _typed_quote_line(self, i: int) -> bool:
-        """A lone "> …" line between two of the person's lines, with no quote block above it and
-        none below it before an attribution: typed, not quoted (unless it is the alert's text)."""
+    def _typed_quote_block(self, i: int, kept: list[str]) -> int:
+        """Where a block of "> …" lines typed among the person's own lines ends, or 0 when it is
+        quoted: at most :data:`TYPED_LINES` lines under a line of theirs and above another (a blank
+        line between, at most), no quote line below it before the history, and no line of it that
+        names Zerg, is part of the alert's subject or comes again further down (a snippet of the
+        history above it). With no history below to tell it from, a block with a blank line on both
+        sides is an inline answer's quote ("Hi,", "> question", "answer"): only one that touches
+        the person's lines is theirs (a command and its output, "Run:" then "> ls")."""
         bare, quoted = self.bare, self.quoted
-        if i == 0 or i + 1 >= len(bare) or not bare[i - 1] or not bare[i + 1] or quoted[i - 1] or quoted[i + 1]:
-            return False
-        content = bare[i].lstrip("> ").lower()
-        if any(mark in content for mark in self.marks) or (len(self.subject) >= 8 and content in self.subject):
-            return False
-        for j in range(i + 1, len(bare)):
+        above = i - 1 if i and bare[i - 1] else i - 2
+        if not kept or above < 0 or not bare[above] or quoted[above]:
+            return 0
+        end = self._quote_block_end(i)
+        below = end if end < len(bare) and bare[end] else end + 1
+        if not end or below >= len(bare) or not bare[below] or quoted[below] or shapes.footer(bare[below]) \
+                or self._history_starts(below) or self._attribution_at(below):
+            return 0
+        history = False
+        for j in range(below + 1, len(bare)):
             if quoted[j]:
-                return False
+                return 0
             if bare[j] and (self._attribution_at(j) or self._history_starts(j)):
-                return True
+                history = True
+                break
+        if not history and above < i - 1 and below > end:
+            return 0
+        return end if self._own_block(i, end) else 0
+
+    def _leading_quote_block(self, i: int) -> int:
+        """Where a block of "> …" lines at the very top ends when an attribution or a header block
+        comes right under it (a blank line between, at most) and no line of it is Zerg's or a line
+        of the history below; else 0 (:meth:`read`, ``lenient``)."""
+        end = self._quote_block_end(i)
+        below = self._next_nonblank(end) if end else None
+        if below is None or below > end + 1 or not (self._attribution_at(below) or self._history_starts(below)):
+            return 0
+        return end if self._own_block(i, end) else 0
+
+    def _quote_block_end(self, i: int) -> int:
+        """The end of the quote lines from ``i`` (no blank line inside), or 0 past :data:`TYPED_LINES`."""
+        end = i
+        while end < len(self.bare) and self.quoted[end]:
+            end += 1
+            if end - i > TYPED_LINES:
+                return 0
+        return end
+
+    def _own_block(self, i: int, end: int) -> bool:
+        """No line of ``i:end`` names Zerg, is part of the alert's subject or comes again further
+        down, quoted or not (a snippet of the history below)."""
+        for j in range(i, end):
+            content = self.bare[j].lstrip("> ").lower()
+            if any(mark in content for mark in self.marks) or (len(self.subject) >= 8 and content
+                                                              and content in self.subject):
+                return False
+            if content and self._last_at().get(content, -1) >= end:
+                return False
         return True
+
+    def _last_at(self) -> dict[str, int]:
+        """The last line at which each line's words (quote marks off) appear (computed once)."""
+        if self._seen_at is None:
+            self._seen_at = {b.lstrip("> ").lower(): j for j, b in enumerate(self.bare)}
+        return self._seen_at
+
+    def _bare_attribution(self, i: int, span: int) -> bool:
+        """The attribution at ``i`` names no address, and nothing in the text is quoted, names Zerg
+        or holds the alert's subject (:meth:`read`, ``lenient``)."""
+        if any(self.quoted) or shapes.has_address(shapes.joined(self.bare[i:i + span])):
+            return False
+        text = "\n".join(self.bare).lower()
+        return not any(mark in text for mark in self.marks) and not (len(self.subject) >= 8 and self.subject in text)
 
     def _wrapped_continuation(self, i: int, kept: list[str]) -> int:
         """Where the lines from ``i`` end when they are a quoted line's hard-wrapped rest that lost
