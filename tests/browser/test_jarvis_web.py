@@ -8,11 +8,13 @@ Waits are on page state (Playwright's expectations); the scripted workers are he
 from __future__ import annotations
 
 import re
+import time
 
 
 from playwright.sync_api import expect
 
 from tests.support.browser import (
+    WAIT_MS,
     answers,
     ask,
     conversation,
@@ -170,19 +172,25 @@ def test_a_quick_answer_that_comes_back_before_the_thread_has_loaded_stays_shown
         append_messages(conn, owner.owner_id, thread_id, None,
                         [("user", "Yesterday's question", {}), ("assistant", "Yesterday's answer", {})])
     page = open_page()
-    held = []
+    taken, held = [], []
 
     def hold_the_page(route):  # the chat's page of the thread; the sign-in check (limit=1) goes on
-        if "limit=1&" in route.request.url + "&" or held:
+        if "limit=1&" in route.request.url + "&" or taken:
             route.continue_()
         else:
-            held.append((route, route.fetch()))
+            taken.append(route)
+            held.append((route, route.fetch()))  # the server reads the thread now, before the question
 
     page.route("**/api/jarvis/thread*", hold_the_page)
     sign_in(page, owner)
+    # Playwright runs the handler while the page is driven: drive it until the page is read and held.
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not held:
+        assert time.monotonic() < deadline, "the chat never asked for its page of the thread"
+        page.evaluate("0")
     with page.expect_response(lambda r: r.url.split("?")[0].endswith("/api/jarvis/quick")) as quick_post:
         ask(page, "What time is it?")
-    assert quick_post.value.ok and held, "the quick answer came back while the thread page was held"
+    assert quick_post.value.ok
     log = conversation(page)
     expect(log.locator("article[data-role='assistant'][data-mode='quick']")).to_have_count(1)
     for route, response in held:  # the snapshot read before the quick turn was stored, delivered late
