@@ -9,9 +9,10 @@ Invariants:
   each cut to ``line_chars``; the whole-content ``~*`` test (newline-sensitive, so ``^`` and ``$``
   mean what they mean per line) comes first so a trigram index (where ``pg_trgm`` exists) can skip
   files that cannot match.
-- Full-text search never scans the owner's content: the query is parsed first (:func:`text_query`)
-  and only the branch that applies runs, the tsquery a parameter the GIN index serves; the
-  substring fallback reads a bounded window (:data:`SUBSTRING_FILES` x :data:`SUBSTRING_CHARS`).
+- Full-text search never scans the owner's content: the query is parsed first (:func:`text_query`);
+  its ranking reads the term statistics (:mod:`zerg.memory.terms`), and here only the candidates'
+  positions and excerpts are read; the substring fallback reads a bounded window
+  (:data:`SUBSTRING_FILES` x :data:`SUBSTRING_CHARS`).
 """
 
 from __future__ import annotations
