@@ -4,6 +4,7 @@ midnight, across DST), and each owner's policy is their own."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, time
 from decimal import Decimal
 
@@ -29,7 +30,8 @@ def test_an_owner_without_a_row_has_the_documented_defaults(rt, alice):
         "timezone": "UTC", "channels": {"info": [], "warning": ["email", "sms"], "critical": ["email", "sms"]},
         "quiet_hours": None, "daily_email_limit": 50, "daily_sms_limit": 10, "daily_usd_cap": None,
         "push": ["warning", "critical"], "daily_push_limit": 50,
-        "escalation_repeats": 3, "escalation_every_s": 900, "updated_at": None}
+        "escalation_repeats": 3, "escalation_every_s": 900, "run_usd_budget": None, "run_token_budget": None,
+        "model_prices": {}, "updated_at": None}
 
 
 def test_patch_changes_only_what_it_names_and_answers_the_whole_policy(rt, alice, bob):
@@ -108,6 +110,31 @@ def test_the_cli_shows_and_sets_the_policy(rt, alice, capsys):
     assert "give SEVERITY=CHANNELS" in capsys.readouterr().err
     assert main(["policy", "set", "--timezone", "Nowhere/Land", *who]) == 2
     assert "'Nowhere/Land' is not an IANA time zone" in capsys.readouterr().err
+
+
+def test_the_cli_sets_a_runs_budget_and_the_price_of_a_model_zerg_does_not_know(rt, alice, capsys):
+    who = ["--owner", alice.name]
+    assert main(["policy", "set", "--run-usd-budget", "0.50", "--run-token-budget", "200000",
+                 "--model-price", "acme-large=1,2", "--model-price", "acme-small=0.1,0.2", *who]) == 0
+    out = capsys.readouterr().out
+    assert "run budget:       0.50 USD, 200000 tokens" in out
+    assert "model price:      acme-large: 1.0 in, 2.0 out (USD per million tokens)" in out
+    assert main(["policy", "set", "--model-price", "acme-small=none", "--run-token-budget", "none", *who]) == 0
+    out = capsys.readouterr().out  # merged: one model removed, the other kept
+    assert "acme-small" not in out and "acme-large: 1.0 in" in out and "0.50 USD, no token limit" in out
+    assert main(["policy", "set", "--model-price", "acme-large=cheap", *who]) == 2
+    assert "--model-price 'acme-large=cheap': give two amounts, IN,OUT" in capsys.readouterr().err
+
+
+def test_the_api_sets_model_prices_and_a_run_budget_and_refuses_a_bad_price(rt, alice, bob):
+    tok = token(alice)
+    status, body, _ = call("PATCH", "/api/jarvis/policy", {"run_usd_budget": 0.25, "model_prices": {"acme": [1, 2]}},
+                           token=tok)
+    assert status == 200 and (body["run_usd_budget"], body["model_prices"]) == (0.25, {"acme": [1.0, 2.0]})
+    status, body, _ = call("PATCH", "/api/jarvis/policy", {"model_prices": {"acme": [1]}}, token=tok)
+    assert status == 422 and "model_prices" in json.dumps(body)
+    status, body, _ = call("GET", "/api/jarvis/policy", token=token(bob))
+    assert (body["run_usd_budget"], body["model_prices"]) == (None, {})  # alice's are hers
 
 
 # --- quiet hours ----------------------------------------------------------------------------------

@@ -136,6 +136,9 @@ class Settings(BaseModel):
     supervisor_model: str = Field(default="gpt-4o", alias="ZERG_SUPERVISOR_MODEL")
     worker_model: str = Field(default="gpt-4o-mini", alias="ZERG_WORKER_MODEL")
     summary_model: str = Field(default="gpt-4o-mini", alias="ZERG_SUMMARY_MODEL")
+    # The agent default of a run's budget (issue 27): used when neither the request nor the owner sets one.
+    run_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, alias="ZERG_RUN_USD_BUDGET")
+    run_token_budget: int | None = Field(default=None, ge=0, alias="ZERG_RUN_TOKEN_BUDGET")
     llm_max_retries: int = Field(default=3, ge=0, le=10, alias="ZERG_LLM_MAX_RETRIES")
     llm_timeout_s: float = Field(default=60.0, gt=0, le=600, alias="ZERG_LLM_TIMEOUT_S")
     embeddings: Literal["auto", "openai", "local", "off"] = Field(

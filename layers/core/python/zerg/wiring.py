@@ -61,11 +61,12 @@ def make_llm(settings: Settings) -> "ChatModel":
 
 
 def metered_llm(rt: Runtime) -> "ChatModel":
-    """The provider, metered: every tagged call lands in the usage ledger, after the owner's cap."""
-    from zerg.alerts.budget import today
+    """The provider, metered: every tagged call lands in the usage ledger, after the owner's cap and
+    the run's budget (:func:`zerg.alerts.budget.before_call`)."""
+    from zerg.alerts.budget import before_call
     from zerg.llm.ledger import MeteredChatModel
 
-    return MeteredChatModel(make_llm(rt.settings), lambda: rt.pool, cap_check=today)
+    return MeteredChatModel(make_llm(rt.settings), lambda: rt.pool, cap_check=before_call(rt.settings))
 
 
 def make_embedder(settings: Settings) -> "Embedder | None":

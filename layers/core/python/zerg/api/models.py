@@ -99,6 +99,14 @@ class RunCancelled(BaseModel):
     status: RunStatus
 
 
+class JobUsage(BaseModel):
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float = Field(description="USD; a call of unknown price counts 0")
+    cost_known: bool = Field(description="False when some of these calls had no known price")
+
+
 class RunWorker(BaseModel):
     job_id: int
     worker_id: str | None
@@ -107,6 +115,7 @@ class RunWorker(BaseModel):
     duration_ms: int | None
     summary: str | None
     error: str | None
+    usage: JobUsage = Field(description="This worker's model calls (its own and its summary's), from the usage ledger")
 
 
 class ComponentUsage(BaseModel):
@@ -127,8 +136,12 @@ class RunDocument(BaseModel):
     started_at: datetime | None
     completed_at: datetime | None
     duration_ms: int | None
-    result: str | None = Field(description="The answer: once the run succeeded, or answered at its deadline (timeout)")
+    result: str | None = Field(description=(
+        "The answer: once the run succeeded, or answered at its deadline (timeout), or the partial answer of a run "
+        "stopped at its budget (budget_stopped)"))
     error: str | None
+    budget_stopped: bool = Field(description=(
+        "The run reached its budget (USD or tokens): it stopped and its result is what its finished workers found"))
     workers: list[RunWorker]
     tokens_used: int
     tokens_in: int
@@ -351,6 +364,11 @@ class NotificationPolicy(BaseModel):
     daily_usd_cap: float | None = Field(description="Model spending per day in the policy's time zone, USD; null: no cap")
     escalation_repeats: int = Field(description="Repeats of a critical alert until acknowledged")
     escalation_every_s: int = Field(description="Seconds between the repeats")
+    run_usd_budget: float | None = Field(description="A run's USD budget unless its request sets one; null: none")
+    run_token_budget: int | None = Field(description="A run's token budget unless its request sets one; null: none")
+    model_prices: dict[str, list[float]] = Field(description=(
+        "USD per million tokens [input, output] of models Zerg has no price for (a budgeted run refuses a model "
+        "without a price)"))
     updated_at: datetime | None = Field(description="null: never changed (the defaults)")
 
 
@@ -528,7 +546,7 @@ def responses(status: int, description: str, model: type[BaseModel] | None = Non
 
 
 class UsageRow(BaseModel):
-    key: str = Field(description="A UTC day (YYYY-MM-DD), a model or a component, per group_by")
+    key: str = Field(description="A UTC day (YYYY-MM-DD), a model, a component or a worker job id, per group_by")
     calls: int
     tokens_in: int
     tokens_out: int
@@ -539,7 +557,7 @@ class UsageRow(BaseModel):
 class UsageReport(BaseModel):
     from_: str = Field(alias="from", description="The first UTC day (YYYY-MM-DD), inclusive")
     to: str = Field(description="The last UTC day (YYYY-MM-DD), inclusive")
-    group_by: Literal["day", "model", "component"]
+    group_by: Literal["day", "model", "component", "job"]
     rows: list[UsageRow] = Field(description="Sorted by key; only keys with calls")
 
 

@@ -84,6 +84,11 @@ def _show(policy: Any) -> None:
     print(f"daily limits:     {data['daily_email_limit']} email, {data['daily_sms_limit']} SMS")
     cap = data["daily_usd_cap"]
     print(f"daily USD cap:    {'none' if cap is None else f'{cap:.2f}'}")
+    run_usd, run_tokens = data["run_usd_budget"], data["run_token_budget"]
+    print(f"run budget:       {'none' if run_usd is None else f'{run_usd:.2f} USD'}, "
+          f"{'no token limit' if run_tokens is None else f'{run_tokens} tokens'}")
+    for model, (price_in, price_out) in sorted(data["model_prices"].items()):
+        print(f"model price:      {model}: {price_in} in, {price_out} out (USD per million tokens)")
     print(f"escalation:       {data['escalation_repeats']} repeats, every {data['escalation_every_s']} s")
 
 
@@ -111,6 +116,14 @@ def policy_values(args: argparse.Namespace) -> dict[str, Any]:
             values[name] = getattr(args, name)
     if args.daily_usd_cap is not None:
         values["daily_usd_cap"] = None if args.daily_usd_cap.strip().lower() in ("none", "off") else args.daily_usd_cap
+    for name in ("run_usd_budget", "run_token_budget"):
+        value = getattr(args, name, None)
+        if value is not None:
+            values[name] = None if value.strip().lower() in ("none", "off") else value.strip()
+    if values.get("run_token_budget") is not None:
+        if not values["run_token_budget"].isdigit():
+            raise PolicyError(f"--run-token-budget {values['run_token_budget']!r}: give a whole number of tokens, or none")
+        values["run_token_budget"] = int(values["run_token_budget"])
     for item in args.channels or []:
         severity, eq, channels = item.partition("=")
         if not eq:
@@ -120,13 +133,37 @@ def policy_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+def model_prices(current: dict[str, list[float]], items: list[str]) -> dict[str, list[float]]:
+    """``--model-price MODEL=IN,OUT`` (USD per million tokens) over the owner's ``current`` prices;
+    ``MODEL=none`` removes one."""
+    from zerg.notify.policy import PolicyError
+
+    prices = dict(current)
+    for item in items:
+        model, eq, text = item.partition("=")
+        model = model.strip()
+        if not eq or not model:
+            raise PolicyError(f"--model-price {item!r}: give MODEL=IN,OUT (USD per million tokens), e.g. my-model=0.5,1.5")
+        if text.strip().lower() in ("none", "off"):
+            prices.pop(model, None)
+            continue
+        try:
+            price_in, price_out = (float(p) for p in text.split(","))
+        except ValueError:
+            raise PolicyError(f"--model-price {item!r}: give two amounts, IN,OUT (USD per million tokens)") from None
+        prices[model] = [price_in, price_out]
+    return prices
+
+
 def cmd_policy_set(args: argparse.Namespace) -> int:
-    from zerg.notify.policy import change_from, set_policy
+    from zerg.notify.policy import change_from, get_policy, set_policy
 
     def work(rt: Any, owner_id: int) -> int:
-        change = change_from(policy_values(args))
+        values = policy_values(args)
         with rt.pool.connection() as conn:
-            _show(set_policy(conn, owner_id, change))
+            if getattr(args, "model_price", None):  # merged into the owner's prices: one option per model
+                values["model_prices"] = model_prices(get_policy(conn, owner_id).model_prices, args.model_price)
+            _show(set_policy(conn, owner_id, change_from(values)))
         return 0
     return _run(args, work)
 
@@ -166,6 +203,12 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     set_p.add_argument("--daily-email-limit", type=int, metavar="N", help="emails per UTC day (0-10000)")
     set_p.add_argument("--daily-sms-limit", type=int, metavar="N", help="SMS per UTC day (0-10000)")
     set_p.add_argument("--daily-usd-cap", metavar="USD", help="model spending per day in the policy's time zone, e.g. 2.50, or none")
+    set_p.add_argument("--run-usd-budget", metavar="USD",
+                       help="a run's model spending limit unless its request sets one, e.g. 0.50, or none")
+    set_p.add_argument("--run-token-budget", metavar="N", help="a run's token limit (in + out) unless its request sets one, or none")
+    set_p.add_argument("--model-price", action="append", metavar="MODEL=IN,OUT",
+                       help="USD per million input and output tokens of a model Zerg has no price for (repeatable; "
+                            "MODEL=none removes it); a budgeted run refuses a model without a price")
     set_p.add_argument("--escalation-repeats", type=int, metavar="N", help="repeats of a critical alert (0-20)")
     set_p.add_argument("--escalation-every", dest="escalation_every_s", type=int, metavar="SECONDS",
                        help="seconds between repeats (1-86400)")

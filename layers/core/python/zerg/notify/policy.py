@@ -54,6 +54,9 @@ class Policy:
     daily_usd_cap: Decimal | None = None
     escalation_repeats: int = 3
     escalation_every_s: int = 900
+    run_usd_budget: Decimal | None = None  # a run's budget unless its request sets one (issue 27)
+    run_token_budget: int | None = None
+    model_prices: dict[str, list[float]] = field(default_factory=dict)  # USD per 1M tokens [in, out], by model id
     updated_at: datetime | None = None  # None: never changed (the defaults)
 
     def limit(self, channel: str) -> int:
@@ -71,6 +74,7 @@ class Policy:
         del out["quiet_start"], out["quiet_end"]
         out["quiet_hours"] = self.quiet_hours
         out["daily_usd_cap"] = None if self.daily_usd_cap is None else float(self.daily_usd_cap)
+        out["run_usd_budget"] = None if self.run_usd_budget is None else float(self.run_usd_budget)
         return out
 
 
@@ -97,7 +101,7 @@ def check_timezone(name: str) -> str:
     return name
 
 
-NULLABLE = ("daily_usd_cap", "quiet_hours")  # null clears them: no cap, no quiet hours
+NULLABLE = ("daily_usd_cap", "quiet_hours", "run_usd_budget", "run_token_budget")  # null clears them
 
 
 def _number_not_text(value: Any) -> Any:
@@ -139,6 +143,15 @@ class PolicyChange(BaseModel):
                                           description="Model spending per day in the policy's time zone, USD; null: no cap")
     escalation_repeats: json_int(ge=0, le=20) | None = Field(
         default=None, description="Repeats of a critical alert until acknowledged")
+    run_usd_budget: UsdAmount | None = Field(default=None, description=(
+        "A run's model spending limit, USD, unless its request sets preferences.budget_usd; null: none"))
+    run_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
+        "A run's model token limit (in + out), unless its request sets preferences.budget_tokens; null: none"))
+    model_prices: dict[Annotated[str, Field(min_length=1, max_length=100)],
+                       Annotated[list[Annotated[float, Field(ge=0, le=100_000)]], Field(min_length=2, max_length=2)]
+                       ] | None = Field(default=None, max_length=50, description=(
+        'USD per million tokens [input, output] of models Zerg has no price for, e.g. {"my-model": [0.5, 1.5]}: '
+        "a budgeted run refuses a model without a price. Replaces the whole map; {} clears it"))
     escalation_every_s: json_int(ge=1, le=86_400) | None = Field(default=None, description="Seconds between repeats")
 
     @field_validator("timezone")
@@ -169,12 +182,13 @@ class PolicyChange(BaseModel):
 def change_from(values: dict[str, Any]) -> PolicyChange:
     """A :class:`PolicyChange` from plain values (CLI, directives), or :class:`PolicyError` naming the field.
     An amount may be text here ("2.50"); the API's body takes a JSON number."""
-    cap = values.get("daily_usd_cap")
-    if isinstance(cap, str):
-        try:
-            values = {**values, "daily_usd_cap": Decimal(cap.strip())}
-        except InvalidOperation:
-            raise PolicyError(f"daily_usd_cap: {cap[:40]!r} is not an amount of US dollars (e.g. 5 or 2.50)") from None
+    for name in ("daily_usd_cap", "run_usd_budget"):
+        cap = values.get(name)
+        if isinstance(cap, str):
+            try:
+                values = {**values, name: Decimal(cap.strip())}
+            except InvalidOperation:
+                raise PolicyError(f"{name}: {cap[:40]!r} is not an amount of US dollars (e.g. 5 or 2.50)") from None
     try:
         return PolicyChange.model_validate(values)
     except ValidationError as exc:
@@ -186,7 +200,7 @@ def change_from(values: dict[str, Any]) -> PolicyChange:
 # --- reads and writes ---------------------------------------------------------------------------
 
 _COLUMNS = ("timezone, channels, quiet_start, quiet_end, daily_email_limit, daily_sms_limit, push, daily_push_limit, "
-            "daily_usd_cap, escalation_repeats, escalation_every_s, updated_at")
+            "daily_usd_cap, escalation_repeats, escalation_every_s, run_usd_budget, run_token_budget, model_prices, updated_at")
 
 
 def _policy(row: dict[str, Any] | None) -> Policy:
@@ -216,6 +230,8 @@ def set_policy(conn: Connection, owner_id: int, change: PolicyChange) -> Policy:
     with conn.transaction():
         current = conn.execute("SELECT channels FROM notification_policies WHERE owner_id = %s FOR UPDATE",
                                (owner_id,)).fetchone()
+        if "model_prices" in values:
+            values["model_prices"] = Jsonb(values["model_prices"])
         if change.channels:
             base = current["channels"] if current else DEFAULTS.channels
             values["channels"] = Jsonb({**DEFAULTS.channels, **base, **change.channels})

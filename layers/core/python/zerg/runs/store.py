@@ -35,7 +35,7 @@ from psycopg.types.json import Jsonb
 
 from zerg import observability
 from zerg.llm import Usage
-from zerg.llm.ledger import usage_by_component
+from zerg.llm.ledger import usage_by_component, usage_by_job
 from zerg.runs import events, jobs, threads
 from zerg.statuses import RUN_FINAL, RUN_UNFINISHED
 
@@ -248,6 +248,31 @@ def complete_at_deadline(conn: Connection, run: dict[str, Any], answer: str, mes
     return True
 
 
+def stop_at_budget(conn: Connection, run: dict[str, Any], answer: str, message: str, *,
+                   to_thread: bool = True) -> bool:
+    """The run's budget is spent: it ends ``failed`` with ``message`` (why) and ``answer`` (the
+    partial answer built from the workers that finished) as its result; the thread gets the task and
+    that answer (unless ``to_thread`` is False: a background run); unfinished jobs are cancelled and
+    the ``error`` event carries the answer too. False (nothing written) when the run was closed."""
+    with conn.transaction():
+        if not _close(conn, run["id"], "failed", result=answer, error=message):
+            return False
+        conn.execute("UPDATE runs SET budget_stopped_at = now() WHERE id = %s", (run["id"],))
+        jobs.cancel_unfinished(conn, run["owner_id"], run["id"], include_running=True, reason=message)
+        payload = error_payload(conn, run, "failed", message)
+        if to_thread:
+            threads.append_messages(conn, run["owner_id"], run["thread_id"], run["id"], [
+                ("user", run["task"], {"run_id": run["id"], "trigger": run["trigger"]}),
+                ("assistant", answer, {
+                    "run_id": run["id"], "job_ids": [p["job_id"] for p in payload["partial"]], "status": "failed",
+                    **_untrusted(run)}),
+            ])
+        _set_totals(conn, run["id"])
+        events.emit(conn, run["id"], run["owner_id"], "error", {**payload, "result": answer, "budget": True})
+    _finished("failed")
+    return True
+
+
 def mark_deadline_reached(conn: Connection, run_id: int) -> bool:
     """Record, once, that the run's deadline came near (its workers stop; the supervisor must answer)."""
     row = conn.execute(
@@ -263,7 +288,10 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
     run = get_run(conn, owner_id, run_id)
     if run is None:
         return None
-    workers = [{"job_id": j["id"], **{k: j[k] for k in ("worker_id", "task", "status", "duration_ms", "summary", "error")}}
+    spend = {u["job_id"]: u for u in usage_by_job(conn, owner_id, run_id)}
+    workers = [{"job_id": j["id"], **{k: j[k] for k in ("worker_id", "task", "status", "duration_ms", "summary", "error")},
+                # Its worker's and summary's model calls, from the ledger (issue 27: spend per worker).
+                "usage": _job_usage(spend.get(j["id"]))}
                for j in jobs.run_jobs(conn, owner_id, run_id)]
     return {
         "run_id": run["id"],
@@ -274,8 +302,11 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
         "started_at": run["started_at"],
         "completed_at": run["finished_at"],
         "duration_ms": run["duration_ms"],
-        # A run that hit its deadline answered with what existed: that answer is its result too.
-        "result": run["result"] if run["status"] == "success" or run["deadline_reached_at"] else None,
+        # A run that hit its deadline answered with what existed: that answer is its result too; so
+        # is the partial answer of a run stopped at its budget (``budget_stopped``).
+        "result": (run["result"] if run["status"] == "success" or run["deadline_reached_at"]
+                   or run["budget_stopped_at"] else None),
+        "budget_stopped": run["budget_stopped_at"] is not None,
         "error": run["error"],
         "workers": workers,
         "tokens_used": run["tokens_in"] + run["tokens_out"],
@@ -285,6 +316,12 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
         # From the ledger: every call of the run, its summaries', memory's and intent's too.
         "usage_by_component": usage_by_component(conn, owner_id, run_id),
     }
+
+
+def _job_usage(row: dict[str, Any] | None) -> dict[str, Any]:
+    if row is None:
+        return {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_known": True}
+    return {k: row[k] for k in ("calls", "tokens_in", "tokens_out", "cost_usd", "cost_known")}
 
 
 def list_runs(conn: Connection, owner_id: int, *, status: str | None = None, trigger: str | None = None,

@@ -9,7 +9,9 @@ Invariants:
 - Phase 1 is one transaction, under the schedule's row lock (so two fires of one schedule never
   both see "no run in progress"): the claim, the decision (paused or previous run unfinished:
   ``skipped``, with the reason; a ``check`` also while the owner's daily spending cap is spent,
-  :mod:`zerg.alerts.budget`, and the owner is told once a day), for a ``check`` the run row
+  :mod:`zerg.alerts.budget`, and the owner is told once a day; and once the schedule's own daily
+  budget is spent, :func:`zerg.alerts.budget.fire_budget`), for a ``check`` the run row (its
+  budget: the schedule's per-fire budget, lowered to what its day has left)
   (``runs.start_run``: ``running``, ``supervisor_started``) and the fire's ``run_id``, and the
   schedule's advance (last fire, last run, next fire; a one-off ``at`` gets no next fire). All of
   it happened or none of it did: a crash before the commit leaves the fire unclaimed, so the next
@@ -153,9 +155,14 @@ def _decide(conn: Any, schedule: dict[str, Any], fire_id: int, scheduled_time: d
     if schedule["kind"] == "check" and (capped := budget.fire_skip(conn, owner_id)) is not None:
         store.advance(conn, schedule["id"], fired_at=last_fire, next_fire_at=next_fire)
         return replace(_finish(conn, fire_id, "skipped", _join(capped.skip_detail(), note)), capped=capped)
+    spend = budget.fire_budget(conn, schedule) if schedule["kind"] == "check" else budget.FireBudget()
+    if spend.skip is not None:
+        store.advance(conn, schedule["id"], fired_at=last_fire, next_fire_at=next_fire)
+        return _finish(conn, fire_id, "skipped", _join(spend.skip, note))
     run_id = None
     if schedule["kind"] == "check":
-        run_id = runs.start_run(conn, owner_id, schedule["task"], trigger="schedule").run_id
+        run_id = runs.start_run(conn, owner_id, schedule["task"], trigger="schedule",
+                                preferences=spend.preferences).run_id
         fires.attach_run(conn, fire_id, run_id)
     if note:
         fires.set_detail(conn, fire_id, note)

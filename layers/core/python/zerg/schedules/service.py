@@ -29,7 +29,7 @@ from zerg import observability
 from zerg.notify.policy import timezone_of
 from zerg.schedules import store
 from zerg.schedules.expressions import ScheduleError, When, parse_when, when_of
-from zerg.schedules.spec import DIGEST_TASK, TASK_MAX, SchedulePatch, ScheduleSpec
+from zerg.schedules.spec import BUDGET_FIELDS, DIGEST_TASK, TASK_MAX, SchedulePatch, ScheduleSpec
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -64,7 +64,9 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
             "cron": row["cron"], "rate": row["rate"], "at": row["at"].isoformat() if row["at"] else None,
             "expression": row["expression"], "timezone": row["timezone"], "enabled": row["enabled"],
             "channels": row["channels"], "next_fire_at": row["next_fire_at"], "last_fire_at": row["last_fire_at"],
-            "last_run_id": row["last_run_id"], "created_at": row["created_at"], "updated_at": row["updated_at"]}
+            "last_run_id": row["last_run_id"], "created_at": row["created_at"], "updated_at": row["updated_at"],
+            **{f: (float(row[f]) if f.endswith("usd_budget") and row[f] is not None else row[f]) for f in BUDGET_FIELDS},
+            "idle_paused_at": row["idle_paused_at"]}
 
 
 def _name(name: str) -> str:
@@ -135,6 +137,9 @@ def create(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | No
             raise ScheduleConflict(f"name: {exc}") from None
         if row is None:
             raise ScheduleConflict(f"an owner has at most {MAX_PER_OWNER} schedules; delete one first")
+        budgets = {f: getattr(spec, f) for f in BUDGET_FIELDS if getattr(spec, f) != row[f]}
+        if budgets:  # the same transaction: the schedule exists with its budgets or not at all
+            row = store.update(conn, owner_id, row["id"], **budgets)
         _put(rt, conn, row)
         conn.commit()
     return public(row)
@@ -144,7 +149,7 @@ def update(rt: Runtime, owner_id: int, schedule_id: int, patch: SchedulePatch, *
            now: datetime | None = None) -> dict[str, Any]:
     """Change the fields ``patch`` gives (cron, rate or at replaces the expression)."""
     given = patch.model_fields_set
-    for field in sorted(given - {"channels"}):
+    for field in sorted(given - {"channels", *BUDGET_FIELDS}):
         if getattr(patch, field) is None:
             raise ScheduleError(f"{field}: must not be null")
     expressions = [f for f in ("cron", "rate", "at") if f in given]
@@ -195,6 +200,7 @@ def _values(rt: Runtime, row: dict[str, Any], changes: dict[str, Any], now: date
         values["task"] = _task(rt, kind, changes.get("task", row["task"]))
     if "channels" in changes:
         values["channels"] = changes["channels"] or None
+    values.update({f: changes[f] for f in BUDGET_FIELDS if f in changes})
     timezone = changes.get("timezone", row["timezone"])
     new_expression = any(f in changes for f in ("cron", "rate", "at"))
     if new_expression:
@@ -211,6 +217,8 @@ def _values(rt: Runtime, row: dict[str, Any], changes: dict[str, Any], now: date
     enabled = changes.get("enabled", row["enabled"])
     if enabled != row["enabled"]:
         values["enabled"] = enabled
+    if enabled and row["idle_paused_at"] is not None:  # resumed: idle again only after N more days
+        values["idle_paused_at"] = None
     if new_expression or "timezone" in changes or enabled != row["enabled"]:
         values["next_fire_at"] = when.next_fire(now) if enabled else None
     return values

@@ -10,7 +10,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from zerg.notify.policy import Channel, Severity
-from zerg.validation import JsonBool, null_only_for
+from zerg.validation import JsonBool, json_int, null_only_for
+
+# Issue 27: a check's budgets (null: none) and its idle pause (null: never). Same in POST and PATCH.
+BUDGET_FIELDS = ("fire_usd_budget", "fire_token_budget", "day_usd_budget", "day_token_budget", "idle_pause_days")
+IDLE_PAUSE_DAYS_DEFAULT = 14
 
 KINDS = ("check", "digest", "reminder")
 Kind = Literal["check", "digest", "reminder"]
@@ -58,6 +62,18 @@ class ScheduleSpec(BaseModel):
     channels: Channels | None = Field(default=None, description=(
         "Per-severity channel overrides for this schedule's alerts, e.g. {\"warning\": [\"email\"]}; "
         "absent or null: the notification policy's"))
+    fire_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "check: the USD budget of each fire's run (checked before every model call; past it the run stops with a "
+        "partial answer); null: none"))
+    fire_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
+        "check: the token budget (in + out) of each fire's run; null: none"))
+    day_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "check: USD its runs may spend per day (its time zone); once spent, later fires that day are skipped"))
+    day_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
+        "check: tokens its runs may spend per day; once spent, later fires that day are skipped"))
+    idle_pause_days: json_int(ge=1, le=365) | None = Field(default=IDLE_PAUSE_DAYS_DEFAULT, description=(
+        "Pause the schedule when nobody opened or acknowledged its results for this many days (default 14); "
+        "null: never"))
 
     @field_validator("channels")
     @classmethod
@@ -69,7 +85,7 @@ class SchedulePatch(BaseModel):
     """Any subset of the fields; giving cron, rate or at replaces the expression."""
 
     # Null is refused for every field but channels (the service says "must not be null").
-    model_config = ConfigDict(extra="forbid", json_schema_extra=null_only_for("channels"))
+    model_config = ConfigDict(extra="forbid", json_schema_extra=null_only_for("channels", *BUDGET_FIELDS))
 
     name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX,
                              json_schema_extra={"format": "schedule-name"})
@@ -81,6 +97,18 @@ class SchedulePatch(BaseModel):
     timezone: str | None = Field(default=None, json_schema_extra=_FORMATS["timezone"])
     enabled: JsonBool | None = None
     channels: Channels | None = Field(default=None, description="null: back to the notification policy's")
+    fire_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "check: the USD budget of each fire's run (checked before every model call; past it the run stops with a "
+        "partial answer); null: none"))
+    fire_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
+        "check: the token budget (in + out) of each fire's run; null: none"))
+    day_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "check: USD its runs may spend per day (its time zone); once spent, later fires that day are skipped"))
+    day_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
+        "check: tokens its runs may spend per day; once spent, later fires that day are skipped"))
+    idle_pause_days: json_int(ge=1, le=365) | None = Field(default=None, description=(
+        "Pause the schedule when nobody opened or acknowledged its results for this many days (default 14); "
+        "null: never"))
 
     @field_validator("channels")
     @classmethod

@@ -26,7 +26,8 @@ from psycopg.types.json import Jsonb
 
 # What an update may set (the service decides the values; the names are fixed here).
 UPDATABLE = ("name", "kind", "task", "cron", "rate", "at", "expression", "timezone", "enabled", "channels",
-             "next_fire_at")
+             "next_fire_at", "fire_usd_budget", "fire_token_budget", "day_usd_budget", "day_token_budget",
+             "idle_pause_days", "idle_paused_at")
 
 
 # A one-off that has fired: it shows when it fired until it is pruned, and never fires again.

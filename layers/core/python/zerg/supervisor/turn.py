@@ -40,7 +40,13 @@ Invariants:
   and the supervisor gets one last inference, without tools, told which workers did not finish; the
   answer (followed by a system-written line naming them) ends the run ``timeout`` on the thread.
 - Past the owner's daily spending cap (:mod:`zerg.alerts.budget`) the model port refuses the call:
-  the run ends ``failed`` with the cap's message at once (no answer, no retry).
+  the run ends ``failed`` with the cap's message at once (no answer, no retry). So does a budgeted
+  run that asks for a model of unknown price (the message names the setting).
+- Past the run's own budget (:class:`~zerg.alerts.budget.RunBudgetReached`, raised in the
+  supervisor's or a worker's model call; a worker fails with it and the supervisor's next call
+  stops) no model writes the answer: Zerg builds a partial one from the workers that finished
+  (their summaries or result excerpts, the others named) and the run ends ``failed`` with the
+  budget's message and that answer as its result (``budget_stopped``), on the thread as well.
 - The owner's agent configuration (:mod:`zerg.agents.settings`), read once per turn, decides the
   supervisor's model, temperature, max tokens, tools and standing instructions, and the default
   model of the workers it spawns. A tool the configuration removed is refused by the loop.
@@ -57,7 +63,7 @@ from typing import Any
 from zerg import observability
 from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
-from zerg.alerts.budget import SpendingCapReached
+from zerg.alerts.budget import ModelPriceUnknown, RunBudgetReached, SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
 from zerg.llm import CallTag, LLMError, ToolCall
 from zerg.llm.untrusted import reads_untrusted
@@ -295,12 +301,56 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
 
 def _stop_at_cap(rt: Runtime, run: dict[str, Any], capped: SpendingCapReached) -> None:
     """The owner's daily spending cap is spent: the run ends ``failed`` with the cap's message (its
-    ``error`` event says it), and the owner is told (once a day)."""
+    ``error`` event says it), and the owner is told (once a day). The run's own budget: it ends with
+    the partial answer of its finished workers; an unknown price: ``failed`` with the message."""
+    if isinstance(capped, RunBudgetReached):
+        _stop_at_budget(rt, run, capped)
+        return
     with rt.pool.connection() as conn:
         closed = runs.fail_run(conn, run, "failed", str(capped)) is not None
     if closed:  # a background run's inbox item says so; a reply gets told
         after_close(rt, run)
-    budget.tell_owner(rt, run["owner_id"], capped.state, run_id=run["id"])
+    if not isinstance(capped, ModelPriceUnknown):
+        budget.tell_owner(rt, run["owner_id"], capped.state, run_id=run["id"])
+
+
+PARTIAL_EXCERPT = 600  # characters of a finished worker's result in a partial answer (no summary)
+
+
+def _stop_at_budget(rt: Runtime, run: dict[str, Any], stopped: RunBudgetReached) -> None:
+    """The run's budget is spent: the partial answer, built by Zerg (no model call left) from the
+    workers that finished, becomes the run's result; the run ends ``failed`` with the budget's message."""
+    reconcile_run(rt, run["owner_id"], run["id"])  # a worker that finished but could not record it
+    with rt.pool.connection() as conn:
+        rows = jobs.run_jobs(conn, run["owner_id"], run["id"])
+    answer = partial_answer(rt, rows, str(stopped))
+    with rt.pool.connection() as conn:
+        closed = runs.stop_at_budget(conn, run, answer, str(stopped), to_thread=not is_background(run))
+    if closed:
+        after_close(rt, run)
+
+
+def partial_answer(rt: Runtime, rows: list[dict[str, Any]], reason: str) -> str:
+    """What the finished workers found (summary, else an excerpt of result.txt), the others named."""
+    finished = [j for j in rows if j["status"] == "success"]
+    lines = [f"{reason}", ""]
+    if finished:
+        lines.append("What the finished workers found:")
+    for j in finished:
+        text = j["summary"]
+        if not text and j["worker_id"]:
+            try:
+                text = rt.store.read_range(j["worker_id"], "result.txt", 0, PARTIAL_EXCERPT * 4).decode(
+                    "utf-8", "replace")[:PARTIAL_EXCERPT]
+            except Exception:  # no result written: the task still says what it was
+                text = None
+        lines.append(f"- worker #{j['id']} ({j['task'][:80]}): {text or 'finished, no result written'}")
+    others = [j for j in rows if j["status"] != "success"]
+    if others:
+        lines.append("Not finished: " + ", ".join(f"#{j['id']} ({j['status']})" for j in others) + ".")
+    if not rows:
+        lines.append("No worker had started.")
+    return "\n".join(lines).strip()
 
 
 def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps: int) -> AgentLoop:

@@ -57,6 +57,12 @@ class Preferences(BaseModel):
         "concise: a few sentences; detailed: the full findings with their evidence (job ids)"))
     notify_on_complete: bool | None = Field(default=None, strict=True, description=(
         "Email the answer (or why the run failed) to the owner's verified address when the run ends"))
+    budget_usd: float | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "This run's model spending limit, USD (default: the owner's run_usd_budget, else the agent default): "
+        "checked before every model call; past it the run stops with a partial answer. A model without a "
+        "known price is refused for a budgeted run"))
+    budget_tokens: int | None = Field(default=None, ge=0, le=10**12, strict=True, description=(
+        "This run's model token limit, tokens in + out (default: the owner's run_token_budget, else the agent default)"))
 
 
 class StartRunBody(BaseModel):

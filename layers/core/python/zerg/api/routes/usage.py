@@ -1,4 +1,5 @@
-"""Usage analytics: the owner's model calls (the usage ledger) per UTC day, model or component."""
+"""Usage analytics: the owner's model calls (the usage ledger) per UTC day, model, component or
+worker job (``job``: each worker's own and its summary's calls; calls of no job are left out)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def report_range(from_text: str | None, to_text: str | None) -> tuple[date, date
     return first, last
 
 
-@router.get("/api/jarvis/usage", summary="The owner's model usage and cost per UTC day, model or component",
+@router.get("/api/jarvis/usage", summary="The owner's model usage and cost per UTC day, model, component or job",
             description=f"from must not be after to, and from-to spans at most {MAX_SPAN_DAYS} days (422 otherwise).",
             responses=responses(200, "One row per key, sorted by key", UsageReport, 401))
 def usage(
@@ -61,7 +62,8 @@ def usage(
     to_day: Annotated[str | None, Query(alias="to", pattern=_DAY, json_schema_extra={"format": "ledger-day"},
                                         description=(
         "The last UTC day, YYYY-MM-DD (inclusive); default: today (UTC)"))] = None,
-    group_by: Annotated[Literal["day", "model", "component"], Query(description="What each row is")] = "day",
+    group_by: Annotated[Literal["day", "model", "component", "job"], Query(description=(
+        "What each row is; job: one row per worker job (tokens and USD per job)"))] = "day",
 ):
     from zerg.llm import ledger
 
