@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pytest
 
+from tests.support.api import call
 from tests.support.factories import make_job, make_run
 from tests.support.schedules import finished_run, fire_rows, make_schedule
 from tests.support.scripts import assessment_json, has_tool_results, role_of, worker_task
@@ -24,8 +25,6 @@ from zerg.runs import jobs
 from zerg.runs import store as runs
 from zerg.schedules import fires
 from zerg.schedules.firing import fire
-
-pytestmark = pytest.mark.e2e  # a schedule's fire starts its run on the local engine (the runtime's starter)
 
 QUICK, ENDLESS = "read the disk usage", "watch the logs until told to stop"
 
@@ -213,3 +212,35 @@ def test_the_usage_report_per_job_is_the_owners_own(runtime_env, pool, alice, bo
     assert mine == [{"key": str(job_id), "calls": 2, "tokens_in": 200, "tokens_out": 20, "cost_usd": 0.002,
                      "cost_known": True}]
     assert theirs == [] and document is None
+
+
+# --- the settings: a schedule's budgets through the API, a run's through its request -----------------
+
+def test_a_schedules_budgets_are_set_cleared_and_checked_through_the_api(runtime_env, alice):
+    runtime_env()
+    tok = call("POST", "/api/jarvis/auth", {"device_secret": alice.device_secret})[1]["token"]
+    status, created, _ = call("POST", "/api/jarvis/schedules", {
+        "name": "disk", "task": "check disk", "rate": "1 hour", "fire_usd_budget": 0.01, "day_usd_budget": 0.05,
+        "day_token_budget": 100000}, token=tok)
+    assert status == 201, created
+    assert {k: created[k] for k in ("fire_usd_budget", "fire_token_budget", "day_usd_budget", "day_token_budget",
+                                    "idle_pause_days", "idle_paused_at")} == {
+        "fire_usd_budget": 0.01, "fire_token_budget": None, "day_usd_budget": 0.05, "day_token_budget": 100000,
+        "idle_pause_days": 14, "idle_paused_at": None}
+    status, patched, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}",
+                              {"day_usd_budget": None, "idle_pause_days": 3}, token=tok)
+    assert status == 200 and (patched["day_usd_budget"], patched["idle_pause_days"], patched["fire_usd_budget"]) == (
+        None, 3, 0.01)
+    status, body, _ = call("PATCH", f"/api/jarvis/schedules/{created['id']}", {"fire_usd_budget": -1}, token=tok)
+    assert status == 422 and "fire_usd_budget" in str(body)
+
+
+def test_a_requests_budget_is_validated_and_kept_on_its_run(runtime_env, alice):
+    runtime_env()
+    tok = call("POST", "/api/jarvis/auth", {"device_secret": alice.device_secret})[1]["token"]
+    status, body, _ = call("POST", "/api/jarvis/supervisor", {"task": "check disk", "preferences": {"budget_usd": -2}},
+                           token=tok)
+    assert status == 422 and "budget_usd" in str(body)
+    status, body, _ = call("POST", "/api/jarvis/supervisor",
+                           {"task": "check disk", "preferences": {"budget_tokens": "many"}}, token=tok)
+    assert status == 422 and "budget_tokens" in str(body)

@@ -120,6 +120,11 @@ LISTED: dict[str, tuple[str, str]] = {
         "test_the_202_carries_the_estimate_from_history_and_the_default_from_its_setting",
         "test_a_timed_out_worker_is_retried_as_a_new_run_of_its_task")},
     "test_run_e2e.py::test_a_worker_crash_fails_that_job_and_the_run_still_answers": ("e2e", "its own LocalEngine"),
+    **{f"test_idle_schedules.py::{t}": ("e2e", "the fire starts a run on the local engine") for t in (
+        "test_an_acknowledged_or_opened_result_keeps_the_schedule_firing",
+        "test_a_schedule_with_no_results_or_with_idle_pause_off_is_never_paused")},
+    **{f"test_run_budgets.py::{t}": ("e2e", "the fire starts a run on the local engine") for t in (
+        "test_a_scheduled_run_stops_at_its_per_fire_budget_with_a_partial_answer_and_the_next_fire_is_skipped",)},
     **{f"test_schedule_fire.py::{t}": ("e2e", "the fire starts a run on the local engine") for t in (
         "test_a_scheduler_event_starts_a_run_with_trigger_schedule_that_runs_to_success",
         "test_a_duplicate_delivery_of_the_same_scheduled_time_starts_nothing",

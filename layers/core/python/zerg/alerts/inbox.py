@@ -63,6 +63,32 @@ def acknowledge(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] 
     return None if row is None else get(conn, owner_id, run_id)
 
 
+def mark_opened(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """The owner opened the run's details: its item's ``opened_at`` (the first time stays). True
+    when this call set it (False: no item of the owner's for the run, or opened before)."""
+    row = conn.execute(
+        "UPDATE inbox_items SET opened_at = now() WHERE owner_id = %s AND run_id = %s AND opened_at IS NULL RETURNING id",
+        (owner_id, run_id),
+    ).fetchone()
+    return row is not None
+
+
+def attention(conn: Connection, owner_id: int, schedule_id: int, since: datetime) -> dict[str, Any]:
+    """How the owner attended to their schedule's results: ``last_seen`` (the latest time they
+    acknowledged or opened any of its items, or None) and ``unseen`` (its items created after both
+    ``since`` and ``last_seen`` that nobody acknowledged or opened)."""
+    return conn.execute(
+        """WITH seen AS (SELECT max(GREATEST(acknowledged_at, opened_at)) AS last_seen
+                         FROM inbox_items WHERE owner_id = %s AND schedule_id = %s)
+           SELECT seen.last_seen,
+                  (SELECT count(*) FROM inbox_items i
+                   WHERE i.owner_id = %s AND i.schedule_id = %s AND i.created_at > GREATEST(%s, seen.last_seen)
+                     AND i.acknowledged_at IS NULL AND i.opened_at IS NULL) AS unseen
+           FROM seen""",
+        (owner_id, schedule_id, owner_id, schedule_id, since),
+    ).fetchone()
+
+
 def export_inbox_items(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's inbox, for ``zerg owners export``."""
     with conn.cursor() as cur:

@@ -16,3 +16,11 @@ ALTER TABLE schedules ADD COLUMN idle_pause_days integer DEFAULT 14 CHECK (idle_
 ALTER TABLE schedules ADD COLUMN idle_paused_at timestamptz;
 -- A run that stopped at its budget: when (its result is the partial answer of the workers that finished).
 ALTER TABLE runs ADD COLUMN budget_stopped_at timestamptz;
+-- When the owner first opened a background run's details (GET /api/jarvis/runs/{id}): with
+-- acknowledged_at, what tells a schedule whose results nobody looks at (it pauses after N days).
+ALTER TABLE inbox_items ADD COLUMN opened_at timestamptz;
+-- The one notice a schedule sends when it pauses itself for lack of attention.
+ALTER TABLE notifications DROP CONSTRAINT notifications_purpose_check;
+ALTER TABLE notifications ADD CONSTRAINT notifications_purpose_check
+    CHECK (purpose IN ('alert', 'escalation', 'digest', 'reminder', 'verification', 'connector', 'budget', 'answer',
+                       'test', 'idle_pause'));

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 Channel = Literal["email", "sms"]
-Purpose = Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer"]
+Purpose = Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer",
+                  "idle_pause"]
 MASK = "••••••"
 OPTED_OUT = "opted out (STOP)"  # every verified SMS contact replied STOP (zerg.notify.contacts.opt_out)
 RELEASE_BATCH = 50

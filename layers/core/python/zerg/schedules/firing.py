@@ -33,6 +33,8 @@ Invariants:
   AWS the ``schedules`` housekeeping task runs :func:`recover_pending` every few minutes, and a
   fire that finds its previous run unstarted past :data:`PENDING_GRACE_S` completes that run's
   pending fire first (:func:`_unblock`), then decides.
+- A check nobody attends to pauses itself (:mod:`zerg.schedules.idle`): decided in phase 1 (the
+  fire is skipped with the reason, ``idle_paused_at`` set once), paused and told after the commit.
 - A schedule that no longer exists fires nothing; one log line. When Scheduler delivered it (the
   owner was deleted, or a delete's port call succeeded and its commit failed) its Scheduler
   schedule is deleted too, best effort, so it stops firing into nothing.
@@ -48,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from zerg import observability
 from zerg.alerts import budget
 from zerg.runs import store as runs
-from zerg.schedules import fires, store
+from zerg.schedules import fires, idle, store
 from zerg.statuses import RUN_UNFINISHED
 
 if TYPE_CHECKING:
@@ -68,6 +70,8 @@ class FireResult:
     duplicate: bool = False  # this (schedule, scheduled time) had been claimed by an earlier delivery
     fire_id: int | None = None
     capped: budget.Budget | None = None  # skipped for the owner's spending cap: what it stood at
+    idle: bool = False  # skipped because nobody looks at its results: pause it (after the commit)
+    tell_idle: bool = False  # this fire is the one that found it idle first: it sends the notice
 
 
 def fire(rt: "Runtime", schedule_id: int, scheduled_time: datetime, *, source: Source, missed: int = 0) -> FireResult:
@@ -97,6 +101,8 @@ def fire(rt: "Runtime", schedule_id: int, scheduled_time: datetime, *, source: S
     if early is not None:
         if early.capped is not None:  # after the commit: the notice is best effort and sends once a day
             budget.tell_owner(rt, schedule["owner_id"], early.capped, schedule_id=schedule_id)
+        if early.idle:  # after the commit: pausing updates Scheduler, the notice goes out once
+            idle.pause(rt, schedule, early.detail or "", tell=early.tell_idle)
         _logged(schedule, scheduled_time, source, early)
         return early
     return _logged(schedule, scheduled_time, source, complete(rt, fire_id, schedule))
@@ -146,6 +152,11 @@ def _decide(conn: Any, schedule: dict[str, Any], fire_id: int, scheduled_time: d
     owner_id = schedule["owner_id"]
     if not schedule["enabled"]:
         return _finish(conn, fire_id, "skipped", _join("paused", note))
+    if (reason := idle.idle_reason(conn, schedule, datetime.now(UTC))) is not None:
+        first = store.mark_idle_paused(conn, schedule["id"])
+        store.advance(conn, schedule["id"], fired_at=max(scheduled_time, schedule["last_fire_at"] or scheduled_time),
+                      next_fire_at=next_fire_after(schedule, max(scheduled_time, datetime.now(UTC))))
+        return replace(_finish(conn, fire_id, "skipped", _join(reason, note)), idle=True, tell_idle=first)
     last_fire = max(scheduled_time, schedule["last_fire_at"] or scheduled_time)  # a late delivery never rewinds it
     next_fire = next_fire_after(schedule, max(scheduled_time, datetime.now(UTC)))
     previous = schedule["last_run_id"]

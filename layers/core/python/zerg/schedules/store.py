@@ -164,6 +164,14 @@ def advance(conn: Connection, schedule_id: int, *, fired_at: datetime, next_fire
     ).fetchone()
 
 
+def mark_idle_paused(conn: Connection, schedule_id: int) -> bool:
+    """Record, once, that the schedule paused itself for lack of attention (not an owner's change:
+    ``updated_at`` stays). True when this call recorded it."""
+    row = conn.execute("UPDATE schedules SET idle_paused_at = now() WHERE id = %s AND idle_paused_at IS NULL RETURNING id",
+                       (schedule_id,)).fetchone()
+    return row is not None
+
+
 def export_schedules(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
     """The owner's schedules, for ``zerg owners export``."""
     with conn.cursor() as cur:

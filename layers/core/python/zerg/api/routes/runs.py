@@ -256,8 +256,12 @@ def _long_poll(rt: Runtime, frames: Callable[..., Iterator[str]]) -> Response:
 @router.get("/api/jarvis/runs/<run_id>", summary="A run's details",
             responses=responses(200, "The run, its workers and its usage", RunDocument, 401, 404))
 def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
+    from zerg.alerts import inbox
+
     with rt.pool.connection() as conn:
         doc = runs.run_document(conn, owner_id, run_id)
+        if doc is not None and doc["trigger"] == "schedule":  # a background result opened: its schedule is attended to
+            inbox.mark_opened(conn, owner_id, run_id)
     if doc is None:
         raise not_found(f"run {run_id}")
     return json_response(doc)
