@@ -40,7 +40,7 @@ from zerg import observability, timezones
 from zerg.llm import CallTag, pricing
 from zerg.llm.ledger import run_spend, schedule_spend_since, spent_since
 from zerg.notify import notifications
-from zerg.notify.policy import get_policy
+from zerg.notify.policy import Policy, get_policy
 from zerg.timestamps import utcnow
 
 if TYPE_CHECKING:
@@ -155,16 +155,17 @@ class RunBudget:
                 f"{self.spent_tokens:,} tokens spent. The run stopped; its answer is what the finished workers found.")
 
 
-def run_budget(conn: Connection, settings: Settings, run: dict[str, Any]) -> RunBudget | None:
+def run_budget(conn: Connection, settings: Settings, run: dict[str, Any], policy: Policy | None = None
+               ) -> RunBudget | None:
     """The run's budget and spend, or None when it has none. The first source with a limit wins,
-    whole: the request (or the schedule's fire), the owner's default, the agent default."""
+    whole: the request (or the schedule's fire), the owner's default, the agent default. ``policy``:
+    the owner's, when the caller read it already."""
     prefs = run.get("preferences") or {}
-    policy = None
     if prefs.get("budget_usd") is not None or prefs.get("budget_tokens") is not None:
         source = "the schedule" if run.get("trigger") == "schedule" else "the request"
         limit_usd, limit_tokens = prefs.get("budget_usd"), prefs.get("budget_tokens")
     else:
-        policy = get_policy(conn, run["owner_id"])
+        policy = policy or get_policy(conn, run["owner_id"])
         if policy.run_usd_budget is not None or policy.run_token_budget is not None:
             source, limit_usd, limit_tokens = "the owner's default", policy.run_usd_budget, policy.run_token_budget
         elif settings.run_usd_budget is not None or settings.run_token_budget is not None:
@@ -202,27 +203,28 @@ def before_call(settings: Settings) -> Callable[[Connection, CallTag, str], Call
     def check(conn: Connection, tag: CallTag, model: str) -> CallState:
         from zerg.runs import store as runs
 
-        day = today(conn, tag.owner_id)
-        price = owner_price(conn, tag.owner_id, model)
-        run = runs.get_run(conn, tag.owner_id, tag.run_id) if tag.run_id is not None else None
-        limits = run_budget(conn, settings, run) if run is not None else None
-        return CallState(day, limits, model, price)
+        policy = get_policy(conn, tag.owner_id)  # read once: the cap, the prices, the owner's run budget
+        day = today(conn, tag.owner_id, policy=policy)
+        run = runs.budget_row(conn, tag.owner_id, tag.run_id) if tag.run_id is not None else None
+        limits = run_budget(conn, settings, run, policy) if run is not None else None
+        return CallState(day, limits, model, owner_price(policy, model))
 
     return check
 
 
-def owner_price(conn: Connection, owner_id: int, model: str) -> tuple[float, float] | None:
+def owner_price(policy: Policy, model: str) -> tuple[float, float] | None:
     """The owner's price of ``model`` (USD per million tokens in, out), exact id or longest prefix."""
-    prices = get_policy(conn, owner_id).model_prices or {}
+    prices = policy.model_prices or {}
     if model in prices:
         return tuple(prices[model])  # type: ignore[return-value]
     names = [name for name in prices if model.startswith(name + "-")]
     return tuple(prices[max(names, key=len)]) if names else None  # type: ignore[return-value]
 
 
-def today(conn: Connection, owner_id: int, now: datetime | None = None) -> Budget:
-    """The owner's cap and what they spent since their midnight (no ledger read without a cap)."""
-    policy = get_policy(conn, owner_id)
+def today(conn: Connection, owner_id: int, now: datetime | None = None, *, policy: Policy | None = None) -> Budget:
+    """The owner's cap and what they spent since their midnight (no ledger read without a cap);
+    ``policy``: the owner's, when the caller read it already."""
+    policy = policy or get_policy(conn, owner_id)
     cap = None if policy.daily_usd_cap is None else Decimal(policy.daily_usd_cap)
     since = day_start(now or utcnow(), policy.timezone)
     spent = Decimal(0) if cap is None else spent_since(conn, owner_id, since)

@@ -107,6 +107,13 @@ def get_run(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | No
     return conn.execute("SELECT * FROM runs WHERE owner_id = %s AND id = %s", (owner_id, run_id)).fetchone()
 
 
+def budget_row(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any] | None:
+    """What a run's budget is decided from (checked before every model call: a narrow read, never
+    the working messages): ``{id, owner_id, trigger, preferences}``."""
+    return conn.execute("SELECT id, owner_id, trigger, preferences FROM runs WHERE owner_id = %s AND id = %s",
+                        (owner_id, run_id)).fetchone()
+
+
 def next_run_on_thread(conn: Connection, owner_id: int, run_id: int, *,
                        excluding: tuple[str, ...] = ()) -> int | None:
     """The id of the first run after ``run_id`` on the same thread of the owner, skipping runs whose
