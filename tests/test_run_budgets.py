@@ -244,3 +244,18 @@ def test_a_requests_budget_is_validated_and_kept_on_its_run(runtime_env, alice):
     status, body, _ = call("POST", "/api/jarvis/supervisor",
                            {"task": "check disk", "preferences": {"budget_tokens": "many"}}, token=tok)
     assert status == 422 and "budget_tokens" in str(body)
+
+
+def test_zerg_schedules_add_sets_a_checks_budgets_and_idle_pause(runtime_env, alice, capsys):
+    from zerg.cli.main import main
+
+    rt = runtime_env()
+    who = ["--owner", alice.name]
+    assert main(["schedules", "add", "disk", "--rate", "1 hour", "--fire-usd-budget", "0.01", "--day-usd-budget", "0.05",
+                 "--day-token-budget", "100000", "--idle-pause-days", "never", "check disk", *who]) == 0
+    assert "; budget per fire $0.01, per day $0.05, per day 100000 tokens" in capsys.readouterr().out
+    from zerg.schedules import service
+
+    assert service.find(rt, alice.owner_id, "disk")["idle_pause_days"] is None
+    assert main(["schedules", "add", "mem", "--rate", "1 hour", "--fire-usd-budget", "-1", "check memory", *who]) == 2
+    assert "fire_usd_budget" in capsys.readouterr().err

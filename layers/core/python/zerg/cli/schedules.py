@@ -44,7 +44,8 @@ def written(schedule: dict[str, Any]) -> str:
 def describe(schedule: dict[str, Any]) -> str:
     state = "" if schedule["enabled"] else " (paused)"
     return (f"schedule {schedule['id']} {schedule['name']!r}: {written(schedule)} = {schedule['expression']} "
-            f"in {schedule['timezone']}{state}; next fire {local_time(schedule['next_fire_at'], schedule['timezone'])}")
+            f"in {schedule['timezone']}{state}; next fire {local_time(schedule['next_fire_at'], schedule['timezone'])}"
+            f"{_spend(schedule)}")
 
 
 def _channels(values: list[str] | None) -> dict[str, list[str]] | None:
@@ -60,6 +61,26 @@ def _channels(values: list[str] | None) -> dict[str, list[str]] | None:
     return channels
 
 
+def _budgets(args: argparse.Namespace) -> dict[str, Any]:
+    """The budget options given (the spec validates them); ``--idle-pause-days never``: null."""
+    values: dict[str, Any] = {}
+    for name in ("fire_usd_budget", "fire_token_budget", "day_usd_budget", "day_token_budget"):
+        if getattr(args, name, None) is not None:
+            values[name] = getattr(args, name)
+    idle = getattr(args, "idle_pause_days", None)
+    if idle is not None:
+        values["idle_pause_days"] = None if idle.strip().lower() == "never" else idle
+    return values
+
+
+def _spend(schedule: dict[str, Any]) -> str:
+    parts = [f"{label} {'$' if 'usd' in name else ''}{schedule[name]}{'' if 'usd' in name else ' tokens'}"
+             for name, label in (("fire_usd_budget", "per fire"), ("fire_token_budget", "per fire"),
+                                 ("day_usd_budget", "per day"), ("day_token_budget", "per day"))
+             if schedule.get(name) is not None]
+    return f"; budget {', '.join(parts)}" if parts else ""
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -70,7 +91,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         spec = ScheduleSpec.model_validate({
             "name": args.name, "task": " ".join(args.task) or None, "kind": args.kind, "cron": args.cron,
             "rate": args.rate, "at": args.at, "timezone": args.timezone, "enabled": not args.paused,
-            "channels": _channels(args.channels)})
+            "channels": _channels(args.channels), **_budgets(args)})
     except ValidationError as exc:
         return _fail(problems(exc.errors(), "body"), 2)
     except ValueError as exc:
@@ -145,6 +166,12 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     when.add_argument("--at", metavar="YYYY-MM-DDTHH:MM", help="once, at this local time")
     add.add_argument("--tz", "--timezone", dest="timezone", metavar="ZONE",
                      help="IANA time zone, e.g. Europe/Berlin (default: the notification policy's, else UTC)")
+    add.add_argument("--fire-usd-budget", type=float, metavar="USD", help="check: each fire's run stops past it")
+    add.add_argument("--fire-token-budget", type=int, metavar="N", help="check: each fire's run stops past N tokens")
+    add.add_argument("--day-usd-budget", type=float, metavar="USD", help="check: fires are skipped once a day spent it")
+    add.add_argument("--day-token-budget", type=int, metavar="N", help="check: fires are skipped once a day spent N tokens")
+    add.add_argument("--idle-pause-days", metavar="N|never",
+                     help="pause when nobody opened or acknowledged its results for N days (default 14)")
     add.add_argument("--kind", choices=KINDS, default="check", help="check (default), digest or reminder")
     add.add_argument("--channels", action="append", metavar="SEVERITY=CH[,CH]",
                      help="channel override, e.g. warning=email (repeat per severity; 'info=' for none)")
