@@ -129,6 +129,21 @@ def test_usage_shows_the_runs_tokens_by_component(open_page, new_owner, pool):
     screenshot(page, "dashboard-usage")
 
 
+def test_a_runs_details_show_each_workers_tokens_and_cost(open_page, new_owner, pool):
+    owner = new_owner()
+    page = open_page(owner)
+    run_id = complete_run(page, "Investigate disk usage and memory on my servers")
+    with pool.connection() as conn:
+        per_job = {r["job_id"]: r["tokens"] for r in conn.execute(
+            "SELECT job_id, sum(tokens_in + tokens_out) AS tokens FROM llm_calls "
+            "WHERE owner_id = %s AND run_id = %s AND job_id IS NOT NULL GROUP BY job_id", (owner.owner_id, run_id))}
+    assert len(per_job) == 2  # the scripted run's two workers
+    page.goto(f"/#/dashboard/runs/{run_id}")
+    for job_id, tokens in per_job.items():
+        usage = page.locator(f"li[data-job-id='{job_id}'] [data-worker-usage]")
+        expect(usage).to_contain_text(re.compile(rf"({int(tokens)}|{int(tokens):,}) tokens · \$"))
+
+
 def _number(value: int):
     """A token count as the table may print it: plain or with thousands separators."""
     plain = str(int(value))

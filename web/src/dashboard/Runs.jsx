@@ -64,7 +64,7 @@ function RunDetail({ runId }) {
       {r && (
         <>
           <dl class="facts">
-            <dt>Status</dt><dd><span class={`badge st-${r.status}`}>{r.status}</span></dd>
+            <dt>Status</dt><dd><span class={`badge st-${r.status}`}>{r.status}</span>{r.budget_stopped && <> <span class="badge" data-budget-stopped>stopped at its budget</span></>}</dd>
             <dt>Trigger</dt><dd>{r.trigger}</dd>
             <dt>Task</dt><dd>{r.task}</dd>
             <dt>Started</dt><dd>{when(r.started_at)}</dd>
@@ -77,6 +77,7 @@ function RunDetail({ runId }) {
           <ul>{r.workers.map((w) => (
             <li key={w.job_id} data-job-id={w.job_id} data-status={w.status}>
               <a href={`#/dashboard/workers/${w.job_id}`}>job {w.job_id}</a> <span class={`badge st-${w.status}`}>{w.status}</span> {w.task} {duration(w.duration_ms)}
+              {w.usage && <span class="muted" data-worker-usage> · {num(w.usage.tokens_in + w.usage.tokens_out)} tokens · {usd(w.usage.cost_usd)}</span>}
             </li>))}
           </ul>
           <h4>Usage by component</h4>
