@@ -314,6 +314,12 @@ class Schedule(BaseModel):
     last_run_id: int | None = Field(description="The run its last fire started (check schedules)")
     created_at: datetime
     updated_at: datetime
+    fire_usd_budget: float | None = Field(description="check: each fire's run USD budget; null: none")
+    fire_token_budget: int | None = Field(description="check: each fire's run token budget; null: none")
+    day_usd_budget: float | None = Field(description="check: USD its runs may spend per day; null: none")
+    day_token_budget: int | None = Field(description="check: tokens its runs may spend per day; null: none")
+    idle_pause_days: int | None = Field(description="Pauses when its results go unseen this many days; null: never")
+    idle_paused_at: datetime | None = Field(description="When it paused itself for lack of attention (null after a resume)")
 
 
 class ScheduleList(BaseModel):
