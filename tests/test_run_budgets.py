@@ -8,7 +8,7 @@ each worker in the run details and the usage API."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -192,6 +192,14 @@ def test_a_fires_run_gets_what_the_day_has_left_when_that_is_less_than_its_per_f
                     1)
         left = budget.fire_budget(conn, row)
     assert left == budget.FireBudget(preferences={"budget_usd": 0.02, "budget_tokens": 1000})
+    with pool.connection() as conn:  # a token budget per day, 20 tokens already spent: the next fire is skipped
+        row = conn.execute("UPDATE schedules SET day_token_budget = 20 WHERE id = %s RETURNING *",
+                           (schedule["id"],)).fetchone()
+        spent = budget.fire_budget(conn, row)
+        tomorrow = budget.fire_budget(conn, row, datetime.now(UTC) + timedelta(days=1))
+    assert spent.skip == ("the schedule's daily budget of $0.08 and 20 tokens is spent ($0.06 and 20 tokens today, "
+                          "UTC time)") and spent.preferences is None
+    assert tomorrow == budget.FireBudget(preferences={"budget_usd": 0.05, "budget_tokens": 20})  # a new day
 
 
 # --- owner isolation and the usage API ---------------------------------------------------------------
