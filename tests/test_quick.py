@@ -150,6 +150,15 @@ def test_failed_run_id_of_another_owner_is_404_of_a_running_run_409_and_nothing_
     assert llm.requests == [] and thread_rows(pool, alice.owner_id) == []
 
 
+def test_a_run_stopped_at_its_budget_gets_no_quick_answer_in_its_place(tokens, llm, pool, alice):
+    run_id, _ = make_run(pool, alice.owner_id, "check the disks")
+    with pool.connection() as conn:
+        conn.execute("UPDATE runs SET status = 'failed', budget_stopped_at = now() WHERE id = %s", (run_id,))
+    status, body, _ = call("POST", QUICK, {"utterance": "are my disks ok", "failed_run_id": run_id}, token=tokens[0])
+    assert (status, body["error"]) == (409, "budget_reached") and "stopped at its budget" in body["message"]
+    assert llm.requests == [] and thread_rows(pool, alice.owner_id) == []
+
+
 @pytest.mark.parametrize("answer", [{"status": 503, "message": "overloaded"}, {"delay": 3.0, "content": "late"},
                                     {"content": "   "}])
 def test_the_model_down_slow_or_empty_is_503_and_the_thread_is_untouched(tokens, llm, pool, alice, answer):

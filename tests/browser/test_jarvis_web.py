@@ -148,6 +148,26 @@ def test_a_dropped_event_stream_shows_reconnecting_then_continues_without_loss(
         proxy.close()
 
 
+def test_a_run_stopped_at_its_budget_shows_its_partial_answer_and_asks_no_quick_model(
+        open_page, new_owner, conductor, pool):
+    from zerg.notify.policy import PolicyChange, set_policy
+
+    owner = new_owner()
+    with pool.connection() as conn:  # the plan call spends it: the workers and the supervisor are refused
+        set_policy(conn, owner.owner_id, PolicyChange(run_token_budget=1))
+    page = open_page(owner)
+    quick_posts: list[str] = []
+    page.on("request", lambda r: quick_posts.append(r.url) if r.url.split("?")[0].endswith("/api/jarvis/quick") else None)
+    with page.expect_response(is_supervisor_post) as posted:
+        ask(page, INVESTIGATION)
+    run_id = supervisor_run_id(posted.value)
+    answer = answers(page, run_id)
+    expect(answer).to_have_count(1)
+    expect(answer).to_contain_text("Run budget of 1 tokens (the owner's default) reached")
+    expect(answer).to_contain_text("Not finished:")
+    assert quick_posts == []  # no quick answer stands in: that would spend past the budget
+
+
 def test_a_quick_question_is_answered_in_quick_mode_without_a_run(open_page, new_owner, pool):
     owner = new_owner()
     page = open_page(owner)

@@ -172,6 +172,10 @@ export function Chat({ visible }) {
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
           finishRun(doc.status);
           syncWorkers(doc);
+          if (doc.budget_stopped) {  // stopped at its budget: its partial answer, never a quick model call
+            setMessages((ms) => [...ms, { key: `run-${runId}`, role: 'assistant', runId, content: doc.result || '', jobIds: [] }]);
+            return;
+          }
           if (!cancelled && doc.status === 'failed') fallbackToQuick(runId, task || doc.task);
         }).catch(() => { if (!cancelled) fallbackToQuick(runId, task); });
       }

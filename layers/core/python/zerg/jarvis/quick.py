@@ -15,7 +15,8 @@ Invariants:
   prompt (:mod:`zerg.llm.untrusted`); an answer written from them is marked ``read_untrusted``, so
   later runs see it as data too (:func:`zerg.supervisor.context.replayed`).
 - Seed 8.4: after a run that failed or timed out (``failed_run_id``), the answer starts with a short
-  apology that the deeper check failed.
+  apology that the deeper check failed. Not after a run stopped at its budget (issue 27): 409, no
+  model call (a budget stops spending; that run answered with what its workers found).
 """
 
 from __future__ import annotations
@@ -178,6 +179,10 @@ def answer(rt: "Runtime", owner_id: int, utterance: str, failed_run_id: int | No
             if run["status"] not in FALLBACK_STATUSES:
                 raise QuickRefused(409, "conflict", f"run {failed_run_id} is {run['status']}: quick mode stands in "
                                                     f"only for a run that is {', '.join(FALLBACK_STATUSES)}")
+            if run["budget_stopped_at"] is not None:  # a budget stops spending: no model call stands in for it
+                raise QuickRefused(409, "budget_reached", f"run {failed_run_id} stopped at its budget: quick mode "
+                                                          "does not spend past it; the run's answer is what its "
+                                                          "finished workers found")
             sorry = apology(failed_run_id, run["status"])
         tz_name = timezone_of(conn, owner_id) or "UTC"
     reply, source, untrusted = _answer(rt, owner_id, text, utcnow(), tz_name)
