@@ -129,6 +129,22 @@ def test_usage_shows_the_runs_tokens_by_component(open_page, new_owner, pool):
     screenshot(page, "dashboard-usage")
 
 
+def test_schedules_show_their_budgets_and_why_one_paused_itself(open_page, new_owner, served, pool):
+    owner = new_owner()
+    client = api_client(served.url, owner)
+    for name, extra in (("budgeted", {"fire_usd_budget": 0.01, "day_usd_budget": 0.05}), ("ignored", {})):
+        resp = client.post("/api/jarvis/schedules", json={"name": name, "task": "check disk", "rate": "1 day", **extra})
+        assert resp.status_code == 201, resp.text
+    with pool.connection() as conn:  # as a fire finding it idle leaves it
+        conn.execute("UPDATE schedules SET enabled = false, next_fire_at = NULL, idle_paused_at = now() "
+                     "WHERE owner_id = %s AND name = 'ignored'", (owner.owner_id,))
+    page = open_page(owner)
+    page.goto("/#/dashboard/schedules")
+    rows = page.get_by_role("table", name="Schedules").locator("tbody tr")
+    expect(rows.filter(has_text="budgeted").locator("[data-budget]")).to_have_text("$0.01 per fire · $0.05 per day")
+    expect(rows.filter(has_text="ignored").locator("[data-state]")).to_have_text("paused: nobody looked at its results")
+
+
 def test_a_runs_details_show_each_workers_tokens_and_cost(open_page, new_owner, pool):
     owner = new_owner()
     page = open_page(owner)

@@ -6,6 +6,12 @@ import { ErrorLine, attempt, useLoad } from './common.jsx';
 
 const EMPTY = { name: '', kind: 'check', task: '', when: 'cron', expression: '', timezone: '' };
 
+// A check's budgets, as the schedule's state cell says them (issue 27): "$0.01 per fire · $0.05 per day".
+const budgetText = (s) => [
+  s.fire_usd_budget != null && `$${s.fire_usd_budget} per fire`, s.fire_token_budget != null && `${s.fire_token_budget} tokens per fire`,
+  s.day_usd_budget != null && `$${s.day_usd_budget} per day`, s.day_token_budget != null && `${s.day_token_budget} tokens per day`,
+].filter(Boolean).join(' · ');
+
 export function Schedules() {
   const list = useLoad(() => get('/api/jarvis/schedules'));
   const [form, setForm] = useState(EMPTY);
@@ -35,7 +41,8 @@ export function Schedules() {
             {list.data.schedules.map((s) => (
               <tr key={s.id} data-schedule-id={s.id}>
                 <td>{s.name}</td><td>{s.kind}</td><td>{s.task}</td><td><code>{s.cron || s.rate || s.at}</code></td><td>{s.timezone}</td>
-                <td>{s.enabled ? 'active' : 'paused'}</td><td>{when(s.next_fire_at)}</td>
+                <td data-state>{s.enabled ? 'active' : s.idle_paused_at ? 'paused: nobody looked at its results' : 'paused'}
+                  {budgetText(s) && <div class="muted" data-budget>{budgetText(s)}</div>}</td><td>{when(s.next_fire_at)}</td>
                 <td>{s.last_run_id ? <a href={`#/dashboard/runs/${s.last_run_id}`}>run {s.last_run_id}</a> : when(s.last_fire_at)}</td>
                 <td>
                   <button type="button" class="secondary" onClick={() => toggle(s)}>{s.enabled ? 'Pause' : 'Resume'}</button>{' '}
