@@ -1,4 +1,4 @@
--- Issue 27: budgets that stop spending, and idle schedules that pause themselves.
+-- 0020 (issue 27): budgets that stop spending, and idle schedules that pause themselves.
 -- The owner's defaults for a run's budget (a request's preferences.budget_usd / budget_tokens win),
 -- and the prices the owner sets for models Zerg has no price for (USD per million tokens, [in, out]):
 -- a budgeted run refuses a model of unknown price, since it would count $0 and no budget could stop it.
