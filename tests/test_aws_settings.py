@@ -30,7 +30,7 @@ def test_openai_key_comes_from_its_secret_and_is_not_offline():
         arn = sm.create_secret(Name="zerg/test/openai", SecretString="sk-test-123")["ARN"]
         settings = load_settings({"ZERG_OPENAI_SECRET_ARN": arn, "HOME": "/tmp"})
         assert not settings.offline
-        model = make_llm(settings)
+        model = make_llm(settings).provider(settings.default_provider)
     assert model.client.api_key == "sk-test-123"
 
 
@@ -56,7 +56,7 @@ def test_the_openai_key_is_read_once_per_runtime_for_the_model_and_the_embedder_
         sm = boto3.client("secretsmanager", region_name="us-east-1")
         arn = sm.create_secret(Name="zerg/test/openai-once", SecretString="sk-once")["ARN"]
         settings = load_settings({"ZERG_OPENAI_SECRET_ARN": arn, "ZERG_EMBEDDINGS": "openai", "HOME": "/tmp"})
-        assert make_llm(settings).client.api_key == "sk-once"
+        assert make_llm(settings).provider("openai-chat").client.api_key == "sk-once"
         assert make_embedder(settings).inner.client.api_key == "sk-once"
         assert reads == [arn]  # once, shared
         assert configs[0].connect_timeout == configs[0].read_timeout == keys.SECRET_TIMEOUT_S

@@ -10,6 +10,16 @@ Script entries::
     {"tool_calls": [("ssh_exec", {"host": "cube", "command": "df -h"})]}
     {"status": 503, "message": "overloaded"}         # an HTTP error
     {"delay": 2.0, "content": "slow"}                # wait before answering
+    {"tool_calls": [("container_exec", "{not json")]}  # raw (malformed) arguments, sent as they are
+    {"refusal": "I can't help with that."}           # the model declines (each format's refusal)
+    {"content": "ok", "no_usage": True}              # an answer without usage
+
+The same scripts drive every wire format the server speaks (tests/support/wire_formats.py): Chat
+Completions at ``/v1/chat/completions``, Anthropic Messages at ``/v1/messages``, OpenAI Responses at
+``/v1/responses`` and Bedrock Converse at ``/model/{modelId}/converse`` (``root_url`` is the endpoint
+of the last two SDKs). ``requests`` records each request as the Chat Completions request it stands for,
+so responders and assertions read one shape; ``raw_requests`` keeps ``{"wire", "path", "body",
+"headers"}`` as sent (a Converse request without a SigV4 ``Authorization`` header is refused with 403).
 
 ``/v1/embeddings`` has its own script (:meth:`ScriptedLLM.script_embeddings`) and record
 (``embedding_requests``), so chat scripts are never consumed by an embedding call::
@@ -40,6 +50,9 @@ from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
+
+from tests.support import wire_formats
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -47,6 +60,8 @@ Responder = Callable[[dict[str, Any]], dict[str, Any]]
 class ScriptedLLM:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.raw_requests: list[dict[str, Any]] = []
+        self.prompt_cache = wire_formats.PromptCache()
         self._queue: deque[dict[str, Any]] = deque()
         self.embedding_requests: list[dict[str, Any]] = []
         self._embedding_queue: deque[dict[str, Any]] = deque()
@@ -68,6 +83,12 @@ class ScriptedLLM:
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server without ``/v1``: Anthropic's and Bedrock's SDKs add their own paths."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
 
     def script(self, *responses: dict[str, Any]) -> "ScriptedLLM":
         with self._lock:
@@ -140,19 +161,21 @@ class ScriptedLLM:
 
     def _completion(self, request: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": spec.get("content")}
+        if spec.get("refusal"):
+            message["refusal"] = spec["refusal"]
         calls = spec.get("tool_calls") or []
         if calls:
             message["tool_calls"] = [
                 {
                     "id": f"call_{next(self._ids)}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
+                    "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
                 }
                 for name, args in calls
             ]
         prompt_tokens = len(json.dumps(request.get("messages", []))) // 4
         completion_tokens = max(1, len(json.dumps(message)) // 4)
-        return {
+        body = {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -166,6 +189,9 @@ class ScriptedLLM:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if spec.get("no_usage"):
+            del body["usage"]
+        return body
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         outer = self
@@ -175,6 +201,9 @@ class ScriptedLLM:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith(("/v1/messages", "/v1/responses", "/converse")):
+                    return self._wire(path)
                 if self.path.rstrip("/").endswith("/embeddings"):
                     return self._embeddings()
                 if self.path.rstrip("/").endswith("/realtime/client_secrets"):
@@ -190,6 +219,36 @@ class ScriptedLLM:
                     body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
                 self._send(200, outer._completion(request, spec))
+
+            def _wire(self, path: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = json.loads(self.rfile.read(length) or b"{}")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                if path.endswith("/converse"):
+                    wire, model_id = "bedrock", unquote(path.split("/model/", 1)[1].rsplit("/converse", 1)[0])
+                    chat = wire_formats.converse_to_chat(raw, model_id)
+                elif path.endswith("/messages"):
+                    wire, chat = "anthropic", wire_formats.anthropic_to_chat(raw)
+                else:
+                    wire, chat = "responses", wire_formats.responses_to_chat(raw)
+                with outer._lock:
+                    outer.raw_requests.append({"wire": wire, "path": path, "body": raw, "headers": headers})
+                if wire == "bedrock" and not headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 Credential="):
+                    return self._send(403, {"message": "request not signed (SigV4)"},
+                                      {"x-amzn-ErrorType": "AccessDeniedException:"})
+                spec = outer._next(chat)
+                if spec.get("delay"):
+                    time.sleep(spec["delay"])
+                if "status" in spec:
+                    if wire == "bedrock":
+                        return self._send(*wire_formats.converse_error(spec))
+                    if wire == "anthropic":
+                        return self._send(*wire_formats.anthropic_error(spec))
+                    body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
+                    return self._send(spec["status"], body, {"retry-after-ms": "1"})
+                answer = {"bedrock": wire_formats.converse_answer, "anthropic": wire_formats.anthropic_answer,
+                          "responses": wire_formats.responses_answer}[wire]
+                self._send(200, answer(spec, raw, outer.prompt_cache))
 
             def _realtime(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

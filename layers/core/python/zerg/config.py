@@ -19,7 +19,23 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+# The default models of each provider (docs/models.md), by setting. With ZERG_MODEL_PROVIDER=anthropic or
+# bedrock, a model setting left unset takes its provider's default (not OpenAI's). Every one of them has
+# a price (zerg.llm.pricing; tests/test_providers.py checks it).
+DEFAULT_MODELS: dict[str, dict[str, str]] = {
+    "openai-chat": {"ZERG_SUPERVISOR_MODEL": "gpt-4o", "ZERG_WORKER_MODEL": "gpt-4o-mini",
+                    "ZERG_SUMMARY_MODEL": "gpt-4o-mini", "ZERG_INTENT_MODEL": "gpt-4o-mini"},
+    "openai": {"ZERG_SUPERVISOR_MODEL": "gpt-4o", "ZERG_WORKER_MODEL": "gpt-4o-mini",
+               "ZERG_SUMMARY_MODEL": "gpt-4o-mini", "ZERG_INTENT_MODEL": "gpt-4o-mini"},
+    "anthropic": {"ZERG_SUPERVISOR_MODEL": "claude-sonnet-4-5", "ZERG_WORKER_MODEL": "claude-haiku-4-5",
+                  "ZERG_SUMMARY_MODEL": "claude-haiku-4-5", "ZERG_INTENT_MODEL": "claude-haiku-4-5"},
+    # Amazon Nova: on-demand in the region, no Marketplace subscription or use-case form first
+    "bedrock": {"ZERG_SUPERVISOR_MODEL": "amazon.nova-pro-v1:0", "ZERG_WORKER_MODEL": "amazon.nova-lite-v1:0",
+                "ZERG_SUMMARY_MODEL": "amazon.nova-lite-v1:0", "ZERG_INTENT_MODEL": "amazon.nova-micro-v1:0"},
+}
+ModelProvider = Literal["auto", "openai", "openai-chat", "anthropic", "bedrock", "offline"]
 
 
 class ConfigError(ValueError):
@@ -133,6 +149,22 @@ class Settings(BaseModel):
     openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
     openai_secret_arn: str | None = Field(default=None, alias="ZERG_OPENAI_SECRET_ARN")
+    model_provider: ModelProvider = Field(
+        default="auto", alias="ZERG_MODEL_PROVIDER",
+        description="The provider of a bare model name (one without provider:): auto = openai-chat with an OpenAI "
+                    "key or OPENAI_BASE_URL, else offline; openai (Responses), openai-chat, anthropic, bedrock, offline.",
+    )
+    anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    anthropic_secret_arn: str | None = Field(default=None, alias="ZERG_ANTHROPIC_SECRET_ARN")
+    bedrock_region: str | None = Field(default=None, alias="ZERG_BEDROCK_REGION")
+    bedrock_endpoint_url: str | None = Field(default=None, alias="ZERG_BEDROCK_ENDPOINT_URL")
+    bedrock_model_ids: str | None = Field(
+        default=None, alias="ZERG_BEDROCK_MODEL_IDS",
+        description="AWS (set by the CDK app): the Bedrock model ids the functions may invoke, comma-separated.",
+    )
+    aws_region: str | None = Field(default=None, alias="AWS_REGION")
+    aws_default_region: str | None = Field(default=None, alias="AWS_DEFAULT_REGION")
     supervisor_model: str = Field(default="gpt-4o", alias="ZERG_SUPERVISOR_MODEL")
     worker_model: str = Field(default="gpt-4o-mini", alias="ZERG_WORKER_MODEL")
     summary_model: str = Field(default="gpt-4o-mini", alias="ZERG_SUMMARY_MODEL")
@@ -354,6 +386,20 @@ class Settings(BaseModel):
         description="The size of each of a container_exec call's home and /tmp (a tmpfs each, namespace levels), MiB.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_defaults(cls, values: Any) -> Any:
+        """A model setting left unset takes the default of ZERG_MODEL_PROVIDER's provider."""
+        if not isinstance(values, dict):
+            return values
+        provider = values.get("ZERG_MODEL_PROVIDER", values.get("model_provider"))
+        if provider in ("anthropic", "bedrock"):
+            names = {f.alias: name for name, f in cls.model_fields.items() if f.alias}
+            unset = {alias: model for alias, model in DEFAULT_MODELS[provider].items()
+                     if alias not in values and names[alias] not in values}
+            values = {**values, **unset}
+        return values
+
     @field_validator("ssh_hosts", mode="before")
     @classmethod
     def _json_hosts(cls, value: Any) -> Any:
@@ -399,8 +445,22 @@ class Settings(BaseModel):
 
     @property
     def offline(self) -> bool:
-        """No API key and no endpoint: the deterministic offline provider answers."""
+        """Bare model names go to the deterministic offline provider: ZERG_MODEL_PROVIDER=offline, or
+        auto with no OpenAI key and no endpoint."""
+        if self.model_provider != "auto":
+            return self.model_provider == "offline"
         return self.openai_api_key is None and not self.openai_base_url and not self.openai_secret_arn
+
+    @property
+    def default_provider(self) -> str:
+        """The provider of a bare model name (ZERG_MODEL_PROVIDER, auto resolved)."""
+        if self.model_provider != "auto":
+            return self.model_provider
+        return "offline" if self.offline else "openai-chat"
+
+    @property
+    def region_for_bedrock(self) -> str | None:
+        return self.bedrock_region or self.aws_region or self.aws_default_region
 
     def check(self) -> "Settings":
         if self.context_budget_bytes < self.task_max_bytes + 8_000:
@@ -450,7 +510,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "?"
         var = Settings.model_fields[field].alias if field in Settings.model_fields else field
-        secret = var in ("OPENAI_API_KEY", "ZERG_JWT_SECRET", "ZERG_DEVICE_SECRET")
+        secret = var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ZERG_JWT_SECRET", "ZERG_DEVICE_SECRET")
         shown = "<secret>" if secret else repr(env.get(var))
         where = ".".join(str(p) for p in err["loc"][1:])
         raise ConfigError(

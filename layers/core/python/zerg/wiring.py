@@ -44,20 +44,14 @@ closing.subscribe("zerg.alerts.completion_mail:on_close", triggers=None)
 
 
 def make_llm(settings: Settings) -> "ChatModel":
-    """The configured provider, unmetered: offline without a key or endpoint, else OpenAI's API."""
-    if settings.offline:  # no key, no endpoint: the deterministic playbook provider
-        from zerg.llm.offline import OfflineChatModel
+    """The model providers, unmetered: each call to its model's provider (``provider:model``, a bare name
+    to ZERG_MODEL_PROVIDER's: offline without a key or endpoint, else OpenAI's Chat Completions).
+    The deployment's own models are checked first: a provider they need but lack (a key, a region)
+    fails here with one line (:class:`zerg.llm.providers.ModelConfigError`)."""
+    from zerg.llm.providers import ProviderRouter, check_settings
 
-        return OfflineChatModel(ssh_hosts=list(settings.ssh_hosts))
-    from zerg.llm.keys import openai_api_key
-    from zerg.llm.openai_provider import OpenAIChatModel
-
-    return OpenAIChatModel(
-        api_key=openai_api_key(settings),
-        base_url=settings.openai_base_url,
-        max_retries=settings.llm_max_retries,
-        timeout=settings.llm_timeout_s,
-    )
+    check_settings(settings)
+    return ProviderRouter(settings)
 
 
 def metered_llm(rt: Runtime) -> "ChatModel":

@@ -1,5 +1,6 @@
-"""The model key: ``OPENAI_API_KEY``, else (AWS) the secret named by ``ZERG_OPENAI_SECRET_ARN``, read once
-per process and shared by the chat model, the embedder and the Realtime session minting."""
+"""The model keys: ``OPENAI_API_KEY``, else (AWS) the secret named by ``ZERG_OPENAI_SECRET_ARN``, read once
+per process and shared by the chat model, the embedder and the Realtime session minting; likewise
+``ANTHROPIC_API_KEY`` / ``ZERG_ANTHROPIC_SECRET_ARN``. Bedrock has no key: the IAM role signs."""
 
 from __future__ import annotations
 
@@ -19,15 +20,26 @@ def openai_api_key(settings: Settings) -> str | None:
     """OPENAI_API_KEY, else (AWS) the key in ZERG_OPENAI_SECRET_ARN's secret; None for a keyless endpoint."""
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     if key is None and settings.openai_secret_arn:  # AWS: the key lives in Secrets Manager
-        arn = settings.openai_secret_arn
-        with _keys_lock:
-            if arn not in _keys:
-                from zerg.aws_clients import short_client
-
-                client = short_client("secretsmanager", timeout_s=SECRET_TIMEOUT_S, attempts=2)
-                _keys[arn] = client.get_secret_value(SecretId=arn)["SecretString"]
-            key = _keys[arn]
+        key = _secret(settings.openai_secret_arn)
     return key
+
+
+def anthropic_api_key(settings: Settings) -> str | None:
+    """ANTHROPIC_API_KEY, else (AWS) the key in ZERG_ANTHROPIC_SECRET_ARN's secret; None: not configured."""
+    key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
+    if key is None and settings.anthropic_secret_arn:
+        key = _secret(settings.anthropic_secret_arn)
+    return key
+
+
+def _secret(arn: str) -> str:
+    with _keys_lock:
+        if arn not in _keys:
+            from zerg.aws_clients import short_client
+
+            client = short_client("secretsmanager", timeout_s=SECRET_TIMEOUT_S, attempts=2)
+            _keys[arn] = client.get_secret_value(SecretId=arn)["SecretString"]
+        return _keys[arn]
 
 
 def forget_keys() -> None:

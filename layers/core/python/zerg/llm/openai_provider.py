@@ -1,30 +1,29 @@
-"""ChatModel over the official ``openai`` client (OpenAI or any compatible endpoint).
+"""ChatModels over the official ``openai`` client: Chat Completions (OpenAI or any compatible endpoint:
+Ollama, vLLM, llama.cpp) and OpenAI's Responses API.
 
-Retries (429, 408/409, 5xx, connection errors) back off exponentially (or as the server's
-Retry-After says), at most ``max_retries`` times, and never past the call's ``timeout``: the
-timeout is the whole call's budget, retries included, so a 5-second summary stays a 5-second
-summary. (The client's own retries do not know that budget, so they are switched off.) After
-that an :class:`LLMError` names the model, endpoint and cause.
+Both take the port's messages (Chat Completions dicts) and tools (function schemas). The Responses
+adapter sends the whole conversation every time with ``store: false`` and never a
+``previous_response_id``: the conversation's state stays ours (the thread, the run's working
+messages), as with every other provider.
+
+Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
 """
 
 from __future__ import annotations
 
-import time
+import json
 from typing import Any
 
-from zerg.llm.port import ChatResult, LLMError, ToolCall, Usage
+from zerg.llm.port import ChatResult, LLMError, StopReason, ToolCall, Usage
 from zerg.llm.pricing import cost_usd
+from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
+
+DECLINED = "The model declined to answer."  # a refusal that gave no words of its own
 
 
-class OpenAIChatModel:
-    def __init__(
-        self,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        max_retries: int = 3,
-        timeout: float = 60.0,
-    ) -> None:
+class _OpenAIBase:
+    def __init__(self, *, api_key: str | None, base_url: str | None, max_retries: int = 3,
+                 timeout: float = 60.0) -> None:
         import openai  # heavy: imported where used
 
         self._openai = openai
@@ -37,6 +36,27 @@ class OpenAIChatModel:
         )
         self.max_retries = max_retries
         self.timeout = timeout
+
+    def _call(self, create: Any, kwargs: dict[str, Any], model: str, timeout: float | None) -> Any:
+        return with_retries(lambda left: create(**kwargs, timeout=left), self._classify, model=model,
+                            where=self.base_url, timeout=timeout, default_timeout=self.timeout,
+                            max_retries=self.max_retries)
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        openai = self._openai
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            return Failure(status_kind(status), status in RETRYABLE, f"answered HTTP {status}",
+                           retry_after(getattr(exc.response, "headers", None)), short(exc.message))
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure("timeout", True, "timed out")
+        if isinstance(exc, openai.APIConnectionError):
+            return Failure("unavailable", True, f"is unreachable: {exc}")
+        return None
+
+
+class OpenAIChatModel(_OpenAIBase):
+    """Chat Completions: the messages go as they are."""
 
     def complete(
         self,
@@ -59,75 +79,124 @@ class OpenAIChatModel:
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:  # 0 is a choice, not "unset"
             kwargs["temperature"] = temperature
-        resp = self._create(kwargs, model, timeout)
+        resp = self._call(self.client.chat.completions.create, kwargs, model, timeout)
         if not resp.choices:
-            raise LLMError(f"model {model} at {self.base_url} returned no choices")
-        msg = resp.choices[0].message
+            raise LLMError(f"model {model} at {self.base_url} returned no choices", "malformed")
+        choice = resp.choices[0]
+        msg = choice.message
         calls = [
             ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
             for c in (msg.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        tokens_in = resp.usage.prompt_tokens if resp.usage else 0
-        tokens_out = resp.usage.completion_tokens if resp.usage else 0
-        details = getattr(resp.usage, "prompt_tokens_details", None) if resp.usage else None
-        cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-        return ChatResult(
-            model=resp.model or model,
-            content=msg.content or "",
-            tool_calls=calls,
-            usage=Usage(tokens_in, tokens_out, cost_usd(model, tokens_in, tokens_out), tokens_cached=cached),
-        )
+        refusal = getattr(msg, "refusal", None)
+        content = msg.content or ""
+        stop: StopReason = CHAT_STOPS.get(choice.finish_reason or "stop", "stop")
+        if refusal or stop == "refusal":
+            content, stop = content or refusal or DECLINED, "refusal"
+        elif calls:
+            stop = "tool_calls"
+        u = resp.usage
+        if u is None:
+            usage = Usage(0, 0, None)  # no usage: nothing counted, the cost unknown (never a made-up 0)
+        else:
+            details = getattr(u, "prompt_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+            usage = Usage(u.prompt_tokens, u.completion_tokens, cost_usd(model, u.prompt_tokens, u.completion_tokens),
+                          tokens_cached=cached)
+        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
 
-    def _create(self, kwargs: dict[str, Any], model: str, timeout: float | None) -> Any:
-        openai = self._openai
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = 0
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise LLMError(f"model {model} at {self.base_url} timed out after {timeout:g}s")
-            try:
-                return self.client.chat.completions.create(**kwargs, timeout=left or self.timeout)
-            except openai.APIStatusError as exc:
-                if exc.status_code not in RETRYABLE or attempt >= self.max_retries:
-                    raise LLMError(
-                        f"model {model} at {self.base_url} answered HTTP {exc.status_code} "
-                        f"after {attempt} retries: {_short(exc.message)}"
-                    ) from None
-                delay = _retry_after(exc)
-            except openai.APITimeoutError:
-                if deadline is not None or attempt >= self.max_retries:
-                    raise LLMError(f"model {model} at {self.base_url} timed out") from None
-                delay = None
-            except openai.APIConnectionError as exc:
-                if attempt >= self.max_retries:
-                    raise LLMError(
-                        f"model {model} unreachable at {self.base_url} after {attempt} retries: {exc}"
-                    ) from None
-                delay = None
-            delay = min(MAX_DELAY_S, delay if delay is not None else 0.5 * 2**attempt)
-            if deadline is not None and time.monotonic() + delay >= deadline:
-                raise LLMError(f"model {model} at {self.base_url} kept failing; no time left to retry within {timeout:g}s")
-            time.sleep(delay)
-            attempt += 1
+
+class OpenAIResponsesModel(_OpenAIBase):
+    """The Responses API: the conversation as input items, function tools, nothing stored server-side."""
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        tool_choice: str | None = None,
+        tag: Any = None,
+    ) -> ChatResult:
+        kwargs: dict[str, Any] = {"model": model, "input": responses_input(messages), "store": False}
+        if tools:
+            kwargs["tools"] = [responses_tool(t) for t in tools]
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
+        if max_tokens:
+            kwargs["max_output_tokens"] = max_tokens
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        resp = self._call(self.client.responses.create, kwargs, model, timeout)
+        texts: list[str] = []
+        refusals: list[str] = []
+        calls: list[ToolCall] = []
+        for item in resp.output or []:
+            if item.type == "message":
+                for part in item.content or []:
+                    if part.type == "output_text":
+                        texts.append(part.text)
+                    elif part.type == "refusal":
+                        refusals.append(part.refusal)
+            elif item.type == "function_call":
+                calls.append(ToolCall(id=item.call_id, name=item.name, arguments=item.arguments or "{}"))
+        reason = getattr(getattr(resp, "incomplete_details", None), "reason", None)
+        content = "".join(texts)
+        stop: StopReason = "tool_calls" if calls else "stop"
+        if refusals or reason == "content_filter":
+            content, stop = content or "\n".join(refusals) or DECLINED, "refusal"
+        elif reason == "max_output_tokens" and not calls:
+            stop = "length"
+        u = resp.usage
+        if u is None:
+            usage = Usage(0, 0, None)
+        else:
+            details = getattr(u, "input_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+            usage = Usage(u.input_tokens, u.output_tokens, cost_usd(model, u.input_tokens, u.output_tokens),
+                          tokens_cached=cached)
+        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+
+
+def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions messages as Responses input items (tool calls and results keep their ids)."""
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.get("tool_call_id"),
+                          "output": _text(m.get("content"))})
+            continue
+        text = _text(m.get("content"))
+        if text or role != "assistant":
+            items.append({"role": role, "content": text})
+        for c in m.get("tool_calls") or []:
+            fn = c.get("function") or {}
+            items.append({"type": "function_call", "call_id": c.get("id"), "name": fn.get("name"),
+                          "arguments": fn.get("arguments") or "{}"})
+    return items
+
+
+def responses_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = tool.get("function") or {}
+    return {"type": "function", "name": fn.get("name"), "description": fn.get("description") or "",
+            "parameters": fn.get("parameters") or {"type": "object", "properties": {}}, "strict": False}
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: their text
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504})
-MAX_DELAY_S = 8.0
-
-
-def _retry_after(exc: Any) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    try:
-        if headers.get("retry-after-ms"):
-            return float(headers["retry-after-ms"]) / 1000
-        if headers.get("retry-after"):
-            return float(headers["retry-after"])
-    except ValueError:
-        return None
-    return None
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
+CHAT_STOPS: dict[str, StopReason] = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls",
+                                     "length": "length", "content_filter": "refusal"}

@@ -13,8 +13,26 @@ from typing import Any, Literal, Protocol
 Component = Literal["supervisor", "worker", "summary", "memory", "intent", "quick"]
 
 
+# What went wrong with a model call, the same words whatever the provider (docs/models.md):
+# throttled: 429/529/ThrottlingException past the retries; unavailable: 5xx or unreachable past the
+# retries; timeout: the call's time budget ran out; rejected: the provider refused the request (a bad
+# request, a bad key, no access to the model); malformed: an answer that cannot be read.
+ErrorKind = Literal["throttled", "unavailable", "timeout", "rejected", "malformed"]
+# Why an answer ended, normalised: stop (a final answer), tool_calls, length (max_tokens reached),
+# refusal (the model or a guardrail declined: the content says so).
+StopReason = Literal["stop", "tool_calls", "length", "refusal"]
+
+
 class LLMError(RuntimeError):
-    """The model could not answer (after retries); the message says which model and why."""
+    """The model could not answer (after retries); the message says which model and why, ``kind``
+    what happened (:data:`ErrorKind`), the same for every provider."""
+
+    def __init__(self, message: str, kind: ErrorKind = "unavailable") -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+
+
+ModelError = LLMError  # the name issue 28 uses: one error type, its kinds, whatever the provider
 
 
 @dataclass(frozen=True)
@@ -40,11 +58,13 @@ class Usage:
     tokens_out: int = 0
     cost_usd: float | None = 0.0  # None once any call had an unknown price
     tokens_cached: int = 0  # of tokens_in, served from the provider's prompt cache
+    tokens_cache_write: int = 0  # of tokens_in, written to the provider's prompt cache (Anthropic, Bedrock)
 
     def add(self, other: "Usage") -> None:
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
         self.tokens_cached += other.tokens_cached
+        self.tokens_cache_write += other.tokens_cache_write
         if self.cost_usd is None or other.cost_usd is None:
             self.cost_usd = None
         else:
@@ -57,6 +77,7 @@ class ChatResult:
     content: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = "stop"
 
     def as_message(self) -> dict[str, Any]:
         """The assistant message to append to a conversation."""
