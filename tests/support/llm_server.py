@@ -19,7 +19,7 @@ Completions at ``/v1/chat/completions``, Anthropic Messages at ``/v1/messages``,
 ``/v1/responses`` and Bedrock Converse at ``/model/{modelId}/converse`` (``root_url`` is the endpoint
 of the last two SDKs). ``requests`` records each request as the Chat Completions request it stands for,
 so responders and assertions read one shape; ``raw_requests`` keeps ``{"wire", "path", "body",
-"headers"}`` as sent (a Converse request without a SigV4 ``Authorization`` header is refused with 403).
+"headers", "chat"}`` (as sent, and as recorded in ``requests``) (a Converse request without a SigV4 ``Authorization`` header is refused with 403).
 
 ``/v1/embeddings`` has its own script (:meth:`ScriptedLLM.script_embeddings`) and record
 (``embedding_requests``), so chat scripts are never consumed by an embedding call::
@@ -232,7 +232,7 @@ class ScriptedLLM:
                 else:
                     wire, chat = "responses", wire_formats.responses_to_chat(raw)
                 with outer._lock:
-                    outer.raw_requests.append({"wire": wire, "path": path, "body": raw, "headers": headers})
+                    outer.raw_requests.append({"wire": wire, "path": path, "body": raw, "headers": headers, "chat": chat})
                 if wire == "bedrock" and not headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 Credential="):
                     return self._send(403, {"message": "request not signed (SigV4)"},
                                       {"x-amzn-ErrorType": "AccessDeniedException:"})

@@ -29,7 +29,7 @@ DEFAULT_MODELS: dict[str, dict[str, str]] = {
                     "ZERG_SUMMARY_MODEL": "gpt-4o-mini", "ZERG_INTENT_MODEL": "gpt-4o-mini"},
     "openai": {"ZERG_SUPERVISOR_MODEL": "gpt-4o", "ZERG_WORKER_MODEL": "gpt-4o-mini",
                "ZERG_SUMMARY_MODEL": "gpt-4o-mini", "ZERG_INTENT_MODEL": "gpt-4o-mini"},
-    "anthropic": {"ZERG_SUPERVISOR_MODEL": "claude-sonnet-4-5", "ZERG_WORKER_MODEL": "claude-haiku-4-5",
+    "anthropic": {"ZERG_SUPERVISOR_MODEL": "claude-sonnet-4-6", "ZERG_WORKER_MODEL": "claude-haiku-4-5",
                   "ZERG_SUMMARY_MODEL": "claude-haiku-4-5", "ZERG_INTENT_MODEL": "claude-haiku-4-5"},
     # Amazon Nova: on-demand in the region, no Marketplace subscription or use-case form first
     "bedrock": {"ZERG_SUPERVISOR_MODEL": "amazon.nova-pro-v1:0", "ZERG_WORKER_MODEL": "amazon.nova-lite-v1:0",

@@ -158,6 +158,19 @@ def resolve_all(conn: "Connection", settings: "Settings", owner_id: int) -> dict
     return {agent: _effective(settings, agent, rows.get(agent)) for agent in AGENTS}
 
 
+def check_models(conn: "Connection", settings: "Settings", owner_id: int) -> None:
+    """Before a run row is written: the models the owner's agents run with can be asked as the
+    deployment is configured (a known provider, its key or region), else
+    :class:`~zerg.llm.providers.ModelConfigError` with one line naming the agent and what to set."""
+    from zerg.llm.providers import ModelConfigError, check_model
+
+    for agent, effective in resolve_all(conn, settings, owner_id).items():
+        try:
+            check_model(settings, effective.model)
+        except ModelConfigError as exc:
+            raise ModelConfigError(f"the {agent} model cannot be used: {exc}") from None
+
+
 def describe(settings: "Settings", agent: str, row: dict[str, Any] | None, available: list[str]) -> dict[str, Any]:
     """The API's entry of one agent: the effective values, what can be chosen (``available``: every
     tool the agent can have, from the caller's catalogue), the defaults."""
@@ -195,6 +208,13 @@ def change(conn: "Connection", settings: "Settings", owner_id: int, agent: str,
     if agent not in AGENTS:
         raise LookupError(f"agent {agent!r}")
     values = body.model_dump(exclude_unset=True)
+    if values.get("model") is not None:  # a provider the deployment cannot reach is refused now, not at the run
+        from zerg.llm.providers import ModelConfigError, check_model
+
+        try:
+            check_model(settings, values["model"])
+        except ModelConfigError as exc:
+            raise AgentConfigError(f"model: {exc}") from None
     if values.get("allowed_tools") is not None:
         values["allowed_tools"] = _allowed(agent, values["allowed_tools"], available)
     if "instructions" in values and values["instructions"] is None:

@@ -296,6 +296,13 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         decision = _acknowledge(rt, conn, owner_id, answered, linked)
         if decision is not None:
             return decision
+    from zerg.agents.settings import check_models
+    from zerg.llm.providers import ModelConfigError
+
+    try:  # a model its provider cannot serve as configured: no run row; the message is kept, with why
+        check_models(conn, rt.settings, owner_id)
+    except ModelConfigError as exc:
+        return _Decision("rejected", str(exc), owner_id)
     run_id = runs.start_run(conn, owner_id, body, trigger=inbound.channel).run_id
     return _Decision("run", None, run_id=run_id, **linked)
 

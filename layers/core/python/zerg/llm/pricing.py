@@ -26,10 +26,15 @@ PRICES: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.00),
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
-    # Anthropic (the Messages API)
+    # Anthropic (the Messages API). Explicit entries for each Opus 4.5+ (a cheaper tier than Opus 4 / 4.1,
+    # which the prefix rule would otherwise apply to them).
+    "claude-opus-4-8": (5.00, 25.00),
+    "claude-opus-4-7": (5.00, 25.00),
+    "claude-opus-4-6": (5.00, 25.00),
     "claude-opus-4-5": (5.00, 25.00),
     "claude-opus-4-1": (15.00, 75.00),
     "claude-opus-4": (15.00, 75.00),
+    "claude-sonnet-4-6": (3.00, 15.00),
     "claude-sonnet-4-5": (3.00, 15.00),
     "claude-sonnet-4": (3.00, 15.00),
     "claude-3-7-sonnet": (3.00, 15.00),

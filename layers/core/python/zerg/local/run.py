@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from zerg.agents.settings import check_models
 from zerg.config import ConfigError
 from zerg.local.progress import describe_event
 from zerg.runs import events, jobs
@@ -47,6 +48,7 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
     if not isinstance(starter, LocalStarter):  # refused before a run row exists
         raise ConfigError("zerg run executes on the local engine: unset ZERG_STATE_MACHINE_ARN")
     with rt.pool.connection() as conn:
+        check_models(conn, rt.settings, owner_id)  # a provider it cannot reach: one line, before a run row
         started = runs.start_run(conn, owner_id, task, trigger="cli")
     if rt.settings.offline:
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")

@@ -54,6 +54,7 @@ from zerg.schedules import fires, idle, store
 from zerg.statuses import RUN_UNFINISHED
 
 if TYPE_CHECKING:
+    from zerg.config import Settings
     from zerg.runtime import Runtime
 
 Source = Literal["scheduler", "ticker", "run-now"]
@@ -89,7 +90,7 @@ def fire(rt: "Runtime", schedule_id: int, scheduled_time: datetime, *, source: S
         if schedule is not None:
             fire_id = fires.claim(conn, schedule_id, schedule["owner_id"], scheduled_time, source)
             if fire_id is not None:
-                early = _decide(conn, schedule, fire_id, scheduled_time, _missed_note(missed))
+                early = _decide(conn, schedule, fire_id, scheduled_time, _missed_note(missed), rt.settings)
     if schedule is None:
         log.info("schedule fire ignored: no such schedule (deleted?)",
                  extra={"schedule_id": schedule_id, "scheduled_time": scheduled_time.isoformat(), "source": source})
@@ -147,7 +148,7 @@ def _forget(rt: "Runtime", schedule_id: int) -> None:
 
 
 def _decide(conn: Any, schedule: dict[str, Any], fire_id: int, scheduled_time: datetime,
-            note: str | None) -> FireResult | None:
+            note: str | None, settings: "Settings") -> FireResult | None:
     """Phase 1 after the claim: a skip (recorded now), else None with the run row written for a check."""
     owner_id = schedule["owner_id"]
     if not schedule["enabled"]:
@@ -171,6 +172,9 @@ def _decide(conn: Any, schedule: dict[str, Any], fire_id: int, scheduled_time: d
         store.advance(conn, schedule["id"], fired_at=last_fire, next_fire_at=next_fire)
         return _finish(conn, fire_id, "skipped", _join(spend.skip, note))
     run_id = None
+    if schedule["kind"] == "check" and (unusable := _model_problem(settings, conn, owner_id)) is not None:
+        store.advance(conn, schedule["id"], fired_at=last_fire, next_fire_at=next_fire)
+        return _finish(conn, fire_id, "failed", _join(unusable, note))
     if schedule["kind"] == "check":
         run_id = runs.start_run(conn, owner_id, schedule["task"], trigger="schedule",
                                 preferences=spend.preferences).run_id
@@ -178,6 +182,19 @@ def _decide(conn: Any, schedule: dict[str, Any], fire_id: int, scheduled_time: d
     if note:
         fires.set_detail(conn, fire_id, note)
     store.advance(conn, schedule["id"], fired_at=last_fire, next_fire_at=next_fire, run_id=run_id)
+    return None
+
+
+def _model_problem(settings: "Settings", conn: Any, owner_id: int) -> str | None:
+    """Why the owner's agents' models cannot be asked as the deployment is configured (no run row is
+    written for such a fire), or None."""
+    from zerg.agents.settings import check_models
+    from zerg.llm.providers import ModelConfigError
+
+    try:
+        check_models(conn, settings, owner_id)
+    except ModelConfigError as exc:
+        return str(exc)
     return None
 
 

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from zerg.agents import settings as agent_settings
 from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found
@@ -21,6 +22,7 @@ from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, 
                              responses)
 from zerg.api.query import repeated
 from zerg.auth import Caller
+from zerg.llm.providers import ModelConfigError
 from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runs.launch import LaunchError, start_execution
@@ -137,6 +139,10 @@ def accept_run(rt: Runtime, owner_id: int, task: str, *, key: str | None = None,
     it and how long it will likely take. The one start path of the API: /supervisor and a worker's
     retry. An Idempotency-Key replay answers the first run and starts nothing new."""
     with rt.pool.connection() as conn:
+        try:  # a model its provider cannot serve as configured: one line, and no run row
+            agent_settings.check_models(conn, rt.settings, owner_id)
+        except ModelConfigError as exc:
+            raise ApiError(503, "unavailable", str(exc)) from None
         started = runs.start_run(conn, owner_id, task, trigger="api", idempotency_key=key,
                                  context=context, preferences=preferences)
         run = runs.get_run(conn, owner_id, started.run_id)
