@@ -295,6 +295,21 @@ def test_a_run_whose_model_cannot_be_asked_is_refused_before_its_row_is_written(
                             (alice.owner_id,)).fetchone()["n"] == 0
 
 
+def test_a_scheduled_check_whose_model_cannot_be_asked_fails_its_fire_without_a_run(runtime_env, pool, owner):
+    from datetime import UTC, datetime
+
+    from tests.support.schedules import fire_rows, make_schedule, runs_of
+    from zerg.schedules.firing import fire
+
+    rt = runtime_env(ZERG_SUPERVISOR_MODEL="anthropic:claude-sonnet-4-6")  # no ANTHROPIC_API_KEY
+    schedule = make_schedule(rt, owner, cron="0 6 * * *")
+    result = fire(rt, schedule["id"], datetime(2026, 11, 22, 6, tzinfo=UTC), source="ticker")
+    assert (result.outcome, result.run_id) == ("failed", None)
+    assert result.detail == ("the supervisor model cannot be used: model 'anthropic:claude-sonnet-4-6' needs "
+                             "ANTHROPIC_API_KEY (or ZERG_ANTHROPIC_SECRET_ARN on AWS)")
+    assert [f["outcome"] for f in fire_rows(pool, schedule["id"])] == ["failed"] and runs_of(pool, owner) == []
+
+
 def test_an_owner_cannot_choose_a_provider_the_deployment_cannot_reach(runtime_env, pool, alice):
     from zerg.agents.settings import AgentConfigError, change, parse_change
 

@@ -6,7 +6,9 @@ conversation converted back and forth is the same), consecutive messages of one 
 Prompt caching: ``cache_control`` on the static prefix, the thread and the run's messages up to the
 first fence (:mod:`zerg.llm.cache_points`). Usage counts cache reads and writes in ``tokens_in`` (as
 OpenAI's ``prompt_tokens`` does), cache reads again in ``tokens_cached``; the cost prices each at its
-rate. Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off).
+rate. Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off). As for OpenAI
+(:mod:`zerg.llm.openai_provider`), the conversation rides in ``extra_body``: the SDK's recursive walk of
+typed parameters would leave our plain JSON as it is, at a cost on every call.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class AnthropicChatModel:
         tag: Any = None,
     ) -> ChatResult:
         system, turns = anthropic_messages(messages)
-        kwargs: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+        kwargs: dict[str, Any] = {"messages": turns}
         if system:
             kwargs["system"] = system
         if tools:
@@ -60,7 +62,9 @@ class AnthropicChatModel:
                 kwargs["tool_choice"] = {"type": "none"}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        resp = with_retries(lambda left: self.client.messages.create(**kwargs, timeout=left), self._classify,
+        typed = {"model": model, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "messages": []}
+        resp = with_retries(lambda left: self.client.messages.create(**typed, extra_body=kwargs, timeout=left),
+                            self._classify,
                             model=model, where=self.base_url, timeout=timeout, default_timeout=self.timeout,
                             max_retries=self.max_retries)
         texts: list[str] = []

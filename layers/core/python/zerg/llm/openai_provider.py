@@ -7,6 +7,11 @@ adapter sends the whole conversation every time with ``store: false`` and never 
 messages), as with every other provider.
 
 Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
+
+The conversation and the tools ride in ``extra_body``, not in the typed parameters: the SDK walks typed
+parameters recursively against its TypedDicts on every call (5-13 ms for a supervisor-sized request,
+docs/performance.md), and ours are already plain JSON of the wire format, which that walk would leave
+as they are. The answer is still parsed into the SDK's types, its errors are still its typed errors.
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ class _OpenAIBase:
         self.max_retries = max_retries
         self.timeout = timeout
 
-    def _call(self, create: Any, kwargs: dict[str, Any], model: str, timeout: float | None) -> Any:
-        return with_retries(lambda left: create(**kwargs, timeout=left), self._classify, model=model,
+    def _call(self, create: Any, typed: dict[str, Any], body: dict[str, Any], model: str,
+              timeout: float | None) -> Any:
+        """``create(**typed)`` with ``body`` as sent JSON (see the module's note), within the retry policy."""
+        return with_retries(lambda left: create(**typed, extra_body=body, timeout=left), self._classify, model=model,
                             where=self.base_url, timeout=timeout, default_timeout=self.timeout,
                             max_retries=self.max_retries)
 
@@ -70,7 +77,7 @@ class OpenAIChatModel(_OpenAIBase):
         tool_choice: str | None = None,
         tag: Any = None,  # the ledger's concern, not the provider's
     ) -> ChatResult:
-        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        kwargs: dict[str, Any] = {"messages": messages}
         if tools:
             kwargs["tools"] = tools
             if tool_choice:
@@ -79,7 +86,7 @@ class OpenAIChatModel(_OpenAIBase):
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:  # 0 is a choice, not "unset"
             kwargs["temperature"] = temperature
-        resp = self._call(self.client.chat.completions.create, kwargs, model, timeout)
+        resp = self._call(self.client.chat.completions.create, {"model": model, "messages": []}, kwargs, model, timeout)
         if not resp.choices:
             raise LLMError(f"model {model} at {self.base_url} returned no choices", "malformed")
         choice = resp.choices[0]
@@ -122,7 +129,7 @@ class OpenAIResponsesModel(_OpenAIBase):
         tool_choice: str | None = None,
         tag: Any = None,
     ) -> ChatResult:
-        kwargs: dict[str, Any] = {"model": model, "input": responses_input(messages), "store": False}
+        kwargs: dict[str, Any] = {"input": responses_input(messages), "store": False}
         if tools:
             kwargs["tools"] = [responses_tool(t) for t in tools]
             if tool_choice:
@@ -131,7 +138,7 @@ class OpenAIResponsesModel(_OpenAIBase):
             kwargs["max_output_tokens"] = max_tokens
         if temperature is not None:
             kwargs["temperature"] = temperature
-        resp = self._call(self.client.responses.create, kwargs, model, timeout)
+        resp = self._call(self.client.responses.create, {"model": model}, kwargs, model, timeout)
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ToolCall] = []
