@@ -76,9 +76,10 @@ def main(smoke: bool = False) -> None:
     import httpx
 
     sys.path.insert(0, str(ROOT))  # tests.support: the scripted server the tests drive the providers with
-    from tests.support.llm_server import ScriptedLLM
     from zerg.config import load_settings
     from zerg.llm.providers import ProviderRouter
+
+    from tests.support.llm_server import ScriptedLLM
 
     repeat = 20 if smoke else 500
     messages, tools = conversation()
@@ -110,7 +111,7 @@ def main(smoke: bool = False) -> None:
                     body = sent["body"]
                     headers = {k: v for k, v in sent["headers"].items()
                                if k not in ("content-length", "host", "connection", "accept-encoding")}
-                post = lambda url=url, body=body, headers=headers: bare.post(url, json=body, headers=headers)  # noqa: E731
+                post = lambda url=url, body=body, headers=headers: bare.post(url, json=body, headers=headers)
                 post().raise_for_status()
                 through, direct, differences = paired(call, post, repeat)
                 print(fmt(f"{provider}: through the adapter and its SDK", through))

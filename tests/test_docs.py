@@ -42,6 +42,14 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
     assert broken == []
 
 
+def test_every_setting_is_documented():
+    from zerg.config import Settings
+
+    text = "".join(doc.read_text() for doc in DOCS)
+    undocumented = [f.alias for f in Settings.model_fields.values() if f.alias and f"`{f.alias}`" not in text]
+    assert undocumented == []
+
+
 def test_the_architecture_names_every_package_of_the_core():
     named = set(CORE_PATH.findall(ARCHITECTURE.read_text()))
     assert sorted(packages() - named - {"migrations/"} - {"api/routes/"}) == []

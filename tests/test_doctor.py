@@ -149,3 +149,15 @@ def test_the_unshare_level_works_with_python_under_a_directory_others_cannot_ent
     assert said[0].startswith("sandbox: unshare, network off"), said
     assert not any("WARNING" in line for line in said), said
     assert private.stat().st_mode & 0o777 == 0o700 and sys.executable == str(python)
+
+
+def test_doctor_names_the_provider_and_a_model_it_cannot_ask(database_url, monkeypatch, capsys):
+    monkeypatch.setenv("ZERG_MODEL_PROVIDER", "bedrock")
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    monkeypatch.setenv("ZERG_WORKER_MODEL", "anthropic:claude-haiku-4-5")  # no ANTHROPIC_API_KEY
+    code, out = doctor(capsys)
+    assert code != 0
+    assert "model provider: Amazon Bedrock Converse in eu-central-1, IAM credentials" in out
+    assert "  models: supervisor amazon.nova-pro-v1:0, worker anthropic:claude-haiku-4-5, summary amazon.nova-lite-v1:0" in out
+    assert ("  PROBLEM: ZERG_WORKER_MODEL: model 'anthropic:claude-haiku-4-5' needs ANTHROPIC_API_KEY "
+            "(or ZERG_ANTHROPIC_SECRET_ARN on AWS)") in out

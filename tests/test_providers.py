@@ -298,8 +298,9 @@ def test_a_run_whose_model_cannot_be_asked_is_refused_before_its_row_is_written(
 def test_a_scheduled_check_whose_model_cannot_be_asked_fails_its_fire_without_a_run(runtime_env, pool, owner):
     from datetime import UTC, datetime
 
-    from tests.support.schedules import fire_rows, make_schedule, runs_of
     from zerg.schedules.firing import fire
+
+    from tests.support.schedules import fire_rows, make_schedule, runs_of
 
     rt = runtime_env(ZERG_SUPERVISOR_MODEL="anthropic:claude-sonnet-4-6")  # no ANTHROPIC_API_KEY
     schedule = make_schedule(rt, owner, cron="0 6 * * *")
@@ -402,3 +403,15 @@ def test_a_run_can_mix_providers_by_the_owners_agent_configuration(llm, runtime_
             "SELECT component, model FROM llm_calls WHERE run_id = %s AND component IN ('supervisor', 'worker')",
             (run["id"],)).fetchall()}
     assert models == {"supervisor": "claude-sonnet-4-6", "worker": "amazon.nova-lite-v1:0"}  # no provider prefix
+
+
+def test_an_owner_price_applies_to_a_provider_model_id_too():
+    from types import SimpleNamespace
+
+    from zerg.alerts.budget import owner_price
+
+    policy = SimpleNamespace(model_prices={"acme-large-2": [1.0, 2.0], "openai-chat:acme-small": [0.1, 0.2]})
+    assert owner_price(policy, "openai-chat:acme-large-2") == (1.0, 2.0)
+    assert owner_price(policy, "openai-chat:acme-large-2-0601") == (1.0, 2.0)
+    assert owner_price(policy, "openai-chat:acme-small") == (0.1, 0.2)
+    assert owner_price(policy, "bedrock:acme-other") is None

@@ -213,8 +213,11 @@ def before_call(settings: Settings) -> Callable[[Connection, CallTag, str], Call
 
 
 def owner_price(policy: Policy, model: str) -> tuple[float, float] | None:
-    """The owner's price of ``model`` (USD per million tokens in, out), exact id or longest prefix."""
+    """The owner's price of ``model`` (USD per million tokens in, out), exact id or longest prefix; a
+    ``provider:model`` id (issue 28) is looked up as written, then without its provider."""
     prices = policy.model_prices or {}
+    if model not in prices and pricing.bare(model) != model:
+        model = pricing.bare(model)
     if model in prices:
         return tuple(prices[model])  # type: ignore[return-value]
     names = [name for name in prices if model.startswith(name + "-")]

@@ -128,19 +128,38 @@ def _extension_warnings(info: dict) -> list[str]:
 
 
 def _model(settings: Settings, say: Callable[[str], None]) -> bool:
-    if settings.offline:
-        say("model provider: offline (the deterministic playbook; set OPENAI_API_KEY or OPENAI_BASE_URL for a model)")
-        return True
-    base = settings.openai_base_url or "https://api.openai.com/v1"
-    if settings.openai_api_key is not None:
-        key = "present (OPENAI_API_KEY)"
-    elif settings.openai_secret_arn:
-        key = f"from Secrets Manager {settings.openai_secret_arn}"
+    from zerg.llm.providers import ModelConfigError, check_settings
+
+    provider = settings.default_provider
+    if provider == "offline":
+        say("model provider: offline (the deterministic playbook; set OPENAI_API_KEY or OPENAI_BASE_URL, or "
+            "ZERG_MODEL_PROVIDER, for a model)")
+    elif provider in ("openai", "openai-chat"):
+        base = settings.openai_base_url or "https://api.openai.com/v1"
+        if settings.openai_api_key is not None:
+            key = "present (OPENAI_API_KEY)"
+        elif settings.openai_secret_arn:
+            key = f"from Secrets Manager {settings.openai_secret_arn}"
+        else:
+            key = "absent"
+        api = "OpenAI Responses" if provider == "openai" else "OpenAI-compatible"
+        say(f"model provider: {api} at {base}, key {key}")
+    elif provider == "anthropic":
+        key = ("present (ANTHROPIC_API_KEY)" if settings.anthropic_api_key is not None else
+               f"from Secrets Manager {settings.anthropic_secret_arn}" if settings.anthropic_secret_arn else "absent")
+        say(f"model provider: Anthropic Messages at {settings.anthropic_base_url or 'https://api.anthropic.com'}, "
+            f"key {key}")
     else:
-        key = "absent"
-    say(f"model provider: OpenAI-compatible at {base}, key {key}")
-    say(f"  models: supervisor {settings.supervisor_model}, worker {settings.worker_model}, "
-        f"summary {settings.summary_model}")
+        say(f"model provider: Amazon Bedrock Converse in {settings.region_for_bedrock or '(no region)'}, IAM credentials"
+            + (f", endpoint {settings.bedrock_endpoint_url}" if settings.bedrock_endpoint_url else ""))
+    if provider != "offline":
+        say(f"  models: supervisor {settings.supervisor_model}, worker {settings.worker_model}, "
+            f"summary {settings.summary_model}")
+    try:
+        check_settings(settings)
+    except ModelConfigError as exc:
+        say(f"  PROBLEM: {exc}")
+        return False
     return True
 
 
