@@ -161,3 +161,4 @@ def test_doctor_names_the_provider_and_a_model_it_cannot_ask(database_url, monke
     assert "  models: supervisor amazon.nova-pro-v1:0, worker anthropic:claude-haiku-4-5, summary amazon.nova-lite-v1:0" in out
     assert ("  PROBLEM: ZERG_WORKER_MODEL: model 'anthropic:claude-haiku-4-5' needs ANTHROPIC_API_KEY "
             "(or ZERG_ANTHROPIC_SECRET_ARN on AWS)") in out
+    assert "embeddings: amazon.titan-embed-text-v2:0 (bedrock, 1024 dimensions; " in out

@@ -11,7 +11,7 @@ from zerg.config import DEFAULT_MODELS, load_settings
 from zerg.llm import CallTag, LLMError
 from zerg.llm.ledger import MeteredChatModel
 from zerg.llm.pricing import cost_usd, price_for
-from zerg.llm.providers import ModelConfigError, ProviderRouter, split
+from zerg.llm.providers import ModelConfigError, ProviderRouter, check_model, split
 from zerg.llm.untrusted import UNTRUSTED, fence_messages
 from zerg.loop.agent_loop import AgentLoop, AgentUsage
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome
@@ -255,6 +255,18 @@ def test_provider_model_ids_and_bare_names(tmp_path):
     assert not bedrock.offline and bedrock.region_for_bedrock == "eu-west-1"
 
 
+def test_on_aws_a_bedrock_model_the_role_may_not_invoke_is_refused_before_the_call(tmp_path):
+    s = load_settings({"ZERG_MODEL_PROVIDER": "bedrock", "AWS_REGION": "us-east-1", "HOME": str(tmp_path),
+                       "ZERG_BEDROCK_MODEL_IDS": "amazon.nova-pro-v1:0,amazon.nova-lite-v1:0, amazon.nova-micro-v1:0"})
+    assert check_model(s, "amazon.nova-lite-v1:0") == ("bedrock", "amazon.nova-lite-v1:0")
+    with pytest.raises(ModelConfigError, match=r"^model 'bedrock:amazon.nova-premier-v1:0' is not one this deployment "
+                                               r"may invoke on Bedrock \(ZERG_BEDROCK_MODEL_IDS: amazon.nova-lite-v1:0, "):
+        check_model(s, "bedrock:amazon.nova-premier-v1:0")
+    with pytest.raises(LLMError, match="is not one this deployment may invoke") as err:
+        ProviderRouter(s).complete([{"role": "user", "content": "q"}], model="bedrock:amazon.nova-premier-v1:0")
+    assert err.value.kind == "rejected"
+
+
 def test_a_provider_default_fills_the_model_settings_left_unset(tmp_path):
     s = load_settings({"ZERG_MODEL_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "k", "ZERG_WORKER_MODEL": "claude-opus-4-5",
                        "HOME": str(tmp_path)})
@@ -415,3 +427,39 @@ def test_an_owner_price_applies_to_a_provider_model_id_too():
     assert owner_price(policy, "openai-chat:acme-large-2-0601") == (1.0, 2.0)
     assert owner_price(policy, "openai-chat:acme-small") == (0.1, 0.2)
     assert owner_price(policy, "bedrock:acme-other") is None
+
+
+# --- Bedrock's Titan Text Embeddings V2 -----------------------------------------------------------------
+
+@pytest.mark.parametrize("env, kind", [
+    ({"ZERG_MODEL_PROVIDER": "bedrock", "AWS_REGION": "us-east-1"}, "bedrock"),  # AWS, no OpenAI key
+    ({"ZERG_MODEL_PROVIDER": "bedrock", "AWS_REGION": "us-east-1", "OPENAI_API_KEY": "sk"}, "openai"),
+    ({"ZERG_EMBEDDINGS": "bedrock", "ZERG_BEDROCK_REGION": "eu-west-1"}, "bedrock"),
+    ({"ZERG_MODEL_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "k", "ZERG_EMBEDDINGS": "openai"}, None),
+])
+def test_the_embedder_follows_the_provider_and_never_asks_openai_without_its_key(env, kind, tmp_path):
+    from zerg.embeddings import choose
+
+    choice = choose(load_settings({**env, "HOME": str(tmp_path), "ZERG_DATA_DIR": str(tmp_path)}))
+    assert choice.kind == kind, choice
+    assert choice.broken == (kind is None)
+
+
+def test_titan_embeds_each_text_through_boto3_with_sigv4_and_a_refusal_is_marked(llm, tmp_path):
+    from zerg.embeddings import EmbeddingError
+    from zerg.wiring import make_embedder
+
+    settings = load_settings({"ZERG_MODEL_PROVIDER": "bedrock", "ZERG_BEDROCK_REGION": "us-east-1",
+                              "ZERG_BEDROCK_ENDPOINT_URL": llm.root_url, "HOME": str(tmp_path),
+                              "ZERG_DATA_DIR": str(tmp_path)})
+    embedder = make_embedder(settings)
+    assert (embedder.model, embedder.dimension) == ("amazon.titan-embed-text-v2:0", 1024)
+    vectors = embedder.embed(["disk is full", "memory is low"], timeout=10)
+    assert len(vectors) == 2 and all(len(v) == 1024 for v in vectors) and vectors[0] != vectors[1]
+    assert [r["input"] for r in llm.embedding_requests] == [["disk is full"], ["memory is low"]]
+    assert all(r["authorization"].startswith("AWS4-HMAC-SHA256 Credential=") for r in llm.embedding_requests)
+    assert {r["dimensions"] for r in llm.embedding_requests} == {1024}
+    llm.script_embeddings({"status": 400, "message": "input too long"})
+    with pytest.raises(EmbeddingError) as err:
+        embedder.embed(["x"], timeout=10)
+    assert err.value.refused and "ValidationException" in str(err.value)

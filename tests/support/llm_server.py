@@ -21,8 +21,9 @@ of the last two SDKs). ``requests`` records each request as the Chat Completions
 so responders and assertions read one shape; ``raw_requests`` keeps ``{"wire", "path", "body",
 "headers", "chat"}`` (as sent, and as recorded in ``requests``) (a Converse request without a SigV4 ``Authorization`` header is refused with 403).
 
-``/v1/embeddings`` has its own script (:meth:`ScriptedLLM.script_embeddings`) and record
-(``embedding_requests``), so chat scripts are never consumed by an embedding call::
+``/v1/embeddings`` (and Bedrock's Titan ``/model/{id}/invoke``, one text a request) has its own script
+(:meth:`ScriptedLLM.script_embeddings`) and record (``embedding_requests``), so chat scripts are never
+consumed by an embedding call::
 
     {"vectors": [[0.1, 0.2, ...], ...]}              # one per input
     {"status": 500, "message": "down"}
@@ -204,6 +205,8 @@ class ScriptedLLM:
                 path = self.path.split("?")[0].rstrip("/")
                 if path.endswith(("/v1/messages", "/v1/responses", "/converse")):
                     return self._wire(path)
+                if path.startswith("/model/") and path.endswith("/invoke"):
+                    return self._titan(path)
                 if self.path.rstrip("/").endswith("/embeddings"):
                     return self._embeddings()
                 if self.path.rstrip("/").endswith("/realtime/client_secrets"):
@@ -249,6 +252,25 @@ class ScriptedLLM:
                 answer = {"bedrock": wire_formats.converse_answer, "anthropic": wire_formats.anthropic_answer,
                           "responses": wire_formats.responses_answer}[wire]
                 self._send(200, answer(spec, raw, outer.prompt_cache))
+
+            def _titan(self, path: str) -> None:
+                """Bedrock's InvokeModel of Titan Text Embeddings V2: one text, one vector; recorded and
+                scripted like ``/v1/embeddings`` (``{"input": [text], "model", "dimensions"}``)."""
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = json.loads(self.rfile.read(length) or b"{}")
+                model_id = unquote(path.split("/model/", 1)[1].rsplit("/invoke", 1)[0])
+                request = {"input": [raw.get("inputText", "")], "model": model_id,
+                           "dimensions": raw.get("dimensions", 1024),
+                           "authorization": self.headers.get("Authorization")}
+                spec = outer._next_embedding(request)
+                try:
+                    if "status" in spec:
+                        return self._send(*wire_formats.converse_error(spec))
+                    (vector,) = spec["vectors"]
+                    self._send(200, {"embedding": vector, "inputTextTokenCount": len(request["input"][0]) // 4 + 1})
+                finally:
+                    with outer._lock:
+                        outer.embeddings_answered += 1
 
             def _realtime(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

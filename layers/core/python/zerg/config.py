@@ -173,10 +173,11 @@ class Settings(BaseModel):
     run_token_budget: int | None = Field(default=None, ge=0, alias="ZERG_RUN_TOKEN_BUDGET")
     llm_max_retries: int = Field(default=3, ge=0, le=10, alias="ZERG_LLM_MAX_RETRIES")
     llm_timeout_s: float = Field(default=60.0, gt=0, le=600, alias="ZERG_LLM_TIMEOUT_S")
-    embeddings: Literal["auto", "openai", "local", "off"] = Field(
+    embeddings: Literal["auto", "openai", "bedrock", "local", "off"] = Field(
         default="auto", alias="ZERG_EMBEDDINGS",
-        description="Memory search vectors: auto = OpenAI text-embedding-3-small with a model key, else the "
-                    "local all-MiniLM-L6-v2 when installed, else off (full-text only).",
+        description="Memory search vectors: auto = OpenAI text-embedding-3-small with an OpenAI key or endpoint, "
+                    "else Bedrock's Titan Text Embeddings V2 with ZERG_MODEL_PROVIDER=bedrock, else the local "
+                    "all-MiniLM-L6-v2 when installed, else off (full-text only).",
     )
     embedding_timeout_s: float = Field(
         default=2.0, gt=0, le=60, alias="ZERG_EMBEDDING_TIMEOUT_S",
@@ -450,6 +451,11 @@ class Settings(BaseModel):
         if self.model_provider != "auto":
             return self.model_provider == "offline"
         return self.openai_api_key is None and not self.openai_base_url and not self.openai_secret_arn
+
+    @property
+    def openai_configured(self) -> bool:
+        """An OpenAI key, key secret or compatible endpoint is set (the OpenAI embedder can be had)."""
+        return self.openai_api_key is not None or bool(self.openai_base_url) or bool(self.openai_secret_arn)
 
     @property
     def default_provider(self) -> str:

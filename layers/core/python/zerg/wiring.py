@@ -82,6 +82,12 @@ def make_embedder(settings: Settings) -> "Embedder | None":
 
         return BoundedEmbedder(OpenAIEmbedder(api_key=openai_api_key(settings), base_url=settings.openai_base_url,
                                               timeout=settings.embedding_timeout_s))
+    if choice.kind == "bedrock":
+        from zerg.embeddings.bedrock import BedrockEmbedder
+
+        return BoundedEmbedder(BedrockEmbedder(region=settings.region_for_bedrock,
+                                               endpoint_url=settings.bedrock_endpoint_url,
+                                               timeout=settings.embedding_timeout_s))
     from zerg.embeddings.local import LocalEmbedder
 
     return BoundedEmbedder(LocalEmbedder())

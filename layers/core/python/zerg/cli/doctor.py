@@ -171,6 +171,8 @@ def _embeddings(settings: Settings, say: Callable[[str], None]) -> bool:
         from zerg.embeddings.openai import DIMENSION, MODEL
     elif choice.kind == "local":
         from zerg.embeddings.local import DIMENSION, MODEL
+    elif choice.kind == "bedrock":
+        from zerg.embeddings.bedrock import DIMENSION, MODEL
     else:
         say(f"embeddings: none, memory search is full-text only ({choice.reason})")
         return not choice.broken

@@ -55,6 +55,11 @@ def check_model(settings: Settings, model: str) -> tuple[str, str]:
         raise ModelConfigError(f"model {model!r} needs ANTHROPIC_API_KEY (or ZERG_ANTHROPIC_SECRET_ARN on AWS)")
     if provider == "bedrock" and not settings.region_for_bedrock:
         raise ModelConfigError(f"model {model!r} needs a region: set ZERG_BEDROCK_REGION (or AWS_REGION)")
+    if provider == "bedrock" and settings.bedrock_model_ids:  # AWS: the role may invoke these and no others
+        allowed = sorted({m.strip() for m in settings.bedrock_model_ids.split(",") if m.strip()})
+        if name not in allowed:
+            raise ModelConfigError(f"model {model!r} is not one this deployment may invoke on Bedrock "
+                                   f"(ZERG_BEDROCK_MODEL_IDS: {', '.join(allowed)}; the CDK app's bedrock_models adds more)")
     if provider in ("openai", "openai-chat") and not (
             settings.openai_api_key or settings.openai_secret_arn or settings.openai_base_url):
         raise ModelConfigError(f"model {model!r} needs OPENAI_API_KEY (or ZERG_OPENAI_SECRET_ARN on AWS, or "
