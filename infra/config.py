@@ -20,6 +20,10 @@ class ConfigError(ValueError):
     pass
 
 
+MODEL_PROVIDERS = ("bedrock", "anthropic", "openai", "openai-chat", "offline")  # zerg.llm.providers.PROVIDERS
+TITAN_EMBEDDINGS = "amazon.titan-embed-text-v2:0"  # zerg.embeddings.bedrock.MODEL
+
+
 @dataclass(frozen=True)
 class StageConfig:
     stage: str = "dev"
@@ -36,9 +40,18 @@ class StageConfig:
     # Base of the links in alerts and digests (ZERG_PUBLIC_URL; they open {public_url}/api/jarvis/runs/ID):
     # the API's public address. Unset = jarvis_origin, for a Jarvis that serves /api under its origin.
     public_url: str = ""
-    supervisor_model: str = "gpt-4o"
-    worker_model: str = "gpt-4o-mini"
-    summary_model: str = "gpt-4o-mini"
+    # The functions' model provider (ZERG_MODEL_PROVIDER, docs/models.md): bedrock by default, reached with
+    # the functions' own IAM role (no key to store), or openai-chat / openai with the key in the
+    # zerg/{stage}/openai secret. The models: "" is the provider's default (zerg.config.DEFAULT_MODELS);
+    # a model may name its own provider (bedrock:…, openai-chat:…).
+    model_provider: str = "bedrock"
+    supervisor_model: str = ""
+    worker_model: str = ""
+    summary_model: str = ""
+    # More Bedrock model ids the functions may invoke (comma-separated), for owners' agent configurations:
+    # the role may invoke exactly the configured models' ids, these, and Titan Text Embeddings V2 when
+    # Bedrock embeds (no OpenAI key).
+    bedrock_models: str = ""
     map_concurrency: int = 5
     # Functions reaching the LLM API and SSH hosts need egress; one NAT keeps dev cheap.
     nat_gateways: int = 1
@@ -72,6 +85,33 @@ class StageConfig:
             return self.public_url
         return f"https://{self.web_domain}" if self.web_domain else self.jarvis_origin
 
+    def models(self) -> dict[str, str]:
+        """The functions' model settings, by variable, the provider's defaults filled in (intent too: the
+        functions take its default, and the role must be able to invoke it)."""
+        from zerg.config import DEFAULT_MODELS  # one table of defaults, the core's
+
+        given = {"ZERG_SUPERVISOR_MODEL": self.supervisor_model, "ZERG_WORKER_MODEL": self.worker_model,
+                 "ZERG_SUMMARY_MODEL": self.summary_model}
+        return {var: given.get(var) or default for var, default in DEFAULT_MODELS[self.model_provider].items()}
+
+    def provider_of(self, model: str) -> tuple[str, str]:
+        head, sep, rest = model.partition(":")
+        return (head, rest) if sep and head in MODEL_PROVIDERS else (self.model_provider, model)
+
+    @property
+    def uses_openai(self) -> bool:
+        """Some model of the functions is OpenAI's (Chat Completions or Responses): they need its key."""
+        return any(self.provider_of(m)[0] in ("openai", "openai-chat") for m in self.models().values())
+
+    def bedrock_model_ids(self) -> list[str]:
+        """The Bedrock model ids the functions may invoke: the configured models served by Bedrock, the
+        extra ``bedrock_models``, and Titan Text Embeddings V2 when Bedrock embeds (no OpenAI key)."""
+        ids = [name for provider, name in map(self.provider_of, self.models().values()) if provider == "bedrock"]
+        ids += [m.strip() for m in self.bedrock_models.split(",") if m.strip()]
+        if self.model_provider == "bedrock" and not self.uses_openai:
+            ids.append(TITAN_EMBEDDINGS)
+        return list(dict.fromkeys(ids))
+
     def prefix(self, name: str) -> str:
         """Physical names are ``zerg-{stage}-{name}`` so stages share an account safely."""
         return f"zerg-{self.stage}-{name}"
@@ -94,6 +134,12 @@ class StageConfig:
                 r"\+[1-9][0-9]{1,14}|(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,11}", self.sms_origination)),
             ("jarvis_origin", re.fullmatch(r"https?://[^/\s]+", self.jarvis_origin)),
             ("public_url", not self.public_url or re.fullmatch(r"https?://[^\s?#]+", self.public_url)),
+            ("model_provider", self.model_provider in ("bedrock", "openai-chat", "openai")),
+            *((key, not value or re.fullmatch(r"[A-Za-z0-9._:/-]{1,200}", value)) for key, value in (
+                ("supervisor_model", self.supervisor_model), ("worker_model", self.worker_model),
+                ("summary_model", self.summary_model))),
+            ("bedrock_models", all(re.fullmatch(r"[A-Za-z0-9._:-]{1,200}", m.strip())
+                                   for m in self.bedrock_models.split(",") if m.strip())),
             ("map_concurrency", 1 <= self.map_concurrency <= 40),
             ("nat_gateways", 1 <= self.nat_gateways <= 2),
             ("log_level", self.log_level in {"DEBUG", "INFO", "WARNING", "ERROR"}),

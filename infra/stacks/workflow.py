@@ -3,7 +3,9 @@ and escalation state machines.
 
 Invariants:
 - Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
-  a function's environment if and only if its role may read that secret. The worker (and every
+  a function's environment if and only if its role may read that secret. The OpenAI key's secret
+  only when a model is OpenAI's; with Bedrock (the default) the role may ``bedrock:InvokeModel`` the
+  configured model ids (``ZERG_BEDROCK_MODEL_IDS``) and no other model. The worker (and every
   function but ingress) can neither read the JWT secret nor start a run's execution.
 - The host-keys KMS key (the sealing key), owners' secrets: ingress may only Encrypt (the API seals
   an owner's SSH key), the worker may only Decrypt (``ssh_exec`` opens it); both only with a
@@ -42,7 +44,7 @@ import json
 import re
 from pathlib import Path
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -67,6 +69,8 @@ ASL_PATH = ROOT / "statemachines" / "run.asl.json"
 ESCALATION_ASL_PATH = ROOT / "statemachines" / "escalation.asl.json"
 MIGRATIONS_DIR = ROOT / "layers" / "core" / "python" / "zerg" / "migrations"
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+# Bedrock's geographic inference profiles (zerg.llm.pricing.GEO_PREFIXES): ``us.amazon.nova-pro-v1:0``.
+BEDROCK_GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 # The encryption context key zerg.sealing binds every sealed secret to (zerg/sealing/port.py), and
 # the value it takes for the deployment's own secrets (port.DEPLOYMENT_CONTEXT) instead of an owner id.
 OWNER_CONTEXT_KEY = "zerg_owner_id"
@@ -149,9 +153,9 @@ class WorkflowStack(Stack):
             "ZERG_ARTIFACT_BUCKET": data.bucket.bucket_name,
             "ZERG_DB_SECRET_ARN": data.db_secret.secret_arn,
             "ZERG_DB_PROXY_ENDPOINT": data.proxy.endpoint,
-            "ZERG_SUPERVISOR_MODEL": config.supervisor_model,
-            "ZERG_WORKER_MODEL": config.worker_model,
-            "ZERG_SUMMARY_MODEL": config.summary_model,
+            **{var: model for var, model in config.models().items() if var != "ZERG_INTENT_MODEL"},
+            "ZERG_MODEL_PROVIDER": config.model_provider,
+            **({"ZERG_BEDROCK_MODEL_IDS": ",".join(ids)} if (ids := config.bedrock_model_ids()) else {}),
             "ZERG_MAP_CONCURRENCY": str(config.map_concurrency),
         }
 
@@ -173,13 +177,17 @@ class WorkflowStack(Stack):
             data.db_secret.grant_read(function)
         for name in ("supervisor", "worker", "summary"):
             data.bucket.grant_read_write(fns[name], f"{ARTIFACTS_PREFIX}*")
-            data.openai_secret.grant_read(fns[name])
-            fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
-        # Ingress reads inbound mail and serves artifacts; it never writes worker evidence. It reads
-        # the OpenAI key too: GET /memory/search embeds the query (text-embedding-3-small), so the API's
-        # search is hybrid like the supervisor's recall, not full-text only.
-        data.openai_secret.grant_read(self.ingress)
-        self.ingress.add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
+        # The model: every function calls one (ingress: intent, quick answers, memory; and it embeds search
+        # queries, so the API's search is hybrid like the supervisor's recall). OpenAI's key only when a
+        # model is OpenAI's; Bedrock: bedrock:InvokeModel on the configured model ids and nothing else.
+        bedrock = self._bedrock_statement()
+        for name in ("supervisor", "worker", "summary", "events"):
+            if self.config.uses_openai:
+                data.openai_secret.grant_read(fns[name])
+                fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
+            if bedrock is not None:
+                fns[name].add_to_role_policy(bedrock)
+        # Ingress reads inbound mail and serves artifacts; it never writes worker evidence.
         data.bucket.grant_read(self.ingress, f"{ARTIFACTS_PREFIX}*")
         # The raw inbound mail SES stored (zerg.inbound.email.from_ses_record: HeadObject, then
         # GetObject), and nothing else under inbound/.
@@ -194,6 +202,22 @@ class WorkflowStack(Stack):
         self.ingress.add_environment("ZERG_JWT_SECRET_ARN", data.jwt_secret.secret_arn)
         for key, value in retention_environment(self.config).items():  # its sweep's delete grant: Messaging
             self.ingress.add_environment(key, value)
+
+    def _bedrock_statement(self) -> iam.PolicyStatement | None:
+        """bedrock:InvokeModel (which Converse needs) on exactly the configured Bedrock models: a foundation
+        model in this region, or a geographic inference profile (``us.…``) and the foundation model in the
+        regions it routes to."""
+        resources = []
+        for model_id in self.config.bedrock_model_ids():
+            geo, _, base = model_id.partition(".")
+            if geo in BEDROCK_GEO_PREFIXES:
+                resources.append(f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{model_id}")
+                resources.append(f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{base}")
+            else:
+                resources.append(f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}")
+        if not resources:
+            return None
+        return iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
 
     def _grant_host_keys(self) -> None:
         key = self.data.host_keys_key

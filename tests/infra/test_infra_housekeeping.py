@@ -53,7 +53,10 @@ def test_a_rule_every_15_minutes_sends_ingress_the_embedding_sweep(synth):
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 15 * 60}
     assert "DeadLetterConfig" in target
     env = synth.function("events")[1]["Properties"]["Environment"]["Variables"]
-    assert "ZERG_OPENAI_SECRET_ARN" in env and env.get("ZERG_EMBEDDINGS", "auto") in ("auto", "openai")
+    # The sweep has an embedder: Titan on Bedrock (the default provider, no OpenAI key), else OpenAI's.
+    assert env.get("ZERG_EMBEDDINGS", "auto") == "auto"
+    assert ("amazon.titan-embed-text-v2:0" in env.get("ZERG_BEDROCK_MODEL_IDS", "").split(",")
+            if env["ZERG_MODEL_PROVIDER"] == "bedrock" else "ZERG_OPENAI_SECRET_ARN" in env)
 
 
 def test_a_rule_every_5_minutes_sends_ingress_the_release_of_sms_held_for_quiet_hours(synth):
