@@ -76,10 +76,9 @@ def main(smoke: bool = False) -> None:
     import httpx
 
     sys.path.insert(0, str(ROOT))  # tests.support: the scripted server the tests drive the providers with
+    from tests.support.llm_server import ScriptedLLM
     from zerg.config import load_settings
     from zerg.llm.providers import ProviderRouter
-
-    from tests.support.llm_server import ScriptedLLM
 
     repeat = 20 if smoke else 500
     messages, tools = conversation()

@@ -5,8 +5,12 @@ drive every provider, and a bad answer ends the same way whichever provider gave
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel
+
+from tests.support.scripts import role_of, run_script
 from zerg.config import DEFAULT_MODELS, load_settings
 from zerg.llm import CallTag, LLMError
 from zerg.llm.ledger import MeteredChatModel
@@ -15,8 +19,6 @@ from zerg.llm.providers import ModelConfigError, ProviderRouter, check_model, sp
 from zerg.llm.untrusted import UNTRUSTED, fence_messages
 from zerg.loop.agent_loop import AgentLoop, AgentUsage
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome
-
-from tests.support.scripts import role_of, run_script
 
 PROVIDERS = ["openai-chat", "openai", "anthropic", "bedrock"]
 WIRE = {"openai-chat": None, "openai": "responses", "anthropic": "anthropic", "bedrock": "bedrock"}
@@ -463,3 +465,28 @@ def test_titan_embeds_each_text_through_boto3_with_sigv4_and_a_refusal_is_marked
     with pytest.raises(EmbeddingError) as err:
         embedder.embed(["x"], timeout=10)
     assert err.value.refused and "ValidationException" in str(err.value)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_a_call_offering_no_tools_shows_earlier_tool_calls_as_text(provider, llm, tmp_path):
+    """Messages and Converse refuse tool blocks in a request that defines no tools (and Converse has no
+    "answer now" tool choice): the history is shown as text, the results still fenced."""
+    llm.script({"content": "summary"}, {"content": "final"})
+    router = ProviderRouter(settings_for(provider, llm, tmp_path))
+    history = fence_messages([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "echo", "arguments": "{\"text\": \"a\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "echo: a"}])
+    assert router.complete(history, model=MODEL[provider]).content == "summary"
+    final = router.complete(history, model=MODEL[provider], tools=[ECHO.schema()], tool_choice="none")
+    assert final.content == "final"
+    sent = json.dumps(llm.raw_requests[0]["body"])
+    assert "tool_use" not in sent and "toolUse" not in sent and "tool_result" not in sent and "toolResult" not in sent
+    assert "[tool call call_a: echo" in sent and "[result of tool call call_a (echo)]" in sent and "UNTRUSTED-DATA" in sent
+    if provider == "anthropic":  # Messages has "none": the tools stay, and so do the blocks
+        assert llm.raw_requests[1]["body"]["tool_choice"] == {"type": "none"}
+        assert "tool_use" in json.dumps(llm.raw_requests[1]["body"])
+    else:  # Converse: no tools offered, the history as text
+        assert "toolConfig" not in llm.raw_requests[1]["body"]
+        assert llm.requests[1]["tool_choice"] == "none"

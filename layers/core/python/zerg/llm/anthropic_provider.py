@@ -52,7 +52,7 @@ class AnthropicChatModel:
         tool_choice: str | None = None,
         tag: Any = None,
     ) -> ChatResult:
-        system, turns = anthropic_messages(messages)
+        system, turns = anthropic_messages(messages, tools_as_text=not tools)
         kwargs: dict[str, Any] = {"messages": turns}
         if system:
             kwargs["system"] = system
@@ -116,17 +116,22 @@ def anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
             "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}}
 
 
-def anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(system blocks, turns) of the port's messages, with the cache marks set."""
+def anthropic_messages(messages: list[dict[str, Any]], *,
+                       tools_as_text: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system blocks, turns) of the port's messages, with the cache marks set. ``tools_as_text``: a call
+    offering no tools shows earlier tool calls and results as text (the API refuses ``tool_use`` and
+    ``tool_result`` blocks in a request that defines no tools)."""
     system = [{"type": "text", "text": _text(m.get("content"))} for m in messages
               if m.get("role") == "system" and _text(m.get("content"))]
     if system:
         system[-1]["cache_control"] = EPHEMERAL
     convo = [m for m in messages if m.get("role") != "system"]
     marks = set(cache_marks(messages))
+    names = {c.get("id"): (c.get("function") or {}).get("name", "?")
+             for m in convo for c in m.get("tool_calls") or []}
     turns: list[dict[str, Any]] = []
     for i, m in enumerate(convo):
-        role, blocks = _blocks(m)
+        role, blocks = _blocks(m, names, tools_as_text)
         if not blocks:
             continue
         if i in marks:
@@ -138,17 +143,24 @@ def anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, A
     return system, turns
 
 
-def _blocks(m: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(m: dict[str, Any], names: dict[str, str], as_text: bool) -> tuple[str, list[dict[str, Any]]]:
     role = m.get("role")
     text = _text(m.get("content"))
     if role == "tool":
+        if as_text:
+            call = m.get("tool_call_id")
+            return "user", [{"type": "text", "text": f"[result of tool call {call} ({names.get(call)})]\n{text}"}]
         return "user", [{"type": "tool_result", "tool_use_id": m.get("tool_call_id"), "content": text}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     if role == "assistant":
         for c in m.get("tool_calls") or []:
             fn = c.get("function") or {}
-            blocks.append({"type": "tool_use", "id": c.get("id"), "name": fn.get("name"),
-                           "input": _arguments(fn.get("arguments"))})
+            if as_text:
+                blocks.append({"type": "text", "text": f"[tool call {c.get('id')}: {fn.get('name')} "
+                                                       f"{fn.get('arguments') or '{}'}]"})
+            else:
+                blocks.append({"type": "tool_use", "id": c.get("id"), "name": fn.get("name"),
+                               "input": _arguments(fn.get("arguments"))})
         return "assistant", blocks
     return "user", blocks
 
