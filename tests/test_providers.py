@@ -157,6 +157,16 @@ def test_a_refusal_is_marked_as_one(provider, llm, tmp_path):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_max_tokens_and_temperature_reach_the_model_in_its_range(provider, llm, tmp_path):
+    llm.script({"content": "a"}, {"content": "b"})
+    router = ProviderRouter(settings_for(provider, llm, tmp_path))
+    router.complete([{"role": "user", "content": "q"}], model=MODEL[provider], max_tokens=321, temperature=0.0)
+    router.complete([{"role": "user", "content": "q"}], model=MODEL[provider], max_tokens=321, temperature=1.7)
+    assert [(r["max_tokens"], r["temperature"]) for r in llm.requests] == [
+        (321, 0.0), (321, 1.7 if provider.startswith("openai") else 1.0)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_rejected_request_is_not_retried_and_says_why(provider, llm, tmp_path):
     llm.script({"status": 400, "message": "your request is wrong"})
     router = ProviderRouter(settings_for(provider, llm, tmp_path))

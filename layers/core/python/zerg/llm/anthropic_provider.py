@@ -24,6 +24,7 @@ from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retrie
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; the port's None means "the model's default"
 DECLINED = "The model declined to answer."
 EPHEMERAL = {"type": "ephemeral"}
+MAX_TEMPERATURE = 1.0
 STOPS: dict[str, StopReason] = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
                                 "tool_use": "tool_calls", "max_tokens": "length", "refusal": "refusal"}
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -60,8 +61,8 @@ class AnthropicChatModel:
             kwargs["tools"] = [anthropic_tool(t) for t in tools]
             if tool_choice == "none":
                 kwargs["tool_choice"] = {"type": "none"}
-        if temperature is not None:
-            kwargs["temperature"] = temperature
+        if temperature is not None:  # the port's range is OpenAI's 0-2, the Messages API's 0-1
+            kwargs["temperature"] = min(temperature, MAX_TEMPERATURE)
         typed = {"model": model, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "messages": []}
         resp = with_retries(lambda left: self.client.messages.create(**typed, extra_body=kwargs, timeout=left),
                             self._classify,

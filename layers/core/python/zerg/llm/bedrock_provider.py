@@ -30,6 +30,7 @@ from zerg.llm.retry import Failure, short, status_kind, with_retries
 
 DECLINED = "The model declined to answer."
 CACHE_POINT = {"cachePoint": {"type": "default"}}
+MAX_TEMPERATURE = 1.0
 CACHING_FAMILIES = ("anthropic.claude", "amazon.nova")
 STOPS: dict[str, StopReason] = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
                                 "max_tokens": "length", "guardrail_intervened": "refusal",
@@ -104,8 +105,8 @@ class BedrockChatModel:
         inference: dict[str, Any] = {}
         if max_tokens:
             inference["maxTokens"] = max_tokens
-        if temperature is not None:
-            inference["temperature"] = temperature
+        if temperature is not None:  # the port's range is OpenAI's 0-2; Bedrock's models take 0-1
+            inference["temperature"] = min(temperature, MAX_TEMPERATURE)
         if inference:
             kwargs["inferenceConfig"] = inference
         resp = with_retries(lambda left: self._client(left).converse(**kwargs), self._classify, model=model,
