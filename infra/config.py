@@ -42,7 +42,7 @@ class StageConfig:
     public_url: str = ""
     # The functions' model provider (ZERG_MODEL_PROVIDER, docs/models.md): bedrock by default, reached with
     # the functions' own IAM role (no key to store), or openai-chat / openai with the key in the
-    # zerg/{stage}/openai secret. The models: "" is the provider's default (zerg.config.DEFAULT_MODELS);
+    # zerg/{stage}/openai secret, or anthropic with the key in zerg/{stage}/anthropic. The models: "" is the provider's default (zerg.config.DEFAULT_MODELS);
     # a model may name its own provider (bedrock:…, openai-chat:…).
     model_provider: str = "bedrock"
     supervisor_model: str = ""
@@ -103,6 +103,11 @@ class StageConfig:
         """Some model of the functions is OpenAI's (Chat Completions or Responses): they need its key."""
         return any(self.provider_of(m)[0] in ("openai", "openai-chat") for m in self.models().values())
 
+    @property
+    def uses_anthropic(self) -> bool:
+        """Some model of the functions is Anthropic's (the Messages API): they need its key."""
+        return any(self.provider_of(m)[0] == "anthropic" for m in self.models().values())
+
     def bedrock_model_ids(self) -> list[str]:
         """The Bedrock model ids the functions may invoke: the configured models served by Bedrock, the
         extra ``bedrock_models``, and Titan Text Embeddings V2 when Bedrock embeds (no OpenAI key)."""
@@ -134,7 +139,7 @@ class StageConfig:
                 r"\+[1-9][0-9]{1,14}|(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{1,11}", self.sms_origination)),
             ("jarvis_origin", re.fullmatch(r"https?://[^/\s]+", self.jarvis_origin)),
             ("public_url", not self.public_url or re.fullmatch(r"https?://[^\s?#]+", self.public_url)),
-            ("model_provider", self.model_provider in ("bedrock", "openai-chat", "openai")),
+            ("model_provider", self.model_provider in ("bedrock", "openai-chat", "openai", "anthropic")),
             *((key, not value or re.fullmatch(r"[A-Za-z0-9._:/-]{1,200}", value)) for key, value in (
                 ("supervisor_model", self.supervisor_model), ("worker_model", self.worker_model),
                 ("summary_model", self.summary_model))),

@@ -126,6 +126,13 @@ class DataStack(Stack):
             secret_name=f"zerg/{self.config.stage}/openai",
             description="OpenAI API key: replace the generated placeholder after the first deploy",
         )
+        # Anthropic's key, only for a stage whose models include Anthropic's (model_provider=anthropic or an
+        # anthropic: model): the same placeholder, replaced after the first deploy.
+        self.anthropic_secret = secretsmanager.Secret(
+            self, "AnthropicSecret",
+            secret_name=f"zerg/{self.config.stage}/anthropic",
+            description="Anthropic API key: replace the generated placeholder after the first deploy",
+        ) if self.config.uses_anthropic else None
 
         self.host_keys_key = kms.Key(
             self, "HostKeysKey",

@@ -4,7 +4,7 @@ and escalation state machines.
 Invariants:
 - Every function gets exactly the ZERG_* settings it has permissions for: a secret's ARN is in
   a function's environment if and only if its role may read that secret. The OpenAI key's secret
-  only when a model is OpenAI's; with Bedrock (the default) the role may ``bedrock:InvokeModel`` the
+  only when a model is OpenAI's, Anthropic's only when one is Anthropic's; with Bedrock (the default) the role may ``bedrock:InvokeModel`` the
   configured model ids (``ZERG_BEDROCK_MODEL_IDS``) and no other model. The worker (and every
   function but ingress) can neither read the JWT secret nor start a run's execution.
 - The host-keys KMS key (the sealing key), owners' secrets: ingress may only Encrypt (the API seals
@@ -185,6 +185,9 @@ class WorkflowStack(Stack):
             if self.config.uses_openai:
                 data.openai_secret.grant_read(fns[name])
                 fns[name].add_environment("ZERG_OPENAI_SECRET_ARN", data.openai_secret.secret_arn)
+            if data.anthropic_secret is not None:
+                data.anthropic_secret.grant_read(fns[name])
+                fns[name].add_environment("ZERG_ANTHROPIC_SECRET_ARN", data.anthropic_secret.secret_arn)
             if bedrock is not None:
                 fns[name].add_to_role_policy(bedrock)
         # Ingress reads inbound mail and serves artifacts; it never writes worker evidence.

@@ -14,6 +14,20 @@ MODEL_FUNCTIONS = ("supervisor", "worker", "summary", "events")
 NOVA = DEFAULT_MODELS["bedrock"]
 
 
+def _synth(tmp_path, **context) -> tuple[dict, dict]:
+    """The Workflow and Data templates of the app synthesized with ``context`` over the suite's."""
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.app import build
+    from tests.infra.conftest import CONTEXT, built_web_app
+
+    (tmp_path / "dist").mkdir()
+    context = {**CONTEXT, "web_dist": str(built_web_app(tmp_path / "dist")), **context}
+    stacks = build(App(outdir=str(tmp_path / "out"), context=context, builtin_cloud_formation_validation=False))
+    return Template.from_stack(stacks.workflow).to_json(), Template.from_stack(stacks.data).to_json()
+
+
 def bedrock_statements(synth, function: str) -> list[dict]:
     return [s for s in synth.statements_of_role(synth.role_of(function))
             if any(a.startswith("bedrock:") for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))]
@@ -48,6 +62,26 @@ def test_each_model_function_may_invoke_exactly_the_configured_bedrock_models(sy
                                            (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])]
 
 
+def test_an_anthropic_stage_reads_its_key_from_its_own_secret_and_invokes_no_bedrock_model(tmp_path):
+    template, data = _synth(tmp_path, model_provider="anthropic")
+    secrets = {r["Properties"]["Name"]: k for k, r in data["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret"}
+    assert "zerg/test/anthropic" in secrets
+    functions = {r["Properties"].get("FunctionName"): r for r in template["Resources"].values()
+                 if r["Type"] == "AWS::Lambda::Function"}
+    for name in MODEL_FUNCTIONS:
+        env = functions[f"zerg-test-{name}"]["Properties"]["Environment"]["Variables"]
+        assert env["ZERG_MODEL_PROVIDER"] == "anthropic" and env["ZERG_SUPERVISOR_MODEL"] == "claude-sonnet-4-6"
+        assert "ZERG_ANTHROPIC_SECRET_ARN" in env and "ZERG_OPENAI_SECRET_ARN" not in env
+        assert "ZERG_BEDROCK_MODEL_IDS" not in env
+    assert not [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                for s in r["Properties"]["PolicyDocument"]["Statement"] if "bedrock" in json.dumps(s["Action"])]
+
+
+def test_a_bedrock_stage_has_no_anthropic_secret(synth):
+    names = {r["Properties"].get("Name") for r in synth.resources("Data", "AWS::SecretsManager::Secret").values()}
+    assert "zerg/test/anthropic" not in names
+
+
 def test_no_function_may_read_the_openai_secret_when_no_model_is_openais(synth):
     secret = [k for k, r in synth.resources("Data", "AWS::SecretsManager::Secret").items()
               if r["Properties"].get("Name") == "zerg/test/openai"]
@@ -75,18 +109,8 @@ def test_the_stage_config_resolves_models_providers_and_grants():
 
 
 def test_a_geographic_inference_profile_is_granted_with_the_foundation_model_it_routes_to(tmp_path):
-    from aws_cdk import App
-    from aws_cdk.assertions import Template
-
-    from infra.app import build
-    from tests.infra.conftest import CONTEXT, built_web_app
-
-    (tmp_path / "dist").mkdir()
-    context = {**CONTEXT, "web_dist": str(built_web_app(tmp_path / "dist")), "model_provider": "openai-chat",
-               "worker_model": "bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0"}
-    app = App(outdir=str(tmp_path / "out"), context=context, builtin_cloud_formation_validation=False)
-    stacks = build(app)
-    template = Template.from_stack(stacks.workflow).to_json()
+    template, _ = _synth(tmp_path, model_provider="openai-chat",
+                         worker_model="bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0")
     functions = {r["Properties"].get("FunctionName"): r for r in template["Resources"].values()
                  if r["Type"] == "AWS::Lambda::Function"}
     env = functions["zerg-test-worker"]["Properties"]["Environment"]["Variables"]
