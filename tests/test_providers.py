@@ -242,10 +242,12 @@ def test_the_static_prefix_the_thread_and_the_run_up_to_the_first_fence_are_cach
     assert second.usage.tokens_cached == first.usage.tokens_cache_write  # the same prefix, read back
     assert second.usage.cost_usd < first.usage.cost_usd  # reads at a tenth (Claude) or a quarter (Nova)
     with pool.connection() as conn:
-        rows = conn.execute("SELECT tokens_in, tokens_cached FROM llm_calls WHERE owner_id = %s ORDER BY id",
-                            (owner,)).fetchall()
+        rows = conn.execute("SELECT tokens_in, tokens_cached, tokens_cache_write, cost_usd FROM llm_calls "
+                            "WHERE owner_id = %s ORDER BY id", (owner,)).fetchall()
     assert [r["tokens_cached"] for r in rows] == [0, second.usage.tokens_cached]
+    assert [r["tokens_cache_write"] for r in rows] == [first.usage.tokens_cache_write, second.usage.tokens_cache_write]
     assert rows[1]["tokens_in"] == second.usage.tokens_in
+    assert [float(r["cost_usd"]) for r in rows] == [first.usage.cost_usd, second.usage.cost_usd]
 
 
 # --- choosing a provider ------------------------------------------------------------------------------

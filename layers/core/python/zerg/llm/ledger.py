@@ -2,7 +2,7 @@
 
 :class:`MeteredChatModel` wraps whichever provider the runtime chose; each call made with a
 :class:`~zerg.llm.CallTag` becomes one row (owner, run, job, component, model, tokens in / out /
-cached, USD, latency) and one EMF metric line. Every SQL statement on ``llm_calls`` lives here.
+cached / written to the prompt cache, USD, latency) and one EMF metric line. Every SQL statement on ``llm_calls`` lives here.
 
 Invariants:
 - The ledger never changes the outcome of a call: a row that cannot be written is logged and
@@ -38,10 +38,10 @@ def record_call(conn: Connection, tag: CallTag, result: ChatResult, latency_ms: 
     u = result.usage
     conn.execute(
         """INSERT INTO llm_calls (owner_id, run_id, job_id, component, model, tokens_in, tokens_out,
-                                  tokens_cached, cost_usd, latency_ms)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+                                  tokens_cached, tokens_cache_write, cost_usd, latency_ms)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
         (tag.owner_id, tag.run_id, tag.job_id, tag.component, result.model, u.tokens_in, u.tokens_out,
-         u.tokens_cached, u.cost_usd, round(latency_ms)),
+         u.tokens_cached, u.tokens_cache_write, u.cost_usd, round(latency_ms)),
     )
 
 
