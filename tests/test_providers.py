@@ -10,7 +10,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from tests.support.scripts import role_of, run_script
+from tests.support.scripts import role_of, run_script, worker_task
 from zerg.config import DEFAULT_MODELS, load_settings
 from zerg.llm import CallTag, LLMError
 from zerg.llm.ledger import MeteredChatModel
@@ -502,3 +502,29 @@ def test_a_call_offering_no_tools_shows_earlier_tool_calls_as_text(provider, llm
     else:  # Converse: no tools offered, the history as text
         assert "toolConfig" not in llm.raw_requests[1]["body"]
         assert llm.requests[1]["tool_choice"] == "none"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_5xx_mid_run_fails_that_worker_alike_on_every_provider_and_the_run_answers(
+        provider, llm, runtime_env, engine, pool, owner):
+    runtime_env(**provider_env(provider, llm), ZERG_MODEL_PROVIDER=provider)  # ZERG_LLM_MAX_RETRIES=0
+    inner = run_script(["Check disk usage", "Check memory"], answer=lambda req: "Disk fine; memory unknown.")
+
+    def respond(request):
+        if role_of(request) == "worker" and worker_task(request) == "Check memory":
+            return {"status": 500, "message": "model overloaded"}
+        return inner(request)
+
+    llm.respond_with(respond)
+    from tests.test_run_e2e import start_and_wait
+
+    run, _ = start_and_wait(engine, pool, owner, "check disk and memory")
+    assert run["status"] == "success" and run["result"] == "Disk fine; memory unknown."
+    with pool.connection() as conn:
+        jobs = {j["task"]: j for j in conn.execute("SELECT task, status, error FROM worker_jobs WHERE run_id = %s",
+                                                   (run["id"],)).fetchall()}
+    assert jobs["Check disk usage"]["status"] == "success"
+    failed = jobs["Check memory"]
+    assert failed["status"] == "failed"
+    assert f"model {DEFAULT_MODELS[provider]['ZERG_WORKER_MODEL']} at " in failed["error"]
+    assert "answered HTTP 500" in failed["error"] and failed["error"].endswith("model overloaded")
