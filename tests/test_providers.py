@@ -528,3 +528,14 @@ def test_a_5xx_mid_run_fails_that_worker_alike_on_every_provider_and_the_run_ans
     assert failed["status"] == "failed"
     assert f"model {DEFAULT_MODELS[provider]['ZERG_WORKER_MODEL']} at " in failed["error"]
     assert "answered HTTP 500" in failed["error"] and failed["error"].endswith("model overloaded")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_a_conversation_starting_with_the_models_turn_gets_a_user_turn_first(provider, llm, tmp_path):
+    llm.script({"content": "ok"})
+    ProviderRouter(settings_for(provider, llm, tmp_path)).complete(
+        [{"role": "system", "content": "sys"}, {"role": "assistant", "content": "earlier answer"},
+         {"role": "user", "content": "and now?"}], model=MODEL[provider])
+    turns = llm.raw_requests[0]["body"]["messages"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
+    assert [m["role"] for m in llm.requests[0]["messages"]] == ["system", "user", "assistant", "user"]

@@ -23,6 +23,7 @@ from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retrie
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; the port's None means "the model's default"
 DECLINED = "The model declined to answer."
+CONTINUED = "(The conversation so far.)"  # the user turn put before a conversation that starts with the model's
 EPHEMERAL = {"type": "ephemeral"}
 MAX_TEMPERATURE = 1.0
 STOPS: dict[str, StopReason] = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
@@ -141,6 +142,8 @@ def anthropic_messages(messages: list[dict[str, Any]], *,
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] == "assistant":  # the API wants a user turn first (a thread cut before one)
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUED}]})
     return system, turns
 
 

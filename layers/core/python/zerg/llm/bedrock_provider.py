@@ -29,6 +29,7 @@ from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, short, status_kind, with_retries
 
 DECLINED = "The model declined to answer."
+CONTINUED = "(The conversation so far.)"  # the user turn put before a conversation that starts with the model's
 CACHE_POINT = {"cachePoint": {"type": "default"}}
 MAX_TEMPERATURE = 1.0
 CACHING_FAMILIES = ("anthropic.claude", "amazon.nova")
@@ -194,6 +195,8 @@ def converse_messages(messages: list[dict[str, Any]], *, caching: bool = True,
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] == "assistant":  # the API wants a user turn first (a thread cut before one)
+        turns.insert(0, {"role": "user", "content": [{"text": CONTINUED}]})
     return system, turns
 
 
