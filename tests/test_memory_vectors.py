@@ -104,6 +104,20 @@ def test_explain_shows_the_index_path_on_the_hnsw_index_and_the_exact_path_off_i
     assert "hnsw" not in exact_plan
 
 
+def test_every_indexed_model_has_its_hnsw_index_for_the_index_path(pool, owner):
+    """Each model of INDEXED (Titan Text Embeddings V2 too, issue 28) has a partial index its index-path
+    query can use: with sequential scans and sorts off (the table is near empty here), the plan names it."""
+    names = {"all-MiniLM-L6-v2": "memory_embeddings_hnsw_minilm", "text-embedding-3-small": "memory_embeddings_hnsw_te3s",
+             "amazon.titan-embed-text-v2:0": "memory_embeddings_hnsw_titan2"}
+    assert set(names) == set(vectors.INDEXED)
+    with pool.connection() as conn:
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_sort = off")  # on a near-empty table: only the HNSW index gives the order
+        for model, dims in vectors.INDEXED.items():
+            plan = _plan_json(conn, vectors.index_scan_sql(model, [1.0] + [0.0] * (dims - 1), owner, limit=5), [])
+            assert f'"Index Name": "{names[model]}"' in plan, model
+
+
 def test_exact_path_gives_a_small_owner_limit_results_of_their_own_past_1000_nearer_memories(pool, owner, other_owner):
     query, mine, nearer = _query_and_crowd(2, 30, 1000)
     with pool.connection() as conn:

@@ -36,8 +36,8 @@ from psycopg import Connection, sql
 
 from zerg.memory.embed_failures import GIVE_UP_AFTER
 
-# The models with an HNSW index in migration 0007, and the dimension the index casts to.
-INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536}
+# The models with an HNSW index (migrations 0007 and 0021), and the dimension the index casts to.
+INDEXED = {"all-MiniLM-L6-v2": 384, "text-embedding-3-small": 1536, "amazon.titan-embed-text-v2:0": 1024}
 # Below this many rows of the owner for a model, the exact scan is used. bench/memory.py (384-d,
 # 2 busy cores, p50): exact costs ~2.5 us a row (2,000 rows 5.4 ms, 4,000 8.7 ms, 20,000 55 ms);
 # the index path costs 3-4 ms for an owner holding 20% of the table but more as the owner's share
