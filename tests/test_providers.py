@@ -539,3 +539,15 @@ def test_a_conversation_starting_with_the_models_turn_gets_a_user_turn_first(pro
     turns = llm.raw_requests[0]["body"]["messages"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user"]
     assert [m["role"] for m in llm.requests[0]["messages"]] == ["system", "user", "assistant", "user"]
+
+
+def test_the_agents_api_refuses_a_model_whose_provider_is_not_configured_with_422(runtime_env, alice):
+    from tests.support.api import call, login
+
+    runtime_env()
+    token = login(alice)
+    status, body, _ = call("PUT", "/api/jarvis/agents/worker", {"model": "anthropic:claude-haiku-4-5"}, token=token)
+    assert status == 422 and body["message"] == ("model: model 'anthropic:claude-haiku-4-5' needs ANTHROPIC_API_KEY "
+                                                 "(or ZERG_ANTHROPIC_SECRET_ARN on AWS)")
+    status, body, _ = call("PUT", "/api/jarvis/agents/worker", {"model": "openai-chat:qwen2.5:7b"}, token=token)
+    assert status == 200 and body["model"] == "openai-chat:qwen2.5:7b"
