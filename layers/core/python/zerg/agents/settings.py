@@ -51,7 +51,8 @@ class AgentConfigChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(default=None, min_length=1, max_length=100, json_schema_extra={"format": "model-id"},
-                              description="Model id, 1-100 printable characters without spaces")
+                              description="Model id, bare or provider:model (bedrock:, anthropic:, openai:, "
+                                          "openai-chat:), 1-100 printable characters without spaces")
     temperature: json_float(ge=0, le=2) | None = Field(default=None, description="0 to 2")
     max_tokens: json_int(ge=1, le=100_000) | None = Field(default=None,
                                                           description="Most tokens of each model answer, 1 to 100000")
