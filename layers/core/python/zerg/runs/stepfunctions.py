@@ -17,6 +17,9 @@ from typing import Any
 
 from zerg.config import Settings
 
+# What Step Functions answers a task token nothing waits on any more (timed out, execution ended, unknown).
+TOKEN_GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
 
 def execution_name(run_id: int) -> str:
     return f"run-{run_id}"
@@ -48,6 +51,30 @@ class StepFunctionsMachine:
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
+
+    # --- the task tokens of callback tasks (zerg.ports.TaskTokens) ---
+    def send_task_success(self, token: str, output: dict[str, Any]) -> None:
+        self._token_call(self.client.send_task_success, taskToken=token, output=json.dumps(output, sort_keys=True))
+
+    def send_task_failure(self, token: str, error: str, cause: str) -> None:
+        self._token_call(self.client.send_task_failure, taskToken=token, error=error[:256], cause=cause[:32768])
+
+    def send_task_heartbeat(self, token: str) -> None:
+        self._token_call(self.client.send_task_heartbeat, taskToken=token)
+
+    @staticmethod
+    def _token_call(call: Any, **kwargs: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        from zerg.ports import TaskTokenGone
+
+        try:
+            call(**kwargs)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in TOKEN_GONE:
+                raise TaskTokenGone(f"{code}: nothing waits on this task token") from exc
+            raise
 
 
 class StepFunctionsStarter(StepFunctionsMachine):
