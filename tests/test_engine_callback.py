@@ -71,7 +71,8 @@ class Tokens:
 @pytest.fixture
 def machines():
     tokens = Tokens()
-    defs = {"flat": _flat(), "map": _in_map(), "beat": _flat(HeartbeatSeconds=30), "missed": _flat(HeartbeatSeconds=1)}
+    defs = {"flat": _flat(), "map": _in_map(),
+            "beat": _flat(HeartbeatSeconds=30), "missed": _flat(HeartbeatSeconds=1)}
     with LocalEngine(handlers={"record": tokens.handler}, definitions=defs) as engine:
         yield engine, tokens
 

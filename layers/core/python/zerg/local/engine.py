@@ -442,9 +442,10 @@ class LocalEngine:
             running.join(left)
 
     # --- executions ------------------------------------------------------------------------
-    def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
+    def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5,
+                        approval_timeout_s: int | None = None) -> str:
         """Start the run machine for ``run_id``."""
-        payload = execution_input(run_id, owner_id, thread_id, max_concurrency)
+        payload = execution_input(run_id, owner_id, thread_id, max_concurrency, approval_timeout_s)
         return self.start_named("run", execution_name(run_id), payload)
 
     def start_named(self, machine: str, name: str, payload: dict[str, Any]) -> str:
@@ -601,7 +602,8 @@ class LocalStarter:
             if run_id not in self._started:
                 with self._pool().connection() as conn:
                     runs.claim(conn, run_id, self.executor.token)
-                self._started[run_id] = engine.start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
+                self._started[run_id] = engine.start_execution(
+                    run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s)
             return self._started[run_id]
 
     def execution_of(self, run_id: int) -> str | None:

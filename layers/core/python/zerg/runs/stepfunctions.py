@@ -25,9 +25,14 @@ def execution_name(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int) -> dict[str, Any]:
-    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit)."""
-    return {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int,
+                    approval_timeout_s: int | None = None) -> dict[str, Any]:
+    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit), and how long
+    a tool call may wait for the owner's approval (absent: the ASL's default, 1 h)."""
+    payload = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+    if approval_timeout_s is not None:
+        payload["approval_timeout_s"] = approval_timeout_s
+    return payload
 
 
 class StepFunctionsMachine:
@@ -83,8 +88,8 @@ class StepFunctionsStarter(StepFunctionsMachine):
         self.settings = settings
 
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
-        return self.start_named(execution_name(run_id),
-                                execution_input(run_id, owner_id, thread_id, self.settings.map_concurrency))
+        return self.start_named(execution_name(run_id), execution_input(
+            run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s))
 
     def close(self) -> None:
         pass

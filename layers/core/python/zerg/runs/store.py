@@ -323,6 +323,22 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int, *,
     return get_run(conn, owner_id, run_id)
 
 
+def mark_awaiting_approval(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """A worker of the run waits for the owner's answer (issue 27): ``running`` -> ``awaiting_approval``."""
+    return conn.execute(
+        "UPDATE runs SET status = 'awaiting_approval' WHERE id = %s AND owner_id = %s AND status = 'running' RETURNING id",
+        (run_id, owner_id),
+    ).fetchone() is not None
+
+
+def mark_resumed(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """No worker of the run waits any more: ``awaiting_approval`` -> ``running`` (a closed run stays closed)."""
+    return conn.execute(
+        "UPDATE runs SET status = 'running' WHERE id = %s AND owner_id = %s AND status = 'awaiting_approval' RETURNING id",
+        (run_id, owner_id),
+    ).fetchone() is not None
+
+
 def finish_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
     """Write a cancelled run's terminal ``error`` event if none of its jobs is running and it has
     none yet; True if this call wrote it. Call it in the transaction that records a job's end."""
