@@ -192,3 +192,24 @@ def test_cancel_while_waiting_stops_the_execution_and_the_call_never_runs(waitin
             "SELECT event_type FROM run_events WHERE run_id = %s ORDER BY id", (run_id,)).fetchall()]
     assert _run(pool, owner, run_id)["status"] == "cancelled" and events[-1] == "error"
     assert not approve(rt, owner, row["id"]).decided
+
+
+def test_the_run_clock_stops_while_it_waits(pool, owner):
+    """A run's deadline moves on by the time it waited for approvals: an hour's wait spends none of it."""
+    from zerg.runs import deadline as run_deadline
+
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "restart nginx", trigger="cli")
+        run_id = started.run_id
+        conn.execute("UPDATE runs SET status = 'running', started_at = now() - interval '2 hours' WHERE id = %s",
+                     (run_id,))
+        assert runs.mark_awaiting_approval(conn, owner, run_id)
+        conn.execute("UPDATE runs SET awaiting_since = now() - interval '3600 seconds' WHERE id = %s", (run_id,))
+        waiting = runs.get_run(conn, owner, run_id)
+        assert waiting["status"] == "awaiting_approval"
+        assert (run_deadline.clock_start(waiting) - waiting["started_at"]).total_seconds() >= 3600
+        assert runs.mark_resumed(conn, owner, run_id) and not runs.mark_resumed(conn, owner, run_id)
+        resumed = runs.get_run(conn, owner, run_id)
+    assert resumed["status"] == "running" and resumed["awaiting_since"] is None
+    assert resumed["approval_wait_s"] >= 3600
+    assert (run_deadline.clock_start(resumed) - resumed["started_at"]).total_seconds() == resumed["approval_wait_s"]

@@ -32,5 +32,9 @@ ALTER TABLE runs DROP CONSTRAINT runs_status_check;
 ALTER TABLE runs ADD CONSTRAINT runs_status_check
     CHECK (status IN ('queued', 'running', 'awaiting_approval', 'success', 'failed', 'timeout', 'cancelled',
                       'interrupted'));
+-- The run's clock stops while it waits (zerg.runs.deadline.clock_start): the seconds it waited, and
+-- since when it waits now.
+ALTER TABLE runs ADD COLUMN approval_wait_s double precision NOT NULL DEFAULT 0 CHECK (approval_wait_s >= 0);
+ALTER TABLE runs ADD COLUMN awaiting_since timestamptz;
 DROP INDEX runs_unfinished;
 CREATE INDEX runs_unfinished ON runs (id) WHERE status IN ('queued', 'running', 'awaiting_approval');

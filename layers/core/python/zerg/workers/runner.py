@@ -189,7 +189,7 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     with rt.pool.connection() as conn:
         run = runs.get_run(conn, owner_id, run_id)
         config = agent_settings.resolve(conn, settings, owner_id, "worker")
-    deadline = _Deadline.of(settings, run["started_at"] if run else None)
+    deadline = _Deadline.of(settings, run_deadline.clock_start(run) if run else None)
     if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
         return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
     model = job["model"] or config.model
@@ -294,7 +294,7 @@ def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, appr
     if reason := cancellation.stop_requested(rt, job_id, owner_id, run_id):  # closed while it waited
         loop.status, loop.error = "cancelled", reason
         return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
-    deadline = _Deadline.of(rt.settings, run["started_at"] if run else None)
+    deadline = _Deadline.of(rt.settings, run_deadline.clock_start(run) if run else None)
     model = job["model"] or config.model
     return _run_loop(rt, job, worker_id, model, config, deadline, loop, messages, pending, approved)
 
