@@ -74,7 +74,7 @@ LISTED: dict[str, tuple[str, str]] = {
         "test_a_replay_starts_the_execution_the_first_attempt_never_started",
         "test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path")},
     **{f"test_bench.py::test_benchmark_smoke_run_prints_its_figures[{b}]": ("e2e", "the benchmark runs a run")
-       for b in ("run", "context", "schedules")},
+       for b in ("run", "context", "schedules", "approvals")},
     "test_api_security.py::test_refused_requests_change_nothing_and_the_same_requests_from_the_app_do":
         ("e2e", "the app's own retry starts a run on the local engine"),
     "test_cancel.py::test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_and_queued_jobs_never_start":
