@@ -66,11 +66,13 @@ def waiting_run(runtime_env, llm, pool, owner, monkeypatch):
     monkeypatch.setattr(runner, "approval_gate", _asks_before_restarts)
     llm.respond_with(_script)
 
-    def start(timeout_s: int = 600):
+    def start(timeout_s: int = 600, wait: bool = True):
         rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S=str(timeout_s))
         with pool.connection() as conn:
             started = runs.start_run(conn, owner, "restart nginx", trigger="cli")
         arn = rt.starter.start(started.run_id, owner, started.thread_id)
+        if not wait:
+            return rt, started.run_id, arn, None
 
         def token_stored():
             with pool.connection() as conn:
@@ -213,3 +215,63 @@ def test_the_run_clock_stops_while_it_waits(pool, owner):
     assert resumed["status"] == "running" and resumed["awaiting_since"] is None
     assert resumed["approval_wait_s"] >= 3600
     assert (run_deadline.clock_start(resumed) - resumed["started_at"]).total_seconds() == resumed["approval_wait_s"]
+
+
+def test_an_answer_before_the_token_is_stored_wakes_the_wait_when_it_is(waiting_run, pool, owner, monkeypatch):
+    """The owner answers between the worker's step and the callback task's function: the answer
+    decides the row (no token yet), and await_answer, finding it decided, answers the token itself."""
+    from zerg.approvals import wait
+
+    original = wait.await_answer
+    early = []
+
+    def answered_first(rt, owner_id, approval_id, token, timeout_s):
+        early.append(approve(rt, owner_id, approval_id))
+        return original(rt, owner_id, approval_id, token, timeout_s)
+
+    monkeypatch.setattr(wait, "await_answer", answered_first)
+    rt, run_id, arn, _ = waiting_run(wait=False)
+    _finish(rt, arn)
+    assert len(early) == 1 and early[0].decided
+    run = _run(pool, owner, run_id)
+    assert run["status"] == "success" and run["result"] == "Restarted nginx (RESTARTED-NGINX-42)."
+    assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]
+
+
+def test_two_answers_at_once_one_decides(waiting_run, pool, owner):
+    import threading
+
+    rt, run_id, arn, row = waiting_run()
+    barrier = threading.Barrier(2)
+    answers = []
+
+    def answer(fn):
+        barrier.wait()
+        answers.append(fn(rt, owner, row["id"]))
+
+    threads = [threading.Thread(target=answer, args=(fn,)) for fn in (approve, deny)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    _finish(rt, arn)
+    assert sorted(a.decided for a in answers) == [False, True]
+    (winner,) = [a for a in answers if a.decided]
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == winner.status
+    ran = _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]
+    assert ran == (winner.status == "approved")
+
+
+def test_no_tool_can_answer_an_approval():
+    """An approval is answered from the owner's channels only: no tool module reaches the answers."""
+    import ast
+    from pathlib import Path
+
+    import zerg.tools
+
+    for path in Path(zerg.tools.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not any(name.startswith("zerg.approvals") for name in names), path.name
