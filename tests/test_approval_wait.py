@@ -275,3 +275,14 @@ def test_no_tool_can_answer_an_approval():
         names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not any(name.startswith("zerg.approvals") for name in names), path.name
+
+
+def test_the_orphan_reaper_leaves_a_waiting_job_alone(waiting_run, pool, owner):
+    from zerg.runs import jobs
+
+    rt, run_id, arn, row = waiting_run()
+    with pool.connection() as conn:  # as if it had waited far longer than a worker may run
+        conn.execute("UPDATE worker_jobs SET started_at = now() - interval '2 hours' WHERE id = %s", (row["job_id"],))
+        assert row["job_id"] not in [j["id"] for j in jobs.stale_running_jobs(conn, 60)]
+    deny(rt, owner, row["id"])
+    _finish(rt, arn)
