@@ -130,6 +130,15 @@ def test_a_call_waits_as_a_workflow_state_and_runs_once_when_approved(waiting_ru
         used = approvals.get(conn, owner, row["id"])
     assert used["status"] == "approved" and used["used_at"] is not None
 
+    with pool.connection() as conn:
+        timeline = [(e["event_type"], e["payload"]) for e in conn.execute(
+            "SELECT event_type, payload FROM run_events WHERE run_id = %s ORDER BY id", (run_id,)).fetchall()]
+    kinds = [k for k, _ in timeline]
+    asked, answered = kinds.index("approval_requested"), kinds.index("approval_answered")
+    assert kinds.index("worker_started") < asked < answered < kinds.index("worker_complete")
+    assert timeline[asked][1]["arguments"] == {"command": COMMAND} and timeline[asked][1]["approval_id"] == row["id"]
+    assert timeline[answered][1] == {"job_id": job["id"], "approval_id": row["id"], "status": "approved"}
+
     again = approve(rt, owner, row["id"])  # a replayed answer: says so, changes nothing
     assert not again.decided and again.status == "approved" and "already answered" in again.message
     assert not deny(rt, owner, row["id"]).decided

@@ -26,6 +26,7 @@ from typing import Any
 
 from zerg.approvals import requests
 from zerg.ports import TaskTokenGone
+from zerg.runs import events
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 
@@ -57,6 +58,9 @@ def await_answer(rt: Runtime, owner_id: int, approval_id: int, token: str, timeo
         row = requests.record_token(conn, owner_id, approval_id, token, timeout_s)
         if row is not None and row["status"] == "pending":
             runs.mark_awaiting_approval(conn, owner_id, row["run_id"])
+            events.emit(conn, row["run_id"], owner_id, "approval_requested", {
+                "job_id": row["job_id"], "approval_id": row["id"], "tool": row["tool"], "arguments": row["arguments"],
+                "reason": row["reason"], "expires_at": row["expires_at"].isoformat()})
     if row is None:
         _send_failure(rt, token, CANCELLED_ERROR, f"approval {approval_id} does not exist")
         return {"approval_id": approval_id, "status": "missing"}

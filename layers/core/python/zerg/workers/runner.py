@@ -264,8 +264,11 @@ def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, appr
         if row["status"] == "pending":  # the wait ended unanswered: its timeout (or its task failed)
             approvals.decide(conn, owner_id, approval_id, "expired")
         row = approvals.take(conn, owner_id, approval_id, job_id)
-        if row is not None and not approvals.pending(conn, owner_id, run_id):
-            runs.mark_resumed(conn, owner_id, run_id)
+        if row is not None:
+            events.emit(conn, run_id, owner_id, "approval_answered",
+                        {"job_id": job_id, "approval_id": approval_id, "status": row["status"]})
+            if not approvals.pending(conn, owner_id, run_id):
+                runs.mark_resumed(conn, owner_id, run_id)
         run = runs.get_run(conn, owner_id, run_id)
         config = agent_settings.resolve(conn, rt.settings, owner_id, "worker")
     worker_id = job["worker_id"]
