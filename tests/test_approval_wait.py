@@ -295,3 +295,21 @@ def test_the_orphan_reaper_leaves_a_waiting_job_alone(waiting_run, pool, owner):
         assert row["job_id"] not in [j["id"] for j in jobs.stale_running_jobs(conn, 60)]
     deny(rt, owner, row["id"])
     _finish(rt, arn)
+
+
+def test_an_answer_whose_token_cannot_be_sent_still_decides_and_the_wait_ends_at_its_timeout(
+        waiting_run, pool, owner, monkeypatch):
+    """The decision is the row's: Step Functions refusing the answer (throttled, a grant missing) costs
+    the owner time, not their answer. The wait times out and the resume reads "approved"."""
+    rt, run_id, arn, row = waiting_run(timeout_s=3)  # the approval lands well within it; the wait still times out
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("ThrottlingException")
+
+    monkeypatch.setattr(type(rt.starter), "send_task_success", refused)
+    answer = approve(rt, owner, row["id"])
+    assert answer.decided and answer.status == "approved"
+    _finish(rt, arn)
+    run = _run(pool, owner, run_id)
+    assert run["result"] == "Restarted nginx (RESTARTED-NGINX-42)."
+    assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]

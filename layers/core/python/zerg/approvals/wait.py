@@ -106,24 +106,32 @@ def _why_not(row: dict[str, Any]) -> str:
 
 def _wake(rt: Runtime, row: dict[str, Any]) -> None:
     """Answer the token of a decided row: approved resumes the execution, anything else fails the
-    wait (the worker reads why from the row)."""
+    wait (the worker reads why from the row). Best effort: the decision is the row's, so a token
+    that could not be answered (the service throttled, a grant missing) costs time, not the answer:
+    the wait then ends at its timeout and the resume reads the decision."""
     token = row["task_token"]
     if not token:
         return
     if row["status"] == "approved":
-        try:
-            rt.starter.send_task_success(token, {"approval_id": row["id"], "decision": "approved"})
-        except TaskTokenGone:  # timed out or stopped meanwhile: the resume reads the row, or the run ended
-            log.info("approval %s: its wait had already ended", row["id"])
+        _send(rt, lambda: rt.starter.send_task_success(token, {"approval_id": row["id"], "decision": "approved"}),
+              f"approval {row['id']} approved")
     else:
-        _send_failure(rt, token, DENIED_ERROR if row["status"] == "denied" else CANCELLED_ERROR, row["status"])
+        error = DENIED_ERROR if row["status"] == "denied" else CANCELLED_ERROR
+        _send(rt, lambda: rt.starter.send_task_failure(token, error, row["status"]),
+              f"approval {row['id']} {row['status']}")
 
 
 def _send_failure(rt: Runtime, token: str, error: str, cause: str) -> None:
+    _send(rt, lambda: rt.starter.send_task_failure(token, error, cause), cause)
+
+
+def _send(rt: Runtime, send: Any, what: str) -> None:
     try:
-        rt.starter.send_task_failure(token, error, cause)
-    except TaskTokenGone:
-        log.info("a wait had already ended (%s)", cause)
+        send()
+    except TaskTokenGone:  # timed out or stopped meanwhile: the resume reads the row, or the run ended
+        log.info("%s: its wait had already ended", what)
+    except Exception as exc:
+        log.warning("%s: could not answer its wait (%s: %s); it ends at its timeout", what, type(exc).__name__, exc)
 
 
 def cancel_run_waits(rt: Runtime, owner_id: int, run_id: int) -> list[dict[str, Any]]:
