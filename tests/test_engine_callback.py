@@ -194,3 +194,51 @@ def test_step_functions_answers_that_nothing_waits_become_task_token_gone(code):
             machine.send_task_failure("t", "Zerg.Denied", "no")
         assert not isinstance(other.value, TaskTokenGone)
         machine.send_task_heartbeat("t")
+
+
+def test_the_step_functions_adapter_answers_tokens_on_moto_step_functions(monkeypatch):
+    """The AWS side of the port: boto3 against moto's Step Functions (``mock_aws`` executing the
+    machine), answered through StepFunctionsMachine; "nothing waits" is TaskTokenGone there too."""
+    import boto3
+    from moto import mock_aws
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    from zerg.runs.stepfunctions import StepFunctionsMachine
+
+    tokens = Tokens()
+
+    def invoke(backend, function_name, qualifier, body, headers, response_headers):
+        return json.dumps(tokens.handler(json.loads(body), None)).encode()
+
+    monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}):
+        region = "us-east-1"
+        role = boto3.client("iam", region_name=region).create_role(
+            RoleName="run", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        fn = boto3.client("lambda", region_name=region).create_function(
+            FunctionName="record", Runtime="python3.12", Role=role, Handler="handler.handler",
+            Code={"ZipFile": b"x"})["FunctionArn"]
+        sfn = boto3.client("stepfunctions", region_name=region)
+        arn = sfn.create_state_machine(name="zerg-run", definition=_in_map().replace(FN, fn),
+                                       roleArn=role)["stateMachineArn"]
+        machine = StepFunctionsMachine(arn, client=sfn)
+
+        def ended(execution_arn):
+            deadline = time.monotonic() + 30  # a hang guard, not a measurement
+            while (desc := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+                assert time.monotonic() < deadline, f"{execution_arn} still running"
+                time.sleep(0.05)
+            return desc
+
+        run = machine.start_named("run-1", {"ids": ["a", "b"], "timeout_s": 60})
+        machine.send_task_success(tokens.of("a"), {"decision": "approved"})
+        machine.send_task_failure(tokens.of("b"), "Zerg.Denied", "denied by the owner")
+        first, second = json.loads(ended(run)["output"])
+        assert first["answer"] == {"decision": "approved"}
+        # moto's API layer drops SendTaskFailure's cause (Step Functions keeps it): the resume reads
+        # the decision from the database, never from the cause.
+        assert second["error"]["Error"] == "Zerg.Denied" and second["error"]["Cause"] in (None, "denied by the owner")
+        with pytest.raises(TaskTokenGone):
+            machine.send_task_success(tokens.of("a"), {"decision": "approved"})
+        with pytest.raises(TaskTokenGone):
+            machine.send_task_failure("not-a-token", "Zerg.Denied", "no")
