@@ -313,3 +313,67 @@ def test_an_answer_whose_token_cannot_be_sent_still_decides_and_the_wait_ends_at
     run = _run(pool, owner, run_id)
     assert run["result"] == "Restarted nginx (RESTARTED-NGINX-42)."
     assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]
+
+
+@pytest.mark.parametrize("answer", ["approve", "deny"])
+def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, monkeypatch, answer):
+    """The real run ASL on moto's Step Functions (``mock_aws`` executing it, boto3, the Step Functions
+    starter answering the token), the real handlers as the Lambda functions: what runs on AWS."""
+    import boto3
+    from moto import mock_aws
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    from statemachines import definition
+    from zerg.local.engine import FUNCTION_KEYS, LambdaContext, default_handlers
+
+    monkeypatch.setattr(runner, "approval_gate", _asks_before_restarts)
+    llm.respond_with(_script)
+    handlers = default_handlers()
+
+    def invoke(backend, function_name, qualifier, body, headers, response_headers):
+        name = function_name.rsplit(":", 1)[-1]
+        try:
+            result = handlers[name](json.loads(body), LambdaContext(name))
+        except Exception as exc:  # what the Lambda runtime reports for an unhandled error
+            response_headers["x-amz-function-error"] = "Unhandled"
+            result = {"errorType": type(exc).__name__, "errorMessage": str(exc), "stackTrace": []}
+        return json.dumps(result, default=str).encode()
+
+    monkeypatch.setattr(LambdaSimpleBackend, "invoke", invoke)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}):
+        region = "us-east-1"
+        monkeypatch.setenv("AWS_DEFAULT_REGION", region)
+        role = boto3.client("iam", region_name=region).create_role(
+            RoleName="run", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        asl = definition("run")
+        for name, key in FUNCTION_KEYS.items():
+            arn = boto3.client("lambda", region_name=region).create_function(
+                FunctionName=name, Runtime="python3.12", Role=role, Handler="handler.handler",
+                Code={"ZipFile": b"x"})["FunctionArn"]
+            asl = asl.replace("${%s}" % key, arn)
+        sfn = boto3.client("stepfunctions", region_name=region)
+        machine = sfn.create_state_machine(name="zerg-run", definition=asl, roleArn=role)["stateMachineArn"]
+        rt = runtime_env(ZERG_STATE_MACHINE_ARN=machine, ZERG_APPROVAL_TIMEOUT_S="600")
+        with pool.connection() as conn:
+            started = runs.start_run(conn, owner, "restart nginx", trigger="email")
+        arn = rt.starter.start(started.run_id, owner, started.thread_id)
+
+        def token_stored():
+            with pool.connection() as conn:
+                rows = approvals.pending(conn, owner, started.run_id)
+            return rows[0] if rows and rows[0]["task_token"] else None
+
+        row = wait_for(token_stored, "the approval's task token", limit_s=60)
+        assert _run(pool, owner, started.run_id)["status"] == "awaiting_approval"
+        assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        assert (approve if answer == "approve" else deny)(rt, owner, row["id"]).decided
+        desc = wait_for(lambda: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
+                        "the execution's end", limit_s=120)
+    assert desc["status"] == "SUCCEEDED", desc
+    run = _run(pool, owner, started.run_id)
+    files = _worker(rt, pool, owner, started.run_id)[1]
+    if answer == "approve":
+        assert run["result"] == "Restarted nginx (RESTARTED-NGINX-42)."
+        assert files == ["tool_calls/001_container_exec.txt"]
+    else:
+        assert run["result"] == "The owner denied the restart; nginx was not restarted." and files == []
