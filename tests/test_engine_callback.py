@@ -37,7 +37,8 @@ def _wait_state(**extra):
 
 
 def _flat(**extra):
-    return json.dumps({"StartAt": "Wait", "States": {"Wait": _wait_state(**extra), "Caught": {"Type": "Pass", "End": True}}})
+    return json.dumps({"StartAt": "Wait",
+                       "States": {"Wait": _wait_state(**extra), "Caught": {"Type": "Pass", "End": True}}})
 
 
 def _in_map(**extra):
