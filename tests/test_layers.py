@@ -50,9 +50,10 @@ LAYERS: dict[str, int] = {
     "notify.push_subscriptions": RECORDS, "notify.push_keys": RECORDS,
     "alerts.inbox": RECORDS, "alerts.escalations": RECORDS,
     "inbound.messages": RECORDS, "inbound.pending": RECORDS, "agents.configs": RECORDS,
+    "approvals.requests": RECORDS,
     # 4 core services and the run lifecycle
     "runs": SERVICES, "memory": SERVICES, "hosts": SERVICES, "notify": SERVICES, "agents": SERVICES,
-    "auth": SERVICES,
+    "auth": SERVICES, "approvals": SERVICES,
     # 5 features that start runs or react to their close
     "alerts": FEATURES, "schedules": FEATURES, "inbound": FEATURES, "privacy": FEATURES,
     # 6 agents: the tools and their catalogue, the supervisor, the worker runner, Jarvis

@@ -112,6 +112,10 @@ def fill_replies(conn, owner_id: int, run_id: int, tag: str) -> None:
     conn.execute("""INSERT INTO pending_directives (owner_id, run_id, action, args, summary, expires_at)
                     VALUES (%s, %s, 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1', now() + interval '1 hour')""",
                  (owner_id, run_id))
+    job_id = conn.execute("SELECT id FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()["id"]
+    conn.execute("""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)
+                    VALUES (%s, %s, %s, 'ssh_exec', %s, 'call-1', 'asks before ssh_exec')""",
+                 (owner_id, run_id, job_id, json.dumps({"host": f"{tag}-box", "command": "systemctl restart nginx"})))
 
 
 # Tables whose rows are keyed by more than an id (derived data the database keeps).

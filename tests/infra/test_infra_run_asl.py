@@ -70,7 +70,7 @@ class Fakes:
             self.active -= 1
         if p["job_id"] == 2:
             raise ValueError("worker 2 crashed")
-        return {"job_id": p["job_id"], "worker_id": f"w-{p['job_id']}", "status": "success"}
+        return {"job_id": p["job_id"], "worker_id": f"w-{p['job_id']}", "status": "success", "approval_id": None}
 
     def summary(self, p):
         if p["job_id"] == 3:

@@ -22,6 +22,7 @@ from psycopg import Connection
 from zerg import owners
 from zerg.agents import configs as agent_configs
 from zerg.alerts import escalations, inbox
+from zerg.approvals import requests as approvals
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.hosts import store as hosts
 from zerg.identity import devices
@@ -51,6 +52,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("runs", runs.export_runs),
     OwnerTable("worker_jobs", jobs.export_worker_jobs),
     OwnerTable("run_events", events.export_run_events),
+    OwnerTable("approvals", approvals.export_approvals),
     OwnerTable("llm_calls", ledger.export_llm_calls),
     OwnerTable("devices", devices.export_devices),
     OwnerTable("ssh_hosts", hosts.export_ssh_hosts),

@@ -39,6 +39,8 @@ EVENT_TYPES = frozenset(
         "worker_started",  # {job_id, worker_id}
         "worker_complete",  # {job_id, worker_id, status, duration_ms}
         "worker_summary_ready",  # {job_id, worker_id, summary}
+        "approval_requested",  # {job_id, approval_id, tool, arguments, reason, expires_at}: the run waits (issue 27)
+        "approval_answered",  # {job_id, approval_id, status}: the worker goes on (approved, denied, expired, cancelled)
         "memory_changed",  # {memory: file|fact, path | fact_id, action, writer}: a model changed the owner's memory
         "supervisor_complete",  # {run_id, result}
         "error",  # {run_id, message, details?}

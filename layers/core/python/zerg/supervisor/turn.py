@@ -206,7 +206,7 @@ class _SupervisorHooks(LoopHooks):
         )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
-        left = run_deadline.seconds_left(run_deadline.answer_by(run["started_at"], settings))
+        left = run_deadline.seconds_left(run_deadline.answer_by(run_deadline.clock_start(run), settings))
         self.answer_by = time.monotonic() + left
         self.hard_deadline = self.answer_by + run_deadline.reserve_s(settings)
         self.answering = False  # the last inference at the deadline: no stop, a bounded wait

@@ -30,8 +30,10 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -42,10 +44,12 @@ from psycopg import OperationalError
 from zerg import observability
 from zerg.agents import settings as agent_settings
 from zerg.alerts.budget import SpendingCapReached
+from zerg.approvals import requests as approvals
+from zerg.approvals import wait as approval_wait
 from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.config import Settings
 from zerg.db import retry_unavailable
-from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.llm import CallTag, LLMError, ToolCall, Usage
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
@@ -53,7 +57,7 @@ from zerg.runs import deadline as run_deadline
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import JOB_FINISHED
+from zerg.statuses import JOB_FINISHED, RUN_FINAL
 from zerg.timestamps import utcnow
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
@@ -82,9 +86,26 @@ class WorkerOutcome:
     status: str
     duration_ms: int | None = None
     error: str | None = None
+    approval_id: int | None = None  # status "awaiting_approval": the approval its held call waits on
 
     def as_payload(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status}
+        # approval_id is always present (null when not waiting): the ASL's ResultSelector reads it.
+        return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status,
+                "approval_id": self.approval_id}
+
+
+AWAITING_APPROVAL = "awaiting_approval"  # a step's outcome, never a job's status: the job is still running
+
+# Whether a tool call must wait for the owner's approval: the reason it waits, or None to run it.
+# The approval policy (issue 27 item 1) is plugged in here; without one no call waits.
+ApprovalGate = Callable[[Runtime, dict[str, Any], ToolCall], str | None]
+
+
+def _no_policy(rt: Runtime, job: dict[str, Any], call: ToolCall) -> str | None:
+    return None
+
+
+approval_gate: ApprovalGate = _no_policy
 
 
 @dataclass
@@ -96,6 +117,28 @@ class _Loop:
     calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
     at_run_deadline: bool = False  # stopped (cancelled) because the run's deadline came near
+    approval_id: int | None = None  # the loop was held: its call waits on this approval
+
+    def paused_state(self) -> dict[str, Any]:
+        """What a held worker resumes with (kept in its metadata while it waits)."""
+        usage = self.spent.usage
+        return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "tokens_cached": usage.tokens_cached,
+                "cost_usd": usage.cost_usd, "model_ms": self.spent.model_ms + self.resumed_ms[0],
+                "tool_ms": self.spent.tool_ms + self.resumed_ms[1],
+                "calls": self.calls, "outputs": [[path, text[-2000:]] for path, text in self.outputs[-3:]],
+                "steps": len(self.spent.model_calls) + self.resumed_steps}
+
+    resumed_steps: int = 0  # model calls made before the last resume
+    resumed_ms: tuple[float, float] = (0.0, 0.0)  # (model_ms, tool_ms) before the last resume
+
+    @staticmethod
+    def resumed(state: dict[str, Any]) -> _Loop:
+        loop = _Loop(calls=list(state.get("calls") or []), outputs=[(p, t) for p, t in state.get("outputs") or []])
+        loop.spent.usage.add(Usage(tokens_in=state.get("tokens_in", 0), tokens_out=state.get("tokens_out", 0),
+                                   cost_usd=state.get("cost_usd", 0.0), tokens_cached=state.get("tokens_cached", 0)))
+        loop.resumed_steps = int(state.get("steps", 0))
+        loop.resumed_ms = (float(state.get("model_ms", 0.0)), float(state.get("tool_ms", 0.0)))
+        return loop
 
 
 def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
@@ -146,7 +189,7 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     with rt.pool.connection() as conn:
         run = runs.get_run(conn, owner_id, run_id)
         config = agent_settings.resolve(conn, settings, owner_id, "worker")
-    deadline = _Deadline.of(settings, run["started_at"] if run else None)
+    deadline = _Deadline.of(settings, run_deadline.clock_start(run) if run else None)
     if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
         return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
     model = job["model"] or config.model
@@ -174,9 +217,21 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
         # else ours after all: a retried claim whose first commit had landed
 
     loop = _Loop()
+    messages: list[dict[str, Any]] = []
+    for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
+                    {"role": "user", "content": job["task"]}):
+        messages.append(message)
+        store.append_thread(worker_id, message)
+    return _run_loop(rt, job, worker_id, model, config, deadline, loop, messages)
+
+
+def _run_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, config: agent_settings.AgentSettings,
+              deadline: _Deadline, loop: _Loop, messages: list[dict[str, Any]],
+              pending: list[ToolCall] | None = None, approved: str | None = None) -> WorkerOutcome:
+    job_id, owner_id, run_id = job["id"], job["owner_id"], job["run_id"]
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
         try:
-            _agent_loop(rt, job, worker_id, model, config, deadline, loop, cancel)
+            _agent_loop(rt, job, worker_id, model, config, deadline, loop, cancel, messages, pending, approved)
         except SpendingCapReached as exc:  # the owner's cap, not the model: fails as is, never retried
             loop.status, loop.error = "failed", str(exc)
         except LLMError as exc:
@@ -187,7 +242,74 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
                 loop.status, loop.error = "failed", str(exc)
         except Exception as exc:  # the system decides: an exception is a failure, whatever was said
             loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
+    if loop.status == AWAITING_APPROVAL:  # the step ends, the job does not: the run's workflow waits
+        rt.store.set_paused(worker_id, loop.paused_state())
+        return WorkerOutcome(job_id, worker_id, AWAITING_APPROVAL, approval_id=loop.approval_id)
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+
+
+def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, approval_id: int) -> WorkerOutcome:
+    """Go on with a worker held for ``approval_id`` once its wait ended (the ASL's ResumeWorker):
+    approved, the held call runs, exactly as stored; otherwise the model reads why it did not
+    (denied by the owner, no answer in time, run cancelled) and carries on. A wait that ended
+    without an answer (its timeout) expires the approval first. Used once: a replayed resume
+    (a retried invocation) changes nothing and runs nothing."""
+    job = _load_job(rt, job_id, owner_id, run_id)
+    if done := _finished(job):
+        return done
+    with rt.pool.connection() as conn, conn.transaction():
+        row = approvals.get(conn, owner_id, approval_id)
+        if row is None or row["job_id"] != job_id:
+            raise JobNotFound(f"approval {approval_id} is not job {job_id}'s")
+        if row["status"] == "pending":  # the wait ended unanswered: its timeout (or its task failed)
+            approvals.decide(conn, owner_id, approval_id, "expired")
+        row = approvals.take(conn, owner_id, approval_id, job_id)
+        if row is not None:
+            events.emit(conn, run_id, owner_id, "approval_answered",
+                        {"job_id": job_id, "approval_id": approval_id, "status": row["status"]})
+            if not approvals.pending(conn, owner_id, run_id):
+                runs.mark_resumed(conn, owner_id, run_id)
+        run = runs.get_run(conn, owner_id, run_id)
+        config = agent_settings.resolve(conn, rt.settings, owner_id, "worker")
+    worker_id = job["worker_id"]
+    if row is None:  # used already: this is a replay of a resume that ran (or was interrupted)
+        return mark_job_failed(rt, job_id, owner_id, run_id,
+                               "worker was interrupted after its approval was used (retried invocation); "
+                               "partial artifacts kept")
+    meta = rt.store.read_metadata(worker_id)
+    loop = _Loop.resumed(meta.get("paused") or {})
+    rt.store.set_paused(worker_id, None)
+    thread = rt.store.read_file(worker_id, "thread.jsonl")
+    messages = [json.loads(line) for line in thread.splitlines() if line.strip()]
+    pending = _unanswered(messages)
+    if not pending or pending[0].id != row["tool_call_id"]:
+        loop.status, loop.error = "failed", "the held call is not the worker's next call (its thread changed)"
+        return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+    approved = None
+    if row["status"] == "approved":  # exactly the call the owner approved, as stored with the approval
+        pending[0] = ToolCall(row["tool_call_id"], row["tool"], json.dumps(row["arguments"]))
+        approved = row["tool_call_id"]
+    else:
+        message = {"role": "tool", "tool_call_id": row["tool_call_id"], "content": approval_wait.outcome_text(row)}
+        messages.append(message)
+        rt.store.append_thread(worker_id, message)
+        pending = pending[1:]
+    if reason := cancellation.stop_requested(rt, job_id, owner_id, run_id):  # closed while it waited
+        loop.status, loop.error = "cancelled", reason
+        return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+    deadline = _Deadline.of(rt.settings, run_deadline.clock_start(run) if run else None)
+    model = job["model"] or config.model
+    return _run_loop(rt, job, worker_id, model, config, deadline, loop, messages, pending, approved)
+
+
+def _unanswered(messages: list[dict[str, Any]]) -> list[ToolCall]:
+    """The calls of the last assistant message that have no tool result yet, in order."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return []
+    answered = {m.get("tool_call_id") for m in messages[last + 1:] if m.get("role") == "tool"}
+    return [ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+            for c in messages[last].get("tool_calls") or [] if c["id"] not in answered]
 
 
 def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reason: str) -> WorkerOutcome:
@@ -203,8 +325,32 @@ class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
     cancelled, the deadline passed or a tool failed critically."""
 
-    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
+    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal,
+                 job: dict[str, Any] | None = None, approved: str | None = None) -> None:
         self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
+        self.job, self.approved = job, approved
+
+    def hold(self, call: ToolCall) -> Stop | None:
+        """A call the approval gate asks about waits for the owner: a pending approval, and the loop ends
+        here (the approved call itself, on resume, runs)."""
+        if self.job is None or call.id == self.approved:
+            return None
+        reason = approval_gate(self.rt, self.job, call)
+        if reason is None:
+            return None
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError:
+            return None  # not even JSON: the tool refuses it with a precise error, nothing to approve
+        if not isinstance(arguments, dict):
+            return None
+        job = self.job
+        with self.rt.pool.connection() as conn:
+            row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, arguments, call.id,
+                                   reason)
+        self.loop.approval_id = row["id"]
+        return Stop(f"waiting for the owner's approval of {call.name} (approval {row['id']})",
+                    status=AWAITING_APPROVAL)
 
     def _cancelled(self) -> Stop | None:
         return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
@@ -236,14 +382,10 @@ class _WorkerHooks(LoopHooks):
 
 
 def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, config: agent_settings.AgentSettings,
-                deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
+                deadline: _Deadline, loop: _Loop, cancel: CancelSignal, messages: list[dict[str, Any]],
+                pending: list[ToolCall] | None = None, approved: str | None = None) -> None:
     settings = rt.settings
-    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
-    messages: list[dict[str, Any]] = []
-    for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
-                    {"role": "user", "content": job["task"]}):
-        messages.append(message)
-        hooks.message(message)
+    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel, job, approved)
     tools, refused = config.tools(worker_tools())
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=tools, refused=refused, hooks=hooks, max_steps=settings.worker_max_iterations,
@@ -253,8 +395,10 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
                         agent="worker"),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
-    result = agent.run(messages, loop.spent)
-    if result.stop:
+    result = agent.run(messages, loop.spent, pending, steps_taken=loop.resumed_steps)
+    if result.held is not None:
+        loop.status = AWAITING_APPROVAL
+    elif result.stop:
         loop.status, loop.error = result.stop.status or "failed", result.stop.reason
         loop.at_run_deadline = result.stop is deadline.stop and deadline.run_bound
     elif result.exhausted:
@@ -287,8 +431,8 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
             "tokens_in": usage.tokens_in,
             "tokens_out": usage.tokens_out,
             "cost_usd": usage.cost_usd,
-            "model_ms": round(loop.spent.model_ms),
-            "tool_ms": round(loop.spent.tool_ms),
+            "model_ms": round(loop.spent.model_ms + loop.resumed_ms[0]),
+            "tool_ms": round(loop.spent.tool_ms + loop.resumed_ms[1]),
             "tool_calls": loop.calls,
         },
     )
@@ -347,3 +491,19 @@ def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error
             })
         runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
+
+
+def end_approval_waits(rt: Runtime, owner_id: int, run_id: int) -> None:
+    """The run's workers held for the owner's approval run nowhere: once the run is closed, their
+    approvals are cancelled and each such job is resumed here, at once, to record it ``cancelled``
+    (its loop stops before any call; the held call never runs). Their execution may be stopped
+    already: nothing else would end them. Call it with :func:`zerg.workers.cancellation.stop_run_workers`."""
+    with rt.pool.connection() as conn:
+        if runs.run_status(conn, owner_id, run_id) not in RUN_FINAL:
+            return
+    for row in approval_wait.cancel_run_waits(rt, owner_id, run_id):
+        try:
+            resume_worker_job(rt, row["job_id"], owner_id, run_id, row["id"])
+        except Exception as exc:  # the orphan sweep closes what this could not
+            observability.logger().warning("could not close a job waiting for approval",
+                                           extra={"job_id": row["job_id"], "error": str(exc)})

@@ -275,6 +275,7 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
     ``CANCEL_WAIT_S``); the run's final ``error`` event follows the last of them."""
     from zerg.alerts.completion_mail import mail_answer
     from zerg.workers.cancellation import stop_run_workers
+    from zerg.workers.runner import end_approval_waits
 
     with rt.pool.connection() as conn:
         before = runs.get_run(conn, owner_id, run_id)
@@ -287,6 +288,7 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
         except Exception:  # the run is already marked cancelled; its steps will no-op
             pass
     if before["status"] not in RUN_FINAL:
+        end_approval_waits(rt, owner_id, run_id)  # a worker held for approval: closed here, its call never runs
         stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S)
         if run["status"] == "cancelled":  # a request with notify_on_complete hears that it ended
             mail_answer(rt, owner_id, run_id)

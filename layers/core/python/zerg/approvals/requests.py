@@ -1,0 +1,107 @@
+"""The ``approvals`` table: a tool call waiting for the owner's answer (issue 27), with the task token
+the run's execution waits on.
+
+Invariants:
+- Every read and every answer is scoped by owner: another owner's id is "not found", never a hint.
+- A row is decided once: ``pending`` becomes ``approved``, ``denied``, ``expired`` or ``cancelled`` by a
+  conditional UPDATE (``WHERE status = 'pending'``), never back; of two racing answers one wins.
+- An answer after ``expires_at`` decides nothing (:func:`decide` returns the row unchanged, still
+  ``pending``, so the caller says "expired"; the wait's timeout marks it ``expired``).
+- Its decision is used once (:func:`take`: ``used_at``), so a retried or replayed resume never runs the
+  approved call twice.
+- The token and the decision meet in the database, whichever comes first: :func:`record_token` returns
+  the row as it is once the token is stored (already answered: the caller answers the token at once),
+  :func:`decide` returns the token if it was stored (None: :func:`record_token` will answer it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+Decision = Literal["approved", "denied", "expired", "cancelled"]
+STATUSES = ("pending", "approved", "denied", "expired", "cancelled")
+_COLUMNS = ("id, owner_id, run_id, job_id, tool, arguments, tool_call_id, reason, status, task_token, created_at, "
+            "waiting_since, expires_at, answered_at, used_at")
+
+
+def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str, arguments: dict[str, Any],
+           tool_call_id: str, reason: str) -> dict[str, Any]:
+    """A pending approval of one call (the job's previous pending one, if any, is cancelled first: a
+    worker waits on one call at a time)."""
+    conn.execute("UPDATE approvals SET status = 'cancelled', answered_at = now() "
+                 "WHERE job_id = %s AND owner_id = %s AND status = 'pending'", (job_id, owner_id))
+    return conn.execute(
+        f"""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)
+            VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}""",
+        (owner_id, run_id, job_id, tool, Jsonb(arguments), tool_call_id, reason[:2000]),
+    ).fetchone()
+
+
+def get(conn: Connection, owner_id: int, approval_id: int) -> dict[str, Any] | None:
+    return conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = %s AND owner_id = %s",
+                        (approval_id, owner_id)).fetchone()
+
+
+def pending(conn: Connection, owner_id: int, run_id: int | None = None) -> list[dict[str, Any]]:
+    """The owner's approvals still waiting for an answer (of one run), oldest first."""
+    return conn.execute(
+        f"""SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND status = 'pending'
+              AND (%s::bigint IS NULL OR run_id = %s) ORDER BY id""",
+        (owner_id, run_id, run_id),
+    ).fetchall()
+
+
+def record_token(conn: Connection, owner_id: int, approval_id: int, token: str,
+                 timeout_s: int) -> dict[str, Any] | None:
+    """Store the task token the execution now waits on; the wait expires ``timeout_s`` from now.
+    The row as it is afterwards (None: no such approval of this owner)."""
+    return conn.execute(
+        f"""UPDATE approvals SET task_token = %s, waiting_since = now(),
+                   expires_at = now() + make_interval(secs => %s)
+            WHERE id = %s AND owner_id = %s RETURNING {_COLUMNS}""",
+        (token, timeout_s, approval_id, owner_id),
+    ).fetchone()
+
+
+def decide(conn: Connection, owner_id: int, approval_id: int,
+           decision: Decision) -> tuple[dict[str, Any] | None, bool]:
+    """Answer a pending approval, once: (the row after the attempt, whether this call decided it).
+    Not decided: the row as another answer, the timeout or a cancel left it (an owner's answer after
+    ``expires_at`` leaves it pending). (None, False): not the owner's."""
+    expiry = "" if decision in ("expired", "cancelled") else "AND (expires_at IS NULL OR expires_at > now())"
+    row = conn.execute(
+        f"""UPDATE approvals SET status = %s, answered_at = now()
+            WHERE id = %s AND owner_id = %s AND status = 'pending' {expiry} RETURNING {_COLUMNS}""",
+        (decision, approval_id, owner_id),
+    ).fetchone()
+    return (row, True) if row is not None else (get(conn, owner_id, approval_id), False)
+
+
+def cancel_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """Cancel every pending approval of a run (it was cancelled or closed): the rows cancelled now."""
+    return conn.execute(
+        f"""UPDATE approvals SET status = 'cancelled', answered_at = now()
+            WHERE owner_id = %s AND run_id = %s AND status = 'pending' RETURNING {_COLUMNS}""",
+        (owner_id, run_id),
+    ).fetchall()
+
+
+def take(conn: Connection, owner_id: int, approval_id: int, job_id: int) -> dict[str, Any] | None:
+    """Use a decided approval of this job, once: the row when this call took it, else None (still
+    pending, or used already: a replay)."""
+    return conn.execute(
+        f"""UPDATE approvals SET used_at = now()
+            WHERE id = %s AND owner_id = %s AND job_id = %s AND status <> 'pending' AND used_at IS NULL
+            RETURNING {_COLUMNS}""",
+        (approval_id, owner_id, job_id),
+    ).fetchone()
+
+
+def export_approvals(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
+    """The owner's approvals for their data export (without the task tokens: they are Step Functions')."""
+    columns = _COLUMNS.replace("task_token, ", "")
+    yield from conn.execute(f"SELECT {columns} FROM approvals WHERE owner_id = %s ORDER BY id", (owner_id,))

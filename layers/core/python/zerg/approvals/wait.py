@@ -1,0 +1,163 @@
+"""The wait for the owner's answer is a workflow state, not a process (issue 27 item 2).
+
+A worker whose call needs the owner's approval ends its step ``awaiting_approval`` with a pending row
+(:mod:`zerg.approvals.requests`). The run machine then enters ``AwaitApproval``, a callback task
+(``lambda:invoke.waitForTaskToken``) whose function calls :func:`await_answer`: the token is stored on
+the row and the run shows ``awaiting_approval``. Nothing runs or polls meanwhile (on AWS the execution
+costs nothing while it waits). :func:`approve` / :func:`deny` decide the row and answer the token
+through the run starter (:class:`zerg.ports.TaskTokens`: Step Functions, or the local engine running
+the same ASL); the task's ``TimeoutSecondsPath`` (the execution input's ``approval_timeout_s``,
+default 1 h) ends it unanswered. Either way ``ResumeWorker`` follows and the worker reads the row:
+the decision is the database's, the token only wakes the execution.
+
+Invariants:
+- Owner-scoped, single use: an approval is decided once and its decision used once
+  (:func:`zerg.approvals.requests.take`): a replayed answer or a retried resume runs nothing twice.
+- An answer after the expiry decides nothing and says so; so does an answer to an answered approval.
+- Whichever comes first, the token or the answer, the execution is woken exactly when both exist.
+- No tool can call these functions: they are reached from the owner's channels only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from zerg.approvals import requests
+from zerg.ports import TaskTokenGone
+from zerg.runs import events
+from zerg.runs import store as runs
+from zerg.runtime import Runtime
+
+DEFAULT_TIMEOUT_S = 3600  # how long a run waits for an answer (the ASL's default; the input may set it)
+DENIED_ERROR = "Zerg.Denied"  # what a denied wait's task fails with (a custom error: never "States.*")
+CANCELLED_ERROR = "Zerg.Cancelled"
+log = logging.getLogger(__name__)
+
+
+class ApprovalNotFound(LookupError):
+    """No such approval for this owner."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What answering an approval did: ``decided`` when this answer decided it, else ``status`` says
+    why not (``approved``/``denied``: answered already; ``expired``; ``cancelled``: its run ended)."""
+
+    approval_id: int
+    status: str
+    decided: bool
+    message: str
+
+
+def await_answer(rt: Runtime, owner_id: int, approval_id: int, token: str, timeout_s: int) -> dict[str, Any]:
+    """The callback task's function: keep the token the execution waits on; the run now waits.
+    An approval answered before the token arrived (or one that does not exist) answers it at once."""
+    with rt.pool.connection() as conn, conn.transaction():
+        row = requests.record_token(conn, owner_id, approval_id, token, timeout_s)
+        if row is not None and row["status"] == "pending":
+            runs.mark_awaiting_approval(conn, owner_id, row["run_id"])
+            events.emit(conn, row["run_id"], owner_id, "approval_requested", {
+                "job_id": row["job_id"], "approval_id": row["id"], "tool": row["tool"], "arguments": row["arguments"],
+                "reason": row["reason"], "expires_at": row["expires_at"].isoformat()})
+    if row is None:
+        _send_failure(rt, token, CANCELLED_ERROR, f"approval {approval_id} does not exist")
+        return {"approval_id": approval_id, "status": "missing"}
+    if row["status"] != "pending":
+        _wake(rt, row)
+    return {"approval_id": approval_id, "status": row["status"]}
+
+
+def approve(rt: Runtime, owner_id: int, approval_id: int) -> Answer:
+    return _answer(rt, owner_id, approval_id, "approved")
+
+
+def deny(rt: Runtime, owner_id: int, approval_id: int) -> Answer:
+    return _answer(rt, owner_id, approval_id, "denied")
+
+
+def _answer(rt: Runtime, owner_id: int, approval_id: int, decision: str) -> Answer:
+    with rt.pool.connection() as conn:
+        row, decided = requests.decide(conn, owner_id, approval_id, decision)  # type: ignore[arg-type]
+    if row is None:
+        raise ApprovalNotFound(f"approval {approval_id} not found")
+    if decided:
+        if row["task_token"]:  # else the callback task has not stored it yet: await_answer answers it
+            _wake(rt, row)
+        return Answer(approval_id, decision, True, f"approval {approval_id} {decision}")
+    return Answer(approval_id, _shown_status(row), False, _why_not(row))
+
+
+def _shown_status(row: dict[str, Any]) -> str:
+    if row["status"] == "pending":  # not decided: past its expiry (the timeout marks it soon)
+        return "expired"
+    return row["status"]
+
+
+def _why_not(row: dict[str, Any]) -> str:
+    status = _shown_status(row)
+    if status == "expired":
+        return f"approval {row['id']} expired: it was not answered in time, and the call did not run"
+    if status == "cancelled":
+        return f"approval {row['id']} is no longer open: its run was cancelled or ended"
+    return f"approval {row['id']} was already answered ({status})"
+
+
+def _wake(rt: Runtime, row: dict[str, Any]) -> None:
+    """Answer the token of a decided row: approved resumes the execution, anything else fails the
+    wait (the worker reads why from the row). Best effort: the decision is the row's, so a token
+    that could not be answered (the service throttled, a grant missing) costs time, not the answer:
+    the wait then ends at its timeout and the resume reads the decision."""
+    token = row["task_token"]
+    if not token:
+        return
+    if row["status"] == "approved":
+        _send(rt, lambda: rt.starter.send_task_success(token, {"approval_id": row["id"], "decision": "approved"}),
+              f"approval {row['id']} approved")
+    else:
+        error = DENIED_ERROR if row["status"] == "denied" else CANCELLED_ERROR
+        _send(rt, lambda: rt.starter.send_task_failure(token, error, row["status"]),
+              f"approval {row['id']} {row['status']}")
+
+
+def _send_failure(rt: Runtime, token: str, error: str, cause: str) -> None:
+    _send(rt, lambda: rt.starter.send_task_failure(token, error, cause), cause)
+
+
+def _send(rt: Runtime, send: Any, what: str) -> None:
+    try:
+        send()
+    except TaskTokenGone:  # timed out or stopped meanwhile: the resume reads the row, or the run ended
+        log.info("%s: its wait had already ended", what)
+    except Exception as exc:
+        log.warning("%s: could not answer its wait (%s: %s); it ends at its timeout", what, type(exc).__name__, exc)
+
+
+def cancel_run_waits(rt: Runtime, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """The run was cancelled or closed: its pending approvals are cancelled and their waits answered
+    (an execution already stopped has none left: that is fine). The rows cancelled now."""
+    with rt.pool.connection() as conn:
+        rows = requests.cancel_run(conn, owner_id, run_id)
+    for row in rows:
+        _wake(rt, row)
+    return rows
+
+
+def outcome_text(row: dict[str, Any]) -> str:
+    """What the model reads as the held call's result when it did not run (never the owner's channel
+    text: a fixed sentence per status)."""
+    status = row["status"]
+    if status == "denied":
+        return "DENIED: denied by the owner. The call did not run; carry on without it and say so in your answer."
+    if status == "expired":
+        return ("NO ANSWER: the owner did not answer within the approval time (no answer within "
+                f"{_duration(row)}). The call did not run; carry on without it and say so in your answer.")
+    return "CANCELLED: the run was cancelled while the call waited for the owner's approval. The call did not run."
+
+
+def _duration(row: dict[str, Any]) -> str:
+    if row.get("waiting_since") and row.get("expires_at"):
+        seconds = int((row["expires_at"] - row["waiting_since"]).total_seconds())
+        return "1 h" if seconds == 3600 else f"{seconds} s"
+    return "the time allowed"
