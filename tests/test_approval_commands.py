@@ -11,7 +11,7 @@ from zerg.approvals.commands import COMMAND_MAX, allowed_by, matches_pattern, pa
 
 READ_ONLY = ["df", "df -h", "df -hT /var", "free -m", "uptime", "ps aux", "ss -tlnp", "journalctl -u nginx -n 50",
              "journalctl --unit=nginx --since '1 hour ago' --no-pager", "systemctl status nginx",
-             "systemctl status nginx.service --no-pager -n 20", "systemctl is-active nginx", "docker ps -a",
+             "systemctl status nginx.service --no-pager -n 20", "systemctl status ssh", "journalctl -u ssh -n 20", "systemctl is-active nginx", "docker ps -a",
              "cat /proc/loadavg", "cat /proc/meminfo /proc/uptime", "uname -a"]
 
 ATTACKS = [
@@ -62,7 +62,7 @@ def test_an_owner_pattern_matches_word_for_word_and_no_further() -> None:
 
 
 def test_an_owner_pattern_may_not_name_a_shell_or_an_operator() -> None:
-    for bad in ("sh -c *", "bash **", "sudo **", "env **", "df; rm", "df | sh", "df $(x)", "** df", "df ** -h",
+    for bad in ("sh -c *", "bash **", "sudo **", "env **", "docker exec web sh", "timeout 5 **", "df; rm", "df | sh", "df $(x)", "** df", "df ** -h",
                 "*", "", "x" * 201):
         assert pattern_problem(bad) is not None, bad
     assert pattern_problem("tail -n * /var/log/*.log") is None
@@ -70,6 +70,9 @@ def test_an_owner_pattern_may_not_name_a_shell_or_an_operator() -> None:
 
 def test_a_pattern_word_cannot_swallow_a_quoted_shell_command() -> None:
     assert words("sudo sh -c 'rm -rf /'") is None
+    assert allowed_by("docker exec web sh", ["docker exec * *"]) is None
+    assert allowed_by("docker exec web /bin/bash", ["docker exec **"]) is None
+    assert allowed_by("systemctl restart ssh", ["systemctl restart ssh"]) == "systemctl restart ssh"
     assert matches_pattern(["ls", "-l"], "ls **")
     assert allowed_by("ls 'a b'", ["ls *"]) == "ls *"  # one quoted word is one word
     assert allowed_by("ls 'a; rm -rf /'", ["ls *"]) is None  # an operator is refused even quoted

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from functions.worker.handler import handler as worker_handler
-from tests.support.factories import make_job, make_run, set_approval_policy
+from tests.support.factories import make_job, make_run, run_task, set_approval_policy
 from tests.support.hosts import add_host
+from tests.support.scripts import memory_call
 from zerg.approvals.policy import ApprovalNeeded
 from zerg.config import Settings
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
@@ -123,3 +124,31 @@ def test_a_gate_that_fails_lets_nothing_through():
                      ToolContext(settings=Settings(), gate=broken))
     assert not outcome.ok and "could not be checked (RuntimeError: database down)" in outcome.text
     assert ran == []
+
+
+def test_the_supervisors_calls_pass_the_same_gate(runtime_env, llm, engine, pool, owner):
+    """A person's run: the supervisor's send_email asks (the default) and its set_preference is
+    denied (the owner's choice); neither runs, both results are in the run's messages."""
+    from zerg.notify.policy import get_policy
+
+    runtime_env()
+    set_approval_policy(pool, owner, tools={"set_preference": "deny"})
+    calls = [("send_email", {"subject": "Report", "body": "All good."}),
+             ("set_preference", {"key": "timezone", "value": "Europe/Berlin"})]
+
+    def respond(request: dict) -> dict:
+        if memory_call(request):
+            return {"content": "{}"}
+        done = [m for m in request["messages"] if m["role"] == "tool"]
+        return {"tool_calls": [calls[len(done)]]} if len(done) < len(calls) else {"content": "Could not."}
+
+    llm.respond_with(respond)
+    run = run_task(pool, engine, owner, "email me the report and use Berlin time")
+    assert run["status"] == "success"
+    results = [m["content"] for m in run["working_messages"] if m["role"] == "tool"]
+    assert results[0].startswith("APPROVAL REQUIRED: send_email needs the owner's approval"), results
+    assert results[1].startswith("DENIED: denied by the owner's policy: set_preference is set to deny"), results
+    with pool.connection() as conn:
+        assert get_policy(conn, owner).timezone == "UTC"
+        assert conn.execute("SELECT count(*) AS n FROM notifications WHERE owner_id = %s",
+                            (owner,)).fetchone()["n"] == 0

@@ -15,9 +15,12 @@ Invariants:
   whitespace but the space, globs (``*?[]``), ``~``, ``#`` and ``!``, and every non-ASCII
   character (no look-alike, no non-breaking space). What is left splits into words the same way
   in POSIX ``shlex`` and in bash (quotes only group; no character inside them is special).
-- Its first word is a program name (no ``VAR=value`` prefix, so no environment injection), and
-  no word names a shell, an interpreter or an ``eval``/``exec``-like wrapper (:data:`INTERPRETERS`):
-  ``sh -c``, ``sudo bash -c``, ``env sh``, ``xargs``... never match, whatever a pattern says.
+- Its first word is a program name (no ``VAR=value`` prefix, so no environment injection) that
+  is no shell, interpreter or command wrapper (:data:`INTERPRETERS`): ``sh -c``, ``sudo bash -c``,
+  ``env sh``, ``xargs``, ``timeout 5 sh``... never match, whatever a pattern says; and an owner's
+  pattern never matches a command with a word naming a shell or interpreter anywhere
+  (:data:`SHELLS`: ``docker exec web sh``). A built-in rule checks its own operands exactly, so
+  ``systemctl status ssh`` is inspection.
 - An alias or a function cannot be defined in one simple command without ``(``, ``)``, ``;`` or
   a newline, all refused; a command that *uses* one is matched by its words like any other (the
   allowlisted names are programs whose aliases an owner would have to plant on their own server).
@@ -45,7 +48,7 @@ COMMAND_MAX = 1_000  # an inspection command is a line, not a script
 PATTERN_MAX = 200
 _SAFE = re.compile(r"[A-Za-z0-9 ._/:=,@+%'\"-]*")
 _PROGRAM = re.compile(r"[A-Za-z0-9._/+-]+")
-# Programs that run other text as code or wrap another command: never part of a match.
+# Programs that run other text as code or wrap another command: never the program of a match.
 INTERPRETERS = frozenset({
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox", "toybox",
     "eval", "exec", "source", ".", "command", "builtin", "env", "xargs", "nohup", "setsid", "timeout",
@@ -53,6 +56,11 @@ INTERPRETERS = frozenset({
     "ssh", "parallel", "find", "awk", "gawk", "mawk", "sed", "perl", "python", "python2", "python3", "ruby",
     "node", "php", "lua", "tclsh", "expect", "socat", "nc", "ncat", "tee", "dd",
 })
+# ... and the ones that, anywhere in a command, mean "run this as code" (``docker exec web sh``,
+# ``kubectl exec -- bash``): no word of a command matched by a pattern may name one.
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox", "toybox",
+                    "eval", "exec", "source", "perl", "python", "python2", "python3", "ruby", "node", "php", "lua",
+                    "tclsh", "expect"})
 _PYTHONISH = re.compile(r"(python|perl|ruby|php|lua|node)[0-9.]*")
 
 
@@ -67,14 +75,14 @@ def words(command: str) -> list[str] | None:
         return None
     if not split or any(w == "" for w in split) or not _PROGRAM.fullmatch(split[0]):
         return None
-    if any(_interpreter(w) for w in split):
+    if _named(split[0], INTERPRETERS):
         return None
     return split
 
 
-def _interpreter(word: str) -> bool:
+def _named(word: str, names: frozenset[str]) -> bool:
     name = word.rsplit("/", 1)[-1]
-    return name in INTERPRETERS or bool(_PYTHONISH.fullmatch(name))
+    return name in names or bool(_PYTHONISH.fullmatch(name))
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,9 @@ def pattern_problem(pattern: str) -> str | None:
     parts = pattern.split()
     if not _PROGRAM.fullmatch(parts[0]):
         return f"must start with a program name, not {parts[0]!r}"
-    bad = next((p for p in parts if _interpreter(p)), None)
+    if _named(parts[0], INTERPRETERS):
+        return f"{parts[0]!r} runs other commands or code: it never runs without asking"
+    bad = next((p for p in parts[1:] if _named(p, SHELLS)), None)
     if bad is not None:
         return f"{bad!r} runs other commands or code: it never runs without asking"
     if "**" in parts[:-1]:
@@ -175,9 +185,10 @@ def pattern_problem(pattern: str) -> str | None:
 
 
 def matches_pattern(split: list[str], pattern: str) -> bool:
-    """Whether a simple command's words match an owner's pattern (:func:`pattern_problem` holds)."""
+    """Whether a simple command's words match an owner's pattern (:func:`pattern_problem` holds);
+    never when a word names a shell or an interpreter (a glob or ``**`` could take one)."""
     parts = pattern.split()
-    if parts[0] != split[0]:
+    if parts[0] != split[0] or any(_named(w, SHELLS) for w in split[1:]):
         return False
     if parts[-1] == "**":
         parts = parts[:-1]
