@@ -20,6 +20,7 @@ ATTACKS = [
     "df < /etc/shadow", "cat <<EOF\nx\nEOF", "df -h &", "df -h & rm x", "(df -h)", "{ df -h; }", "df <(rm x)",
     "sh -c 'df'", "bash -c df", "/bin/sh -c df", "eval df", "exec df", "env sh -c df", "env df", "sudo df -h",
     "sudo bash -c 'df'", "sudo -u root sh -c df", "xargs rm", "df() { rm x; }", "alias df='rm -rf /'",
+    "trap 'rm -rf /tmp/x' EXIT", "time rm -rf /tmp/x", "function df", "export PATH=/tmp", "fc -s",
     "systemctl status x; systemctl restart x", "systemctl status x\nsystemctl stop x",
     "docker ps --format '{{.Names}}'", "PATH=/tmp df", "LD_PRELOAD=/tmp/x.so df",
     "df\u00a0-h", "df\t-h", "df -h\u200b", "ｄｆ -h", "df -h\u2028rm x", "df \\\nrm", "df -h # comment",
@@ -41,7 +42,8 @@ def test_read_only_inspection_runs_without_asking(command: str) -> None:
 
 @pytest.mark.parametrize("command", ATTACKS)
 def test_a_write_hidden_behind_an_operator_or_wrapper_never_matches(command: str) -> None:
-    assert allowed_by(command, ["df **", "systemctl * *", "journalctl **", "cat **", "hostname *"]) is None
+    assert allowed_by(command, ["df **", "systemctl * *", "journalctl **", "cat **", "hostname *", "trap **",
+                                "time **", "alias **"]) is None
 
 
 @pytest.mark.parametrize("command", NOT_BUILT_IN)

@@ -55,6 +55,9 @@ INTERPRETERS = frozenset({
     "nice", "ionice", "chroot", "nsenter", "unshare", "su", "sudo", "doas", "runuser", "pkexec", "watch", "script",
     "ssh", "parallel", "find", "awk", "gawk", "mawk", "sed", "perl", "python", "python2", "python3", "ruby",
     "node", "php", "lua", "tclsh", "expect", "socat", "nc", "ncat", "tee", "dd",
+    # shell builtins and keywords that run a string later or change how the next words run
+    "trap", "fc", "time", "coproc", "alias", "function", "export", "set", "declare", "typeset", "readonly",
+    "local", "enable", "hash",
 })
 # ... and the ones that, anywhere in a command, mean "run this as code" (``docker exec web sh``,
 # ``kubectl exec -- bash``): no word of a command matched by a pattern may name one.
