@@ -95,3 +95,11 @@ def test_a_bad_policy_is_refused_with_where_and_why(body: dict, where: str) -> N
     with pytest.raises(ValidationError) as caught:
         Policy.model_validate(body)
     assert where in str(caught.value)
+
+
+def test_every_governed_name_is_a_tool_an_agent_has():
+    from zerg.approvals.policy import GOVERNED
+    from zerg.tools.catalog import tool_names
+
+    names = tool_names()
+    assert GOVERNED <= {*names["supervisor"], *names["worker"]}  # a renamed tool must not slip out of the policy
