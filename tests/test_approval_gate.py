@@ -19,12 +19,12 @@ from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
 from zerg.tools.approval_gate import approval_gate
 
 
-def _worker(rt, llm, pool, owner, trigger: str, *commands: str) -> tuple[str, list[str]]:
+def _worker(rt, llm, pool, owner, trigger: str, *commands: str, host: str = "cube") -> tuple[str, list[str]]:
     """Run a worker of a run started by ``trigger`` whose model calls ssh_exec with each command
-    on the owner's host "cube"; its worker id and each call's saved result."""
+    on ``host``; its worker id and each call's saved result."""
     run_id, _ = make_run(pool, owner, trigger=trigger)
     job_id = make_job(pool, owner, run_id, "Look at cube", model="gpt-4o-mini")
-    llm.script(*({"tool_calls": [("ssh_exec", {"host": "cube", "command": c})]} for c in commands),
+    llm.script(*({"tool_calls": [("ssh_exec", {"host": host, "command": c})]} for c in commands),
                {"content": "done"})
     out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
     assert out["status"] == "success", out
@@ -50,6 +50,13 @@ def test_an_email_reply_run_runs_df_and_asks_before_a_restart_or_a_hidden_write(
         assert saved.startswith("APPROVAL REQUIRED: ssh_exec on cube needs the owner's approval"), saved
         assert "did not run" in saved
     assert not marker.exists()
+
+
+def test_nothing_is_asked_about_a_host_the_owner_does_not_have(runtime_env, llm, pool, owner, ssh_server):
+    rt = runtime_env()
+    add_host(rt, owner, "cube", ssh_server)
+    _, (saved,) = _worker(rt, llm, pool, owner, "email", "systemctl restart nginx", host="elsewhere")
+    assert saved == "ERROR: host 'elsewhere' is not in the SSH allowlist (allowed: cube); not connecting"
 
 
 def test_a_denied_tool_never_reaches_the_host_and_the_model_is_told(runtime_env, llm, pool, owner, ssh_server, marker):

@@ -10,6 +10,9 @@ Invariants:
 - ``ask``: the result carries an :class:`~zerg.approvals.policy.ApprovalNeeded` (``outcome.approval``)
   and tells the model the call did not run. The approval wait (issue 27 item 2) consumes it there:
   today nothing waits, and the call simply does not run.
+- Nothing is asked about a call that could not run anyway: an ``ssh_exec`` to an alias that is
+  not the owner's host goes on to the tool, which refuses it ("not in the SSH allowlist") without
+  connecting. A ``deny`` is still a denial.
 - The run's trigger is read once (it never changes); the policy at every governed call, so a
   change the owner makes mid-run holds from the next call. A run that cannot be found counts as
   unattended (the stricter rule).
@@ -52,8 +55,17 @@ def approval_gate(rt: Runtime, owner_id: int, run_id: int | None) -> Gate:
             return None
         if decision.outcome == "deny":
             return ToolOutcome(text=denied_text(decision), ok=False)
+        if host is not None and not _owners_host(rt, owner_id, host):
+            return None  # ssh_exec refuses an unknown alias itself, before connecting: nothing to approve
         needed = ApprovalNeeded(tool=name, arguments=data, host=host, reason=decision.reason, trigger=trigger[0],
                                 expires_in_s=policy.expiry_s)
         return ToolOutcome(text=needed.text(), ok=False, approval=needed)
 
     return gate
+
+
+def _owners_host(rt: Runtime, owner_id: int, alias: str) -> bool:
+    from zerg.hosts.registry import resolve
+
+    with rt.pool.connection() as conn:
+        return not isinstance(resolve(conn, rt.settings, owner_id, alias), list)
