@@ -1,7 +1,9 @@
-"""The owner's approval policy as the API and the CLI read and set it: the defaults until set, one
+"""The owner's approval policy as the API, the CLI and a confirmed directive set it: the defaults until set, one
 validation path, precise refusals that change nothing, and each owner's policy their own."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -86,3 +88,50 @@ def test_the_cli_shows_sets_and_resets_the_policy(rt, alice, bob, capsys):
     assert "apt list --upgradable" in capsys.readouterr().out  # the refused changes changed nothing
     assert main(["approvals", "policy", "reset", *who]) == 0
     assert "(all defaults)" in capsys.readouterr().out
+
+
+def test_a_directive_only_asks_and_the_owners_yes_sets_the_tools_approval(runtime_env, llm, engine, pool, alice, bob):
+    """The confirmed-directive path (issue 25): set_preference approval.send_email=allow asks in
+    Zerg's words; only the owner's yes as their next message sets it, for that owner alone."""
+    from tests.support.factories import run_task
+    from tests.support.scripts import memory_call
+    from zerg import approvals
+
+    runtime_env()
+
+    def asks(request: dict) -> dict:
+        if memory_call(request):
+            return {"content": "{}"}
+        if not any(m["role"] == "tool" for m in request["messages"]):
+            return {"tool_calls": [("set_preference", {"key": "approval.send_email", "value": "allow"})]}
+        return {"content": "I asked."}
+
+    def mode(owner) -> str:
+        with pool.connection() as conn:
+            return approvals.load_policy(conn, owner.owner_id).mode("send_email")
+
+    llm.respond_with(asks)
+    asking = run_task(pool, engine, alice.owner_id, "let Zerg email me without asking")
+    assert asking["status"] == "success" and mode(alice) == "ask"
+    assert asking["result"].endswith("set approval.send_email to allow (now ask). Reply yes as your next message to do "
+                                     "it; anything else leaves it undone (the question expires in 24 hours).")
+    llm.respond_with(lambda request: {"content": "{}"})
+    yes = run_task(pool, engine, alice.owner_id, "yes")
+    assert yes["result"] == ("Confirmed by your yes:\n- set approval.send_email to allow (now ask): "
+                             "Approval of send_email is now allow (was ask).")
+    assert mode(alice) == "allow" and mode(bob) == "ask"
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("approval.rm_rf", "allow", "unknown approval key 'approval.rm_rf'; give approval.TOOL with TOOL one of:"),
+    ("approval.ssh_exec", "sometimes", "approval.ssh_exec: 'sometimes' is not allow, ask or deny"),
+])
+def test_a_bad_approval_directive_is_refused_naming_the_form(rt, pool, alice, key, value, message):
+    from tests.support.factories import make_run
+    from zerg.loop.tool import ToolContext, invoke
+    from zerg.tools.directive_tools import TOOLS
+
+    run_id, _ = make_run(pool, alice.owner_id)
+    outcome = invoke({t.name: t for t in TOOLS}, "set_preference", json.dumps({"key": key, "value": value}),
+                     ToolContext(settings=rt.settings, owner_id=alice.owner_id, run_id=run_id, runtime=rt))
+    assert outcome.text.startswith(f"ERROR: {message}"), outcome.text
