@@ -55,6 +55,8 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                         VALUES (%s, 'worker', 'gpt-4o-mini', %s) ON CONFLICT DO NOTHING""", (owner_id, f"{tag} instructions"))
         conn.execute("""INSERT INTO push_subscriptions (owner_id, endpoint, p256dh_secret, auth_secret)
                         VALUES (%s, %s, %s, %s)""", (owner_id, f"https://push.example.com/{tag}", "B" * 87, "A" * 22))
+        conn.execute("INSERT INTO approval_policies (owner_id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                     (owner_id, json.dumps({"ssh_allow": {tag: ["uptime"]}})))
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 

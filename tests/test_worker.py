@@ -7,7 +7,7 @@ import json
 import pytest
 
 from functions.worker.handler import handler as worker_handler
-from tests.support.factories import make_job, make_run, run_events
+from tests.support.factories import make_job, make_run, run_events, set_approval_policy
 from tests.support.hosts import add_host
 from tests.support.ssh_server import _keypair
 from zerg.artifacts.store import SYNTHESISED_MARK
@@ -25,6 +25,7 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
 ):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)  # the owner's own host: sealed key, pinned host key
+    set_approval_policy(pool, owner, ssh_allow={"cube": ["echo *"]})  # echo is on no built-in allowlist
     run_id, _ = make_run(pool, owner)
     job_id = make_job(pool, owner, run_id, "Check disk on cube", model="gpt-4o-mini")
     llm.script(

@@ -607,3 +607,17 @@ class FeedFrame(BaseModel):
     event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}; "
                                    "heartbeat. A first frame with only an id tells a new client where it starts")
     data: str = Field(description="The payload, a JSON object")
+
+
+class ApprovalPolicyView(BaseModel):
+    """The owner's approval policy in effect: every governed tool's mode (the owner's or the default)."""
+
+    tools: dict[str, Literal["allow", "ask", "deny"]] = Field(
+        description="Governed tool -> allow (runs), ask (waits for the owner's approval), deny (never runs)")
+    ssh_allow: dict[str, list[str]] = Field(description="SSH host alias (or '*') -> command patterns that run "
+                                                        "without asking")
+    builtin_allowlist: bool = Field(description="The built-in read-only commands run without asking on every host")
+    builtin_commands: list[str] = Field(description="The programs the built-in allowlist names")
+    expiry_s: int = Field(description="Seconds an approval request waits for the owner's answer")
+    customised: bool = Field(description="false: the owner never set a policy (all defaults)")
+    updated_at: datetime | None = Field(description="null: never set")

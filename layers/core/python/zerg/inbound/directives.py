@@ -197,11 +197,55 @@ def _effect(policy: Policy, key: str) -> str:
 
 
 OWNER_ONLY_KEYS = ("channels.info", "channels.warning", "channels.critical", "quiet_hours", "daily_usd_cap")
+# ``approval.<tool>``: the owner's approval policy of one governed tool (docs/approvals.md). Always
+# the owner's decision: it is only ever asked, whatever the value.
+APPROVAL_KEY = "approval."
+
+
+def _approval_preference(key: str, value: str) -> tuple[str, str]:
+    """The governed tool and the mode ``approval.<tool>`` = ``value`` names; DirectiveError naming
+    the tools or the modes."""
+    from zerg.approvals.policy import GOVERNED
+
+    tool = key.strip().lower().removeprefix(APPROVAL_KEY)
+    if tool not in GOVERNED:
+        raise DirectiveError(f"unknown approval key {key.strip()[:60]!r}; give approval.TOOL with TOOL one of: "
+                             f"{', '.join(sorted(GOVERNED))}")
+    mode = value.strip().lower()
+    if mode not in ("allow", "ask", "deny"):
+        raise DirectiveError(f"{APPROVAL_KEY}{tool}: {value.strip()[:60]!r} is not allow, ask or deny")
+    return tool, mode
+
+
+def _ask_approval(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str) -> str:
+    from zerg import approvals
+
+    tool, mode = _approval_preference(key, value)
+    with rt.pool.connection() as conn:
+        was = approvals.load_policy(conn, owner_id).mode(tool)
+        if was == mode:
+            return f"Approval of {tool} stays {was} (unchanged)."
+        return _ask(conn, owner_id, run, "set_preference", {"key": f"{APPROVAL_KEY}{tool}", "value": mode},
+                    f"set {APPROVAL_KEY}{tool} to {mode} (now {was})")
+
+
+def _set_approval(rt: Runtime, owner_id: int, key: str, value: str) -> str:
+    from zerg import approvals
+
+    tool, mode = _approval_preference(key, value)
+    with rt.pool.connection() as conn:
+        policy = approvals.load_policy(conn, owner_id)
+        was = policy.mode(tool)
+        approvals.set_policy(conn, owner_id, policy.model_copy(update={"tools": {**policy.tools, tool: mode}}))
+        conn.commit()
+    return f"Approval of {tool} is now {mode} (was {was})."
 
 
 def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str) -> str:
     """Apply the preference (the time zone), or ask the owner first (channels, quiet hours, the
-    spending cap: module rules)."""
+    spending cap, an ``approval.<tool>``: module rules)."""
+    if key.strip().lower().startswith(APPROVAL_KEY):
+        return _ask_approval(rt, owner_id, run, key, value)
     pref = parse_preference(key, value)
     with rt.pool.connection() as conn:
         before = get_policy(conn, owner_id)
@@ -302,6 +346,8 @@ def confirm(rt: Runtime, run: dict[str, Any]) -> str | None:
 def _do(rt: Runtime, owner_id: int, row: dict[str, Any]) -> str:
     """Make the change a confirmed row asked for; DirectiveError when it cannot be made."""
     args = row["args"]
+    if row["action"] == "set_preference" and args["key"].startswith(APPROVAL_KEY):
+        return _set_approval(rt, owner_id, args["key"], args["value"])
     if row["action"] == "set_preference":
         pref = parse_preference(args["key"], args["value"])
         with rt.pool.connection() as conn:

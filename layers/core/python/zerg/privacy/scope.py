@@ -22,6 +22,7 @@ from psycopg import Connection
 from zerg import owners
 from zerg.agents import configs as agent_configs
 from zerg.alerts import escalations, inbox
+from zerg.approvals import policies as approval_policies
 from zerg.approvals import requests as approvals
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.hosts import store as hosts
@@ -74,6 +75,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("pending_directives", pending.export_pending_directives),
     OwnerTable("agent_configs", agent_configs.export_agent_configs),
     OwnerTable("push_subscriptions", push_subscriptions.export_push_subscriptions),
+    OwnerTable("approval_policies", approval_policies.export_approval_policies),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

@@ -78,6 +78,7 @@ from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, is_background
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
+from zerg.tools.approval_gate import approval_gate
 from zerg.tools.catalog import SPAWN_TOOL, SpawnArgs, supervisor_tools
 from zerg.workers.reconcile import reconcile_run
 
@@ -361,7 +362,7 @@ def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps:
         llm=rt.llm, model=config.model, tools=tools, refused=refused, hooks=hooks,
         temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
-                        agent="supervisor"),
+                        agent="supervisor", gate=approval_gate(rt, run["owner_id"], run["id"])),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),
         max_steps=max_steps, answer_on_last_step=True,
     )

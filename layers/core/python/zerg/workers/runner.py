@@ -59,6 +59,7 @@ from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED, RUN_FINAL
 from zerg.timestamps import utcnow
+from zerg.tools.approval_gate import approval_gate
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
 
@@ -392,7 +393,7 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
         temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], run_id=job["run_id"],
                         runtime=rt, open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel,
-                        agent="worker"),
+                        agent="worker", gate=approval_gate(rt, job["owner_id"], job["run_id"])),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent, pending, steps_taken=loop.resumed_steps)
