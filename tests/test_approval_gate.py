@@ -1,9 +1,11 @@
 """The approval policy enforced where tools run: a worker's ssh_exec through the real SSH server,
-the decision taken in code before the command reaches the host (deny: never runs; ask: an
-ApprovalNeeded result, never runs; allowlisted or allowed: runs), by who started the run."""
+the decision taken in code before the command reaches the host (deny: never runs; ask: the call waits
+for the owner through the run machine's callback task, and runs exactly once if approved; allowlisted
+or allowed: runs), by who started the run. The supervisor cannot wait: its asked call does not run."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -12,24 +14,36 @@ from pydantic import BaseModel
 from functions.worker.handler import handler as worker_handler
 from tests.support.factories import make_job, make_run, run_task, set_approval_policy
 from tests.support.hosts import add_host
-from tests.support.scripts import memory_call
+from tests.support.scripts import has_tool_results, memory_call, role_of
+from tests.support.waiting import wait_for
+from zerg.approvals import requests as approvals
 from zerg.approvals.policy import ApprovalNeeded
+from zerg.approvals.wait import approve, deny
 from zerg.config import Settings
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
+from zerg.runs import store as runs
 from zerg.tools.approval_gate import approval_gate
 
+RESTART = "systemctl restart nginx"
 
-def _worker(rt, llm, pool, owner, trigger: str, *commands: str, host: str = "cube") -> tuple[str, list[str]]:
+
+def _worker(rt, llm, pool, owner, trigger: str, *commands: str, host: str = "cube") -> tuple[dict, list[str]]:
     """Run a worker of a run started by ``trigger`` whose model calls ssh_exec with each command
-    on ``host``; its worker id and each call's saved result."""
+    on ``host``; the worker's outcome and each saved tool result (a held call saves none)."""
     run_id, _ = make_run(pool, owner, trigger=trigger)
     job_id = make_job(pool, owner, run_id, "Look at cube", model="gpt-4o-mini")
-    llm.script(*({"tool_calls": [("ssh_exec", {"host": host, "command": c})]} for c in commands),
-               {"content": "done"})
+
+    def respond(request: dict) -> dict:  # by the calls answered so far: a held worker leaves nothing queued
+        done = len([m for m in request["messages"] if m["role"] == "tool"])
+        if done < len(commands):
+            return {"tool_calls": [("ssh_exec", {"host": host, "command": commands[done]})]}
+        return {"content": "done"}
+
+    llm.respond_with(respond)
     out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
-    assert out["status"] == "success", out
     wid = out["worker_id"]
-    return wid, [rt.store.read_file(wid, f"tool_calls/{i:03d}_ssh_exec.txt") for i in range(1, len(commands) + 1)]
+    files = sorted(f.path for f in rt.store.list_files(wid) if f.path.startswith("tool_calls/"))
+    return out, [rt.store.read_file(wid, path) for path in files]
 
 
 @pytest.fixture
@@ -39,32 +53,105 @@ def marker(tmp_path):
     yield path
 
 
-def test_an_email_reply_run_runs_df_and_asks_before_a_restart_or_a_hidden_write(
-        runtime_env, llm, pool, owner, ssh_server, marker):
+def _reply_script(request):
+    """An email reply asks to restart nginx: the worker looks (df -h), then restarts; the supervisor
+    reports what the worker's last tool result says."""
+    role = role_of(request)
+    text = json.dumps(request["messages"])
+    if role == "supervisor":
+        if not has_tool_results(request):
+            return {"tool_calls": [("spawn_worker", {"task": "Check cube and restart nginx"})]}
+        if "restart ran" in text:
+            return {"content": "nginx was restarted on cube after your approval."}
+        if "denied by the owner" in text:
+            return {"content": "You denied the restart; nginx was not restarted."}
+        return {"content": "unexpected"}
+    if role == "worker":
+        results = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        if not results:
+            return {"tool_calls": [("ssh_exec", {"host": "cube", "command": "df -h"})]}
+        if len(results) == 1:
+            return {"tool_calls": [("ssh_exec", {"host": "cube", "command": RESTART})]}
+        if "DENIED: denied by the owner" in results[-1]:  # tool results reach the model fenced as data
+            return {"content": "not restarted: denied by the owner"}
+        return {"content": "restart ran on cube"}
+    return {"content": "short summary"}
+
+
+@pytest.mark.e2e  # through the runtime's run starter: the local engine runs the run ASL
+@pytest.mark.parametrize("answer", ["approve", "deny"])
+def test_an_email_reply_runs_df_at_once_and_waits_for_the_owner_before_a_restart(
+        runtime_env, llm, pool, owner, ssh_server, answer):
+    """The issue's must-show: the worker's df -h runs without asking; its restart waits in
+    awaiting_approval on the callback task with the exact call; approved it runs once, denied never."""
+    rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S="600")
+    add_host(rt, owner, "cube", ssh_server)
+    llm.respond_with(_reply_script)
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "restart nginx on cube please", trigger="email")
+    arn = rt.starter.start(started.run_id, owner, started.thread_id)
+
+    def token_stored():
+        with pool.connection() as conn:
+            rows = approvals.pending(conn, owner, started.run_id)
+        return rows[0] if rows and rows[0]["task_token"] else None
+
+    row = wait_for(token_stored, "the approval's task token", limit_s=60)
+    with pool.connection() as conn:
+        assert runs.get_run(conn, owner, started.run_id)["status"] == "awaiting_approval"
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (started.run_id,)).fetchall()
+    assert rt.starter.engine().describe(arn)["status"] == "RUNNING"
+    assert (row["tool"], row["arguments"]) == ("ssh_exec", {"host": "cube", "command": RESTART, "timeout_s": 30.0})
+    assert row["reason"] == "the owner's policy asks before ssh_exec (the command is not on the host's allowlist)"
+    files = [f.path for f in rt.store.list_files(job["worker_id"]) if f.path.startswith("tool_calls/")]
+    assert files == ["tool_calls/001_ssh_exec.txt"]  # df -h ran without asking; the restart did not
+    assert "Filesystem" in rt.store.read_file(job["worker_id"], files[0])
+
+    assert (approve if answer == "approve" else deny)(rt, owner, row["id"]).decided
+    desc = rt.starter.engine().wait(arn, timeout=120)
+    assert desc["status"] == "SUCCEEDED", desc
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, started.run_id)
+    meta = rt.store.read_metadata(job["worker_id"])
+    if answer == "approve":
+        assert run["result"] == "nginx was restarted on cube after your approval."
+        assert [c["path"] for c in meta["tool_calls"]] == ["tool_calls/001_ssh_exec.txt", "tool_calls/002_ssh_exec.txt"]
+        assert meta["tool_calls"][1]["exit_code"] is not None  # it reached the host and ended there: once
+    else:
+        assert run["result"] == "You denied the restart; nginx was not restarted."
+        assert [c["path"] for c in meta["tool_calls"]] == ["tool_calls/001_ssh_exec.txt"]
+        assert "DENIED: denied by the owner" in rt.store.read_file(job["worker_id"], "thread.jsonl")
+
+
+def test_a_hidden_write_or_a_pipe_after_df_waits_and_never_reaches_the_host(
+        runtime_env, llm, pool, owner, ssh_server, marker, tmp_path):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)
-    _, (df, restart, hidden, piped) = _worker(rt, llm, pool, owner, "email", "df -h", "systemctl restart nginx",
-                                               f"df -h; touch {marker}", f"echo touch {marker} | sh")
-    assert "Filesystem" in df and "APPROVAL REQUIRED" not in df
-    for saved in (restart, hidden, piped):
-        assert saved.startswith("APPROVAL REQUIRED: ssh_exec on cube needs the owner's approval"), saved
-        assert "did not run" in saved
-    assert not marker.exists()
+    victim = tmp_path / "x"
+    victim.mkdir()
+    for command in (f"df -h; rm -rf {victim}", "df -h | sh", f"echo touch {marker} | sh"):
+        out, saved = _worker(rt, llm, pool, owner, "email", "df -h", command)
+        assert out["status"] == "awaiting_approval" and out["approval_id"], (command, out)
+        assert len(saved) == 1 and "Filesystem" in saved[0], command  # df -h ran, the held call did not
+        with pool.connection() as conn:
+            row = approvals.get(conn, owner, out["approval_id"])
+        assert (row["status"], row["tool"], row["arguments"]["command"]) == ("pending", "ssh_exec", command)
+    assert victim.exists() and not marker.exists()
 
 
 def test_nothing_is_asked_about_a_host_the_owner_does_not_have(runtime_env, llm, pool, owner, ssh_server):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)
-    _, (saved,) = _worker(rt, llm, pool, owner, "email", "systemctl restart nginx", host="elsewhere")
-    assert saved == "ERROR: host 'elsewhere' is not in the SSH allowlist (allowed: cube); not connecting"
+    out, (saved,) = _worker(rt, llm, pool, owner, "email", RESTART, host="elsewhere")
+    assert out["status"] == "success" and saved == "ERROR: host 'elsewhere' is not in the SSH allowlist (allowed: cube); not connecting"
 
 
 def test_a_denied_tool_never_reaches_the_host_and_the_model_is_told(runtime_env, llm, pool, owner, ssh_server, marker):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)
     set_approval_policy(pool, owner, tools={"ssh_exec": "deny"})
-    _, (saved,) = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
-    assert saved.startswith("DENIED: denied by the owner's policy: ssh_exec is set to deny"), saved
+    out, (saved,) = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
+    assert out["status"] == "success" and saved.startswith("DENIED: denied by the owner's policy: ssh_exec is set to deny"), saved
     assert not marker.exists()
 
 
@@ -73,19 +160,20 @@ def test_a_person_run_uses_the_policy_as_set_and_a_scheduled_run_still_asks(
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)
     set_approval_policy(pool, owner, tools={"ssh_exec": "allow"})
-    _, (scheduled,) = _worker(rt, llm, pool, owner, "schedule", f"touch {marker}")
-    assert scheduled.startswith("APPROVAL REQUIRED") and "whatever the policy allows" in scheduled
-    assert not marker.exists()
-    _, (person,) = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
-    assert "APPROVAL REQUIRED" not in person and marker.exists()
+    scheduled, saved = _worker(rt, llm, pool, owner, "schedule", f"touch {marker}")
+    assert scheduled["status"] == "awaiting_approval" and saved == [] and not marker.exists()
+    with pool.connection() as conn:
+        assert "whatever the policy allows" in approvals.get(conn, owner, scheduled["approval_id"])["reason"]
+    person, _ = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
+    assert person["status"] == "success" and marker.exists()
 
 
 def test_a_host_allowlist_lets_its_command_run_unattended(runtime_env, llm, pool, owner, ssh_server, marker):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)
     set_approval_policy(pool, owner, ssh_allow={"cube": [f"touch {marker}"]})
-    _, (saved,) = _worker(rt, llm, pool, owner, "sms", f"touch {marker}")
-    assert "APPROVAL REQUIRED" not in saved and marker.exists()
+    out, _ = _worker(rt, llm, pool, owner, "sms", f"touch {marker}")
+    assert out["status"] == "success" and marker.exists()
 
 
 def test_the_gate_reads_only_its_own_owners_policy(runtime_env, pool, owner, other_owner):
@@ -135,7 +223,8 @@ def test_a_gate_that_fails_lets_nothing_through():
 
 def test_the_supervisors_calls_pass_the_same_gate(runtime_env, llm, engine, pool, owner):
     """A person's run: the supervisor's send_email asks (the default) and its set_preference is
-    denied (the owner's choice); neither runs, both results are in the run's messages."""
+    denied (the owner's choice); neither runs, both results are in the run's messages. The supervisor
+    cannot wait for an answer within its turn: no approval is pending, the model is told to delegate."""
     from zerg.notify.policy import get_policy
 
     runtime_env()
@@ -154,8 +243,10 @@ def test_the_supervisors_calls_pass_the_same_gate(runtime_env, llm, engine, pool
     assert run["status"] == "success"
     results = [m["content"] for m in run["working_messages"] if m["role"] == "tool"]
     assert results[0].startswith("APPROVAL REQUIRED: send_email needs the owner's approval"), results
+    assert "did not run" in results[0] and "spawn_worker" in results[0]  # a worker's call can wait
     assert results[1].startswith("DENIED: denied by the owner's policy: set_preference is set to deny"), results
     with pool.connection() as conn:
         assert get_policy(conn, owner).timezone == "UTC"
         assert conn.execute("SELECT count(*) AS n FROM notifications WHERE owner_id = %s",
                             (owner,)).fetchone()["n"] == 0
+        assert approvals.pending(conn, owner) == []

@@ -5,8 +5,9 @@ task) with the token on the approval row, and the run shows ``awaiting_approval`
 call exactly once, denying never runs it, the timeout tells the model nobody answered, and a cancel
 closes the waiting job without running it. No sleeps: each test waits for the row or the execution.
 
-Which calls ask is the approval policy's decision (item 1, another branch): here the worker runner's
-seam ``approval_gate`` is set to ask before any command that restarts something.
+Which calls ask is the owner's approval policy (item 1): here the owner sets ``container_exec`` to
+``ask`` (the sandbox needs no host; tests/test_approval_gate.py shows the same wait for ``ssh_exec``
+on a real SSH server and the policy's allowlist).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 
 import pytest
 
+from tests.support.factories import set_approval_policy
 from tests.support.scripts import has_tool_results, role_of, worker_task
 from tests.support.waiting import wait_for
 from zerg.approvals import requests as approvals
@@ -23,12 +25,7 @@ from zerg.runs import store as runs
 from zerg.workers import runner
 
 COMMAND = "echo RESTARTED-NGINX-$((40+2))"  # the call that needs approval; its output proves it ran
-
-
-def _asks_before_restarts(rt, job, call):
-    if call.name == "container_exec" and "RESTARTED" in call.arguments:
-        return "the owner's policy asks before container_exec"
-    return None
+CALL = {"command": COMMAND, "timeout_s": 30.0}
 
 
 def _script(request):
@@ -60,10 +57,10 @@ def _script(request):
 
 
 @pytest.fixture
-def waiting_run(runtime_env, llm, pool, owner, monkeypatch):
-    """Start a run whose worker wants COMMAND; returns start(timeout_s) -> (rt, run_id, arn, approval row)
-    once the execution waits on the approval's token."""
-    monkeypatch.setattr(runner, "approval_gate", _asks_before_restarts)
+def waiting_run(runtime_env, llm, pool, owner):
+    """Start a run whose worker wants COMMAND, which the owner's policy asks about; returns
+    start(timeout_s) -> (rt, run_id, arn, approval row) once the execution waits on the approval's token."""
+    set_approval_policy(pool, owner, tools={"container_exec": "ask"})
     llm.respond_with(_script)
 
     def start(timeout_s: int = 600, wait: bool = True):
@@ -107,7 +104,8 @@ def _run(pool, owner, run_id):
 def test_a_call_waits_as_a_workflow_state_and_runs_once_when_approved(waiting_run, pool, owner, llm):
     rt, run_id, arn, row = waiting_run()
     assert _run(pool, owner, run_id)["status"] == "awaiting_approval"
-    assert (row["tool"], row["arguments"], row["status"]) == ("container_exec", {"command": COMMAND}, "pending")
+    # the call as validated, defaults included: what runs if the owner approves
+    assert (row["tool"], row["arguments"], row["status"]) == ("container_exec", CALL, "pending")
     assert row["reason"] == "the owner's policy asks before container_exec" and row["expires_at"] is not None
     assert rt.starter.engine().describe(arn)["status"] == "RUNNING"  # waiting on the callback task
     job, files = _worker(rt, pool, owner, run_id)
@@ -136,7 +134,7 @@ def test_a_call_waits_as_a_workflow_state_and_runs_once_when_approved(waiting_ru
     kinds = [k for k, _ in timeline]
     asked, answered = kinds.index("approval_requested"), kinds.index("approval_answered")
     assert kinds.index("worker_started") < asked < answered < kinds.index("worker_complete")
-    assert timeline[asked][1]["arguments"] == {"command": COMMAND} and timeline[asked][1]["approval_id"] == row["id"]
+    assert timeline[asked][1]["arguments"] == CALL and timeline[asked][1]["approval_id"] == row["id"]
     assert timeline[answered][1] == {"job_id": job["id"], "approval_id": row["id"], "status": "approved"}
 
     again = approve(rt, owner, row["id"])  # a replayed answer: says so, changes nothing
@@ -273,17 +271,42 @@ def test_two_answers_at_once_one_decides(waiting_run, pool, owner):
 
 
 def test_no_tool_can_answer_an_approval():
-    """An approval is answered from the owner's channels only: no tool module reaches the answers."""
+    """An approval is answered from the owner's channels only: no tool module reaches the answers
+    (zerg.approvals.wait) or the approval rows (zerg.approvals.requests), not even through the policy
+    the approval gate reads (zerg.approvals and its modules, followed import by import)."""
     import ast
     from pathlib import Path
 
+    import zerg.approvals
     import zerg.tools
 
+    package = Path(zerg.approvals.__file__).parent
+
+    def imported(path: Path) -> set[str]:
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)  # a submodule imported by name ("from zerg.approvals import wait") too
+                if node.module == "zerg.approvals":
+                    names |= {f"zerg.approvals.{a.name}" for a in node.names if (package / f"{a.name}.py").exists()}
+                if node.module == "zerg" and any(a.name == "approvals" for a in node.names):
+                    names.add("zerg.approvals")
+        return {n for n in names if n == "zerg.approvals" or n.startswith("zerg.approvals.")}
+
+    def source(module: str) -> Path:
+        rest = module.removeprefix("zerg.approvals").lstrip(".")
+        return package / (f"{rest}.py" if rest else "__init__.py")
+
     for path in Path(zerg.tools.__file__).parent.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert not any(name.startswith("zerg.approvals") for name in names), path.name
+        seen, todo = set(), imported(path)
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo |= imported(source(module))
+        assert not seen & {"zerg.approvals.wait", "zerg.approvals.requests"}, (path.name, sorted(seen))
 
 
 def test_the_orphan_reaper_leaves_a_waiting_job_alone(waiting_run, pool, owner):
@@ -326,7 +349,7 @@ def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, mon
     from statemachines import definition
     from zerg.local.engine import FUNCTION_KEYS, LambdaContext, default_handlers
 
-    monkeypatch.setattr(runner, "approval_gate", _asks_before_restarts)
+    set_approval_policy(pool, owner, tools={"container_exec": "ask"})
     llm.respond_with(_script)
     handlers = default_handlers()
 

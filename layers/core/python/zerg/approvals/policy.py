@@ -123,8 +123,9 @@ def decide(policy: Policy, tool: str, args: dict[str, Any], host: str | None, tr
 @dataclass(frozen=True)
 class ApprovalNeeded:
     """A call the owner's policy asks about: what it is, why it asks, and how long an answer may
-    take. Today the call does not run and the model is told so (:meth:`text`); the approval wait
-    (issue 27 item 2) replaces that with a pending approval the owner answers."""
+    take. A worker's call becomes a pending approval the owner answers (:mod:`zerg.approvals.wait`);
+    the supervisor cannot wait within its turn, so its call does not run and the model reads
+    :meth:`text`."""
 
     tool: str
     arguments: dict[str, Any]
@@ -135,9 +136,10 @@ class ApprovalNeeded:
 
     def text(self) -> str:
         what = f"{self.tool} on {self.host}" if self.host else self.tool
-        return (f"APPROVAL REQUIRED: {what} needs the owner's approval ({self.reason}). The call did not run; "
-                "approvals cannot be answered yet, so do not retry it: carry on without it and say in your answer "
-                "that it needs the owner's approval.")
+        return (f"APPROVAL REQUIRED: {what} needs the owner's approval ({self.reason}). The call did not run: "
+                "you cannot wait for an answer here, so do not retry it yourself. Delegate it to a worker "
+                "(spawn_worker), whose call waits for the owner's approval, or carry on without it and say in "
+                "your answer that it needs the owner's approval.")
 
 
 def denied_text(decision: Decision) -> str:

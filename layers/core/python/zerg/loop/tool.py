@@ -182,6 +182,11 @@ def parse_args(tool: Tool, arguments: str) -> BaseModel | ToolOutcome:
         return error(f"invalid arguments for {tool.name}: {problems(exc.errors(), 'arguments')}")
 
 
+def gate_failed(name: str, exc: Exception) -> ToolOutcome:
+    """The result of a call whose gate failed: it did not run (fail closed)."""
+    return error(f"{name} did not run: the owner's approval policy could not be checked ({type(exc).__name__}: {exc})")
+
+
 def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
     """Run one tool call from the model: validate, execute, and turn every failure into text."""
     tool = tools.get(name)
@@ -194,8 +199,7 @@ def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) 
         try:
             held = ctx.gate(name, args)
         except Exception as exc:  # fail closed: a policy that cannot be checked lets nothing through
-            return error(f"{name} did not run: the owner's approval policy could not be checked "
-                         f"({type(exc).__name__}: {exc})")
+            return gate_failed(name, exc)
         if held is not None:
             return held
     try:

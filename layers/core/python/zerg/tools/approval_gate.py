@@ -7,9 +7,12 @@ Invariants:
   the workers' calls alike; nothing a model says reaches the decision but the call itself.
 - ``deny``: the call's result is "DENIED: denied by the owner's policy: ..." (persisted like any
   tool result); the tool never runs.
-- ``ask``: the result carries an :class:`~zerg.approvals.policy.ApprovalNeeded` (``outcome.approval``)
-  and tells the model the call did not run. The approval wait (issue 27 item 2) consumes it there:
-  today nothing waits, and the call simply does not run.
+- ``ask``: the result carries an :class:`~zerg.approvals.policy.ApprovalNeeded` (``outcome.approval``).
+  A worker's call then waits for the owner (:meth:`zerg.workers.runner._WorkerHooks.hold` decides
+  before the call runs, creates the pending approval and ends the step; the run machine waits on a
+  callback task, :mod:`zerg.approvals.wait`): approved, exactly that call runs once. The supervisor's
+  loop has no wait (it answers within one turn): its call does not run, and the result tells the
+  model to delegate it to a worker, whose call waits for the owner, or to say it needs approval.
 - Nothing is asked about a call that could not run anyway: an ``ssh_exec`` to an alias that is
   not the owner's host goes on to the tool, which refuses it ("not in the SSH allowlist") without
   connecting. A ``deny`` is still a denial.

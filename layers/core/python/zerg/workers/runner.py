@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -52,14 +51,14 @@ from zerg.db import retry_unavailable
 from zerg.llm import CallTag, LLMError, ToolCall, Usage
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
-from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
+from zerg.loop.tool import CancelSignal, Tool, ToolContext, ToolOutcome, gate_failed, parse_args
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED, RUN_FINAL
 from zerg.timestamps import utcnow
-from zerg.tools.approval_gate import approval_gate
+from zerg.tools.approval_gate import Gate, approval_gate
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
 
@@ -96,17 +95,6 @@ class WorkerOutcome:
 
 
 AWAITING_APPROVAL = "awaiting_approval"  # a step's outcome, never a job's status: the job is still running
-
-# Whether a tool call must wait for the owner's approval: the reason it waits, or None to run it.
-# The approval policy (issue 27 item 1) is plugged in here; without one no call waits.
-ApprovalGate = Callable[[Runtime, dict[str, Any], ToolCall], str | None]
-
-
-def _no_policy(rt: Runtime, job: dict[str, Any], call: ToolCall) -> str | None:
-    return None
-
-
-approval_gate: ApprovalGate = _no_policy
 
 
 @dataclass
@@ -324,34 +312,50 @@ def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reas
 
 class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
-    cancelled, the deadline passed or a tool failed critically."""
+    cancelled, the deadline passed or a tool failed critically; hold a call the owner's policy asks
+    about until the owner answers."""
 
     def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal,
-                 job: dict[str, Any] | None = None, approved: str | None = None) -> None:
+                 job: dict[str, Any], approved: str | None = None) -> None:
         self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
         self.job, self.approved = job, approved
+        self.tools: dict[str, Tool] = {}
+        self.policy: Gate = approval_gate(rt, job["owner_id"], job["run_id"])
+        self._verdict: tuple[str, ToolOutcome | None] | None = None  # hold's decision for the call about to run
 
     def hold(self, call: ToolCall) -> Stop | None:
-        """A call the approval gate asks about waits for the owner: a pending approval, and the loop ends
-        here (the approved call itself, on resume, runs)."""
-        if self.job is None or call.id == self.approved:
+        """The owner's policy decides each call here, once, before it runs: ``ask`` holds it (a pending
+        approval, and the loop ends: the run's workflow waits for the answer); ``allow`` and ``deny``
+        are handed to the call's gate (:meth:`gate`). The call the owner approved runs on resume."""
+        self._verdict = None
+        if call.id == self.approved:  # exactly the call the owner approved: it runs
+            self._verdict = (call.name, None)
             return None
-        reason = approval_gate(self.rt, self.job, call)
-        if reason is None:
-            return None
+        tool = self.tools.get(call.name)
+        args = parse_args(tool, call.arguments) if tool is not None else None
+        if args is None or isinstance(args, ToolOutcome):
+            return None  # unknown tool or bad arguments: the tool call refuses it with a precise error
         try:
-            arguments = json.loads(call.arguments or "{}")
-        except ValueError:
-            return None  # not even JSON: the tool refuses it with a precise error, nothing to approve
-        if not isinstance(arguments, dict):
+            outcome = self.policy(call.name, args)
+        except Exception as exc:  # fail closed: a policy that cannot be checked lets nothing through
+            outcome = gate_failed(call.name, exc)
+        if outcome is None or outcome.approval is None:
+            self._verdict = (call.name, outcome)
             return None
-        job = self.job
+        needed, job = outcome.approval, self.job
         with self.rt.pool.connection() as conn:
-            row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, arguments, call.id,
-                                   reason)
+            row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, needed.arguments,
+                                   call.id, needed.reason)
         self.loop.approval_id = row["id"]
         return Stop(f"waiting for the owner's approval of {call.name} (approval {row['id']})",
                     status=AWAITING_APPROVAL)
+
+    def gate(self, name: str, args: Any) -> ToolOutcome | None:
+        """The worker's :attr:`ToolContext.gate`: the decision :meth:`hold` took for this very call."""
+        verdict, self._verdict = self._verdict, None
+        if verdict is None or verdict[0] != name:  # the loop holds every call first: never happens
+            return gate_failed(name, RuntimeError("the call reached its tool without the policy's decision"))
+        return verdict[1]
 
     def _cancelled(self) -> Stop | None:
         return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
@@ -388,12 +392,13 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
     settings = rt.settings
     hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel, job, approved)
     tools, refused = config.tools(worker_tools())
+    hooks.tools = tools
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=tools, refused=refused, hooks=hooks, max_steps=settings.worker_max_iterations,
         temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], run_id=job["run_id"],
                         runtime=rt, open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel,
-                        agent="worker", gate=approval_gate(rt, job["owner_id"], job["run_id"])),
+                        agent="worker", gate=hooks.gate),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
     result = agent.run(messages, loop.spent, pending, steps_taken=loop.resumed_steps)
