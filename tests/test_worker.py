@@ -34,7 +34,8 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
         {"content": "Cube disk is 78% full."},
     )
     out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
-    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status"}
+    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status", "approval_id"}
+    assert out["approval_id"] is None  # present, null: the run ASL reads it to know the worker did not wait
 
     store, wid = rt.store, out["worker_id"]
     files = {f.path for f in store.list_files(wid)}
@@ -184,7 +185,7 @@ def test_reinvoking_a_finished_job_returns_its_outcome_without_running_again(run
         ({}, "job_id: Field required"),
         ({"job_id": "x", "run_id": 1, "owner_id": 1}, "job_id: Input should be a valid integer"),
         ({"job_id": 1, "run_id": 1, "owner_id": 0}, "owner_id: Input should be greater than 0"),
-        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"}, "action: Input should be 'run' or 'mark_failed'"),
+        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"}, "action: Input should be 'run', 'mark_failed', 'await_approval' or 'resume_approval'"),
     ],
 )
 def test_invalid_events_are_refused_with_the_field_named(event, message):
