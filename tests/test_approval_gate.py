@@ -176,6 +176,24 @@ def test_a_host_allowlist_lets_its_command_run_unattended(runtime_env, llm, pool
     assert out["status"] == "success" and marker.exists()
 
 
+def test_a_worker_whose_policy_cannot_be_read_runs_nothing_and_asks_nothing(
+        runtime_env, llm, pool, owner, ssh_server, marker):
+    """Fail closed in the worker too: a stored policy that no longer validates refuses the call (its
+    result says why); no approval is created and the command never reaches the host."""
+    rt = runtime_env()
+    add_host(rt, owner, "cube", ssh_server)
+    set_approval_policy(pool, owner, tools={"ssh_exec": "allow"})
+    with pool.connection() as conn:  # e.g. a governed tool renamed since it was stored
+        conn.execute("""UPDATE approval_policies SET policy = '{"tools": {"ssh_run": "allow"}}'::jsonb
+                        WHERE owner_id = %s""", (owner,))
+    out, (saved,) = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
+    assert out["status"] == "success" and out["approval_id"] is None
+    assert saved.startswith("ERROR: ssh_exec did not run: the owner's approval policy could not be checked"), saved
+    with pool.connection() as conn:
+        assert approvals.pending(conn, owner) == []
+    assert not marker.exists()
+
+
 def test_the_gate_reads_only_its_own_owners_policy(runtime_env, pool, owner, other_owner):
     rt = runtime_env()
     set_approval_policy(pool, other_owner, tools={"container_exec": "deny"})
