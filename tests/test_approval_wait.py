@@ -59,11 +59,12 @@ def _script(request):
 @pytest.fixture
 def waiting_run(runtime_env, llm, pool, owner):
     """Start a run whose worker wants COMMAND, which the owner's policy asks about; returns
-    start(timeout_s) -> (rt, run_id, arn, approval row) once the execution waits on the approval's token."""
-    set_approval_policy(pool, owner, tools={"container_exec": "ask"})
+    start(timeout_s) -> (rt, run_id, arn, approval row) once the execution waits on the approval's token.
+    ``timeout_s`` is the deployment's longest wait (ZERG_APPROVAL_TIMEOUT_S), ``expiry_s`` the policy's."""
     llm.respond_with(_script)
 
-    def start(timeout_s: int = 600, wait: bool = True):
+    def start(timeout_s: int = 600, wait: bool = True, expiry_s: int = 3600):
+        set_approval_policy(pool, owner, tools={"container_exec": "ask"}, expiry_s=expiry_s)
         rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S=str(timeout_s))
         with pool.connection() as conn:
             started = runs.start_run(conn, owner, "restart nginx", trigger="cli")
@@ -165,6 +166,18 @@ def test_no_answer_within_the_timeout_tells_the_model_and_a_late_approval_says_e
     late = approve(rt, owner, row["id"])
     assert not late.decided and late.status == "expired" and "expired" in late.message
     assert _worker(rt, pool, owner, run_id)[1] == []
+
+
+def test_the_owners_policy_expiry_bounds_the_wait(waiting_run, pool, owner):
+    """The policy's expiry_s is how long this approval waits (the deployment's ZERG_APPROVAL_TIMEOUT_S
+    stays the ceiling: the timeout test above waits 1 s under the default 3600 s expiry)."""
+    from datetime import UTC, datetime
+
+    rt, run_id, arn, row = waiting_run(timeout_s=600, expiry_s=60)
+    left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
+    assert 0 < left <= 60, left  # not the deployment's 600 s
+    assert deny(rt, owner, row["id"]).decided
+    _finish(rt, arn)
 
 
 def test_another_owners_approval_is_not_found(waiting_run, pool, owner):

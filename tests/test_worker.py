@@ -34,8 +34,9 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
         {"content": "Cube disk is 78% full."},
     )
     out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
-    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status", "approval_id"}
-    assert out["approval_id"] is None  # present, null: the run ASL reads it to know the worker did not wait
+    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status", "approval_id",
+                                                        "approval_timeout_s"}
+    assert out["approval_id"] is None and out["approval_timeout_s"] is None  # present, null: the run ASL reads them
 
     store, wid = rt.store, out["worker_id"]
     files = {f.path for f in store.list_files(wid)}

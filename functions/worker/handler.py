@@ -33,9 +33,10 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         elif ev.action == "resume_approval":
             if ev.approval_id is None:
                 raise InvalidEvent("invalid worker event: resume_approval needs approval_id")
-            outcome = resume_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id, ev.approval_id)
+            outcome = resume_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id, ev.approval_id,
+                                        ev.approval_timeout_s)
         else:
-            outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id)
+            outcome = run_worker_job(rt, ev.job_id, ev.owner_id, ev.run_id, ev.approval_timeout_s)
         log.info("worker finished", extra={"job_id": ev.job_id, "owner_id": ev.owner_id,
                                            "status": outcome.status, "worker_id": outcome.worker_id})
     return outcome.as_payload()

@@ -48,6 +48,8 @@ class WorkerEvent(JobEvent):
     approval_id: int | None = Field(default=None, gt=0)
     task_token: str | None = Field(default=None, min_length=1, max_length=4096)
     timeout_s: int | None = Field(default=None, gt=0, le=86400)
+    # run/resume: the execution's longest approval wait (the ceiling of the owner's policy expiry)
+    approval_timeout_s: int | None = Field(default=None, gt=0, le=86400)
 
 
 class SupervisorEvent(BaseModel):

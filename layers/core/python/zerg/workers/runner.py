@@ -87,11 +87,13 @@ class WorkerOutcome:
     duration_ms: int | None = None
     error: str | None = None
     approval_id: int | None = None  # status "awaiting_approval": the approval its held call waits on
+    approval_timeout_s: int | None = None  # ... and how long the run waits for its answer
 
     def as_payload(self) -> dict[str, Any]:
-        # approval_id is always present (null when not waiting): the ASL's ResultSelector reads it.
+        # approval_id and approval_timeout_s are always present (null when not waiting): the ASL's
+        # ResultSelector reads them, AwaitApproval's TimeoutSecondsPath the timeout.
         return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status,
-                "approval_id": self.approval_id}
+                "approval_id": self.approval_id, "approval_timeout_s": self.approval_timeout_s}
 
 
 AWAITING_APPROVAL = "awaiting_approval"  # a step's outcome, never a job's status: the job is still running
@@ -107,6 +109,8 @@ class _Loop:
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
     at_run_deadline: bool = False  # stopped (cancelled) because the run's deadline came near
     approval_id: int | None = None  # the loop was held: its call waits on this approval
+    approval_timeout_s: int | None = None  # ... this long: the policy's expiry, at most wait_ceiling_s
+    wait_ceiling_s: int | None = None  # the execution's longest approval wait (None: the settings')
 
     def paused_state(self) -> dict[str, Any]:
         """What a held worker resumes with (kept in its metadata while it waits)."""
@@ -167,7 +171,8 @@ def _deadline_reason(settings: Settings) -> str:
     return f"cancelled at {run_deadline.describe(settings)}: the supervisor answers with what exists"
 
 
-def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
+def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int,
+                   approval_timeout_s: int | None = None) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
         return done
@@ -205,7 +210,7 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
             return _finished(current) or WorkerOutcome(job_id, None, "cancelled")
         # else ours after all: a retried claim whose first commit had landed
 
-    loop = _Loop()
+    loop = _Loop(wait_ceiling_s=approval_timeout_s)
     messages: list[dict[str, Any]] = []
     for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
                     {"role": "user", "content": job["task"]}):
@@ -233,11 +238,13 @@ def _run_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, conf
             loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
     if loop.status == AWAITING_APPROVAL:  # the step ends, the job does not: the run's workflow waits
         rt.store.set_paused(worker_id, loop.paused_state())
-        return WorkerOutcome(job_id, worker_id, AWAITING_APPROVAL, approval_id=loop.approval_id)
+        return WorkerOutcome(job_id, worker_id, AWAITING_APPROVAL, approval_id=loop.approval_id,
+                             approval_timeout_s=loop.approval_timeout_s)
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
 
 
-def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, approval_id: int) -> WorkerOutcome:
+def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, approval_id: int,
+                      approval_timeout_s: int | None = None) -> WorkerOutcome:
     """Go on with a worker held for ``approval_id`` once its wait ended (the ASL's ResumeWorker):
     approved, the held call runs, exactly as stored; otherwise the model reads why it did not
     (denied by the owner, no answer in time, run cancelled) and carries on. A wait that ended
@@ -267,6 +274,7 @@ def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, appr
                                "partial artifacts kept")
     meta = rt.store.read_metadata(worker_id)
     loop = _Loop.resumed(meta.get("paused") or {})
+    loop.wait_ceiling_s = approval_timeout_s
     rt.store.set_paused(worker_id, None)
     thread = rt.store.read_file(worker_id, "thread.jsonl")
     messages = [json.loads(line) for line in thread.splitlines() if line.strip()]
@@ -347,6 +355,8 @@ class _WorkerHooks(LoopHooks):
             row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, needed.arguments,
                                    call.id, needed.reason)
         self.loop.approval_id = row["id"]
+        self.loop.approval_timeout_s = min(needed.expires_in_s, self.loop.wait_ceiling_s or
+                                           self.rt.settings.approval_timeout_s)
         return Stop(f"waiting for the owner's approval of {call.name} (approval {row['id']})",
                     status=AWAITING_APPROVAL)
 
