@@ -186,7 +186,8 @@ def test_reinvoking_a_finished_job_returns_its_outcome_without_running_again(run
         ({}, "job_id: Field required"),
         ({"job_id": "x", "run_id": 1, "owner_id": 1}, "job_id: Input should be a valid integer"),
         ({"job_id": 1, "run_id": 1, "owner_id": 0}, "owner_id: Input should be greater than 0"),
-        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"}, "action: Input should be 'run', 'mark_failed', 'await_approval' or 'resume_approval'"),
+        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"},
+         "action: Input should be 'run', 'mark_failed', 'await_approval' or 'resume_approval'"),
     ],
 )
 def test_invalid_events_are_refused_with_the_field_named(event, message):
