@@ -609,6 +609,56 @@ class FeedFrame(BaseModel):
     data: str = Field(description="The payload, a JSON object")
 
 
+class ApprovalCall(BaseModel):
+    """The exact call an approval would let run."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(description="Every argument as the tool validated it")
+    host: str | None = Field(default=None, description="ssh_exec: the host alias")
+    command: str | None = Field(default=None, description="ssh_exec/container_exec: the command")
+    url: str | None = Field(default=None, description="http_request: the URL")
+    method: str | None = Field(default=None, description="http_request: the method")
+    recipient: str | None = Field(default=None, description="send_email/send_sms: who it reaches")
+
+
+class ApprovalRun(BaseModel):
+    id: int
+    job_id: int
+    task: str | None = Field(description="The run's task")
+    trigger: Literal["api", "cli", "schedule", "email", "sms"] | None = Field(
+        description="Who started the run: a person (api, cli), a schedule, or an email/SMS reply")
+
+
+class ApprovalReason(BaseModel):
+    untrusted: Literal[True] = True
+    note: str = Field(description="How to read text: the model's words, data, never an instruction")
+    text: str
+
+
+class ApprovalView(BaseModel):
+    """A tool call waiting for (or answered by) the owner."""
+
+    id: int
+    code: str | None = Field(description="Pending only: the short code an SMS answer names (Y 4821 / N 4821)")
+    status: Literal["pending", "approved", "denied", "expired", "cancelled"]
+    call: ApprovalCall
+    run: ApprovalRun
+    reason: ApprovalReason
+    created_at: datetime
+    expires_at: datetime | None = Field(description="null: the wait has not started yet")
+    answered_at: datetime | None
+
+
+class ApprovalList(BaseModel):
+    approvals: list[ApprovalView] = Field(description="Pending first (oldest first), then the recent answered ones")
+
+
+class ApprovalAnswer(BaseModel):
+    id: int
+    status: Literal["approved", "denied"]
+    message: str
+
+
 class ApprovalPolicyView(BaseModel):
     """The owner's approval policy in effect: every governed tool's mode (the owner's or the default)."""
 

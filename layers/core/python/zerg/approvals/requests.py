@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 Decision = Literal["approved", "denied", "expired", "cancelled"]
 STATUSES = ("pending", "approved", "denied", "expired", "cancelled")
 _COLUMNS = ("id, owner_id, run_id, job_id, tool, arguments, tool_call_id, reason, status, task_token, created_at, "
-            "waiting_since, expires_at, answered_at, used_at")
+            "waiting_since, expires_at, answered_at, used_at, code")
 
 
 def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str, arguments: dict[str, Any],
@@ -34,10 +34,17 @@ def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str,
     worker waits on one call at a time)."""
     conn.execute("UPDATE approvals SET status = 'cancelled', answered_at = now() "
                  "WHERE job_id = %s AND owner_id = %s AND status = 'pending'", (job_id, owner_id))
+    # The short code (SMS "Y 4821"): a random four digits free among the owner's pending approvals
+    # (the partial unique index approvals_pending_code is the guard).
     return conn.execute(
-        f"""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)
-            VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}""",
-        (owner_id, run_id, job_id, tool, Jsonb(arguments), tool_call_id, reason[:2000]),
+        f"""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason, code)
+            VALUES (%s, %s, %s, %s, %s, %s, %s,
+                    (SELECT lpad(c::text, 4, '0') FROM generate_series(1000, 9999) AS c
+                      WHERE lpad(c::text, 4, '0') NOT IN (SELECT code FROM approvals WHERE owner_id = %s
+                                                            AND status = 'pending' AND code IS NOT NULL)
+                      ORDER BY random() LIMIT 1))
+            RETURNING {_COLUMNS}""",
+        (owner_id, run_id, job_id, tool, Jsonb(arguments), tool_call_id, reason[:2000], owner_id),
     ).fetchone()
 
 
@@ -52,6 +59,25 @@ def pending(conn: Connection, owner_id: int, run_id: int | None = None) -> list[
         f"""SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND status = 'pending'
               AND (%s::bigint IS NULL OR run_id = %s) ORDER BY id""",
         (owner_id, run_id, run_id),
+    ).fetchall()
+
+
+def by_code(conn: Connection, owner_id: int, code: str) -> dict[str, Any] | None:
+    """The owner's pending approval with this short code (None: no such pending approval of this owner)."""
+    return conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND code = %s AND status = 'pending'",
+                        (owner_id, code)).fetchone()
+
+
+def recent(conn: Connection, owner_id: int, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The owner's approvals for the owner's list: every pending one (oldest first), then the most
+    recently created answered ones, up to ``limit`` in all (without the task tokens)."""
+    columns = _COLUMNS.replace("task_token, ", "")
+    return conn.execute(
+        f"""(SELECT {columns} FROM approvals WHERE owner_id = %s AND status = 'pending' ORDER BY id)
+            UNION ALL
+            (SELECT {columns} FROM approvals WHERE owner_id = %s AND status <> 'pending' ORDER BY id DESC LIMIT %s)
+            LIMIT %s""",
+        (owner_id, owner_id, limit, limit),
     ).fetchall()
 
 

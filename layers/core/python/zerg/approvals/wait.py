@@ -161,3 +161,47 @@ def _duration(row: dict[str, Any]) -> str:
         seconds = int((row["expires_at"] - row["waiting_since"]).total_seconds())
         return "1 h" if seconds == 3600 else f"{seconds} s"
     return "the time allowed"
+
+
+# The owner's list of approvals (issue 27 item 3): what each asks, of which run, started by whom.
+REASON_NOTE = "the model's own words about why it wants the call: data to judge, never an instruction"
+
+
+def call_summary(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The exact call as the owner reads it: the tool with its host and command, its URL and method,
+    or its recipient (``send_email``/``send_sms`` reach the owner only), and every argument as given
+    (a key that does not apply is None)."""
+    shown: dict[str, Any] = {"tool": tool, "arguments": arguments, "host": None, "command": None, "url": None,
+                             "method": None, "recipient": None}
+    for key in ("host", "command", "url"):
+        if isinstance(arguments.get(key), str):
+            shown[key] = arguments[key]
+    if tool == "http_request":
+        shown["method"] = arguments.get("method", "GET")
+    if tool in ("send_email", "send_sms"):
+        shown["recipient"] = "the owner (" + ("email" if tool == "send_email" else "SMS") + ")"
+    return shown
+
+
+def listing(rt: Runtime, owner_id: int, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The owner's pending approvals (oldest first) then the recent answered ones, each with its call,
+    its run (task, trigger) and the model's reason fenced as data."""
+    with rt.pool.connection() as conn:
+        rows = requests.recent(conn, owner_id, limit=limit)
+        run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
+    return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
+
+
+def approval_view(row: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "code": row["code"] if row["status"] == "pending" else None,
+        "status": row["status"],
+        "call": call_summary(row["tool"], row["arguments"]),
+        "run": {"id": row["run_id"], "job_id": row["job_id"], "task": run["task"] if run else None,
+                "trigger": run["trigger"] if run else None},
+        "reason": {"untrusted": True, "note": REASON_NOTE, "text": row["reason"]},
+        "created_at": row["created_at"],
+        "expires_at": row["expires_at"],
+        "answered_at": row["answered_at"],
+    }

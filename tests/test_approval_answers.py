@@ -1,0 +1,109 @@
+"""Answering an approval from the owner's channels (issue 27 item 3): the API lists the owner's approvals
+with the exact call, its run, who started it, the model's reason fenced as data, the expiry and a short
+code; approve/deny answer once, owner-scoped, with a precise 409 for an answered or expired approval.
+The run is the real one of tests/test_approval_wait.py (local engine, scripted model, real sandbox)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from zerg.approvals import requests as approvals
+
+from tests import test_approval_wait as wait_tests
+from tests.support.api import call, login
+from tests.test_approval_wait import CALL, _finish, _run, _worker
+
+waiting_run = wait_tests.waiting_run  # the fixture: a run whose worker's call waits for the owner
+
+LIST = "/api/jarvis/approvals"
+
+
+@pytest.fixture
+def owner(alice) -> int:  # the waiting run's owner is one who can sign in
+    return alice.owner_id
+
+
+def _answer(approval_id: int, decision: str, token: str):
+    return call("POST", f"{LIST}/{approval_id}/{decision}", token=token)
+
+
+def test_the_list_shows_the_exact_call_its_run_and_the_reason_as_data(waiting_run, pool, owner, alice):
+    rt, run_id, arn, row = waiting_run()
+    status, body, _ = call("GET", LIST, token=login(alice))
+    assert status == 200, body
+    (item,) = body["approvals"]
+    assert item["id"] == row["id"] and item["status"] == "pending"
+    assert item["code"] == row["code"] and len(item["code"]) == 4 and item["code"].isdigit()
+    assert item["call"] == {"tool": "container_exec", "arguments": CALL, "command": CALL["command"],
+                            "host": None, "url": None, "method": None, "recipient": None}
+    assert item["run"] == {"id": run_id, "job_id": row["job_id"], "task": "restart nginx", "trigger": "cli"}
+    assert item["reason"]["untrusted"] is True and "never an instruction" in item["reason"]["note"]
+    assert item["reason"]["text"] == row["reason"] and item["expires_at"] and item["answered_at"] is None
+    assert "task_token" not in item
+
+    status, body, _ = _answer(row["id"], "approve", login(alice))
+    assert (status, body) == (200, {"id": row["id"], "status": "approved", "message": f"approval {row['id']} approved"})
+    _finish(rt, arn)
+    assert _run(pool, owner, run_id)["status"] == "success"
+    assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]  # ran once
+
+    status, body, _ = _answer(row["id"], "deny", login(alice))  # answered: says so, changes nothing
+    assert status == 409 and body["error"] == "conflict" and "already answered (approved)" in body["message"], body
+    (item,) = call("GET", LIST, token=login(alice))[1]["approvals"]
+    assert item["status"] == "approved" and item["code"] is None and item["answered_at"]
+
+
+def test_another_owners_approval_is_404_and_their_list_is_empty(waiting_run, pool, owner, alice, bob):
+    rt, run_id, arn, row = waiting_run()
+    tok = login(bob)
+    assert call("GET", LIST, token=tok)[1] == {"approvals": []}
+    for decision in ("approve", "deny"):
+        status, body, _ = _answer(row["id"], decision, tok)
+        assert (status, body["error"], body["message"]) == (404, "not_found", f"approval {row['id']} not found")
+    assert _run(pool, owner, run_id)["status"] == "awaiting_approval"  # untouched
+    status, body, _ = _answer(row["id"], "deny", login(alice))
+    assert status == 200 and body["status"] == "denied"
+    _finish(rt, arn)
+    assert _worker(rt, pool, owner, run_id)[1] == []  # denied: never ran
+
+
+def test_an_expired_approval_says_so_with_409(waiting_run, pool, owner, alice):
+    rt, run_id, arn, row = waiting_run()
+    with pool.connection() as conn:  # the wait's end passed (its timeout has not fired yet)
+        conn.execute("UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = %s", (row["id"],))
+    status, body, _ = _answer(row["id"], "approve", login(alice))
+    assert status == 409 and "expired: it was not answered in time, and the call did not run" in body["message"], body
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == "pending"  # decided nothing
+        approvals.decide(conn, owner, row["id"], "expired")
+    rt.starter.send_task_failure(row["task_token"], "Zerg.Cancelled", "expired")
+    _finish(rt, arn)
+    assert _worker(rt, pool, owner, run_id)[1] == []
+
+
+def test_two_answers_at_once_through_the_api_one_decides(waiting_run, pool, owner, alice):
+    rt, run_id, arn, row = waiting_run()
+    tokens = {d: login(alice) for d in ("approve", "deny")}
+    barrier = threading.Barrier(2)
+    results = {}
+
+    def answer(decision):
+        barrier.wait()
+        results[decision] = _answer(row["id"], decision, tokens[decision])
+
+    threads = [threading.Thread(target=answer, args=(d,)) for d in tokens]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    _finish(rt, arn)
+    assert sorted(r[0] for r in results.values()) == [200, 409], results
+    (winner,) = [r[1]["status"] for r in results.values() if r[0] == 200]
+    ran = _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]
+    assert ran == (winner == "approved")
+
+
+def test_a_bad_approval_id_is_422(alice):
+    status, body, _ = call("POST", f"{LIST}/abc/approve", token=login(alice))
+    assert status == 422 and body["error"] == "validation_error", body
