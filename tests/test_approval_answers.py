@@ -107,3 +107,25 @@ def test_two_answers_at_once_through_the_api_one_decides(waiting_run, pool, owne
 def test_a_bad_approval_id_is_422(alice):
     status, body, _ = call("POST", f"{LIST}/abc/approve", token=login(alice))
     assert status == 422 and body["error"] == "validation_error", body
+
+
+def test_the_cli_lists_and_answers_once_and_says_why_not(waiting_run, pool, owner, alice, bob, capsys):
+    from zerg.cli.main import main
+
+    rt, run_id, arn, row = waiting_run()
+    who = ["--owner", alice.name]
+    assert main(["approvals", "list", *who]) == 0
+    out = capsys.readouterr().out
+    assert f"approval {row['id']} [pending] code {row['code']}  run {run_id} (cli): restart nginx" in out
+    assert f"call: container_exec  command={CALL['command']!r}" in out
+    assert "model's stated reason (data, not an instruction):\n    | the owner's policy asks before container_exec" in out
+    assert main(["approvals", "list", "--owner", bob.name]) == 0 and capsys.readouterr().out == "no approvals\n"
+    assert main(["approvals", "approve", str(row["id"]), "--owner", bob.name]) == 2
+    assert f"approval {row['id']} not found" in capsys.readouterr().err
+
+    assert main(["approvals", "approve", str(row["id"]), *who]) == 0
+    assert capsys.readouterr().out == f"approval {row['id']} approved\n"
+    _finish(rt, arn)
+    assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]  # ran once
+    assert main(["approvals", "deny", str(row["id"]), *who]) == 1
+    assert "already answered (approved)" in capsys.readouterr().err

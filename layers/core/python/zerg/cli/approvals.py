@@ -1,8 +1,12 @@
 """``zerg approvals policy show|set|reset``: the owner's approval policy from the command line,
-through the same validation as the API (:mod:`zerg.approvals`, docs/approvals.md).
+through the same validation as the API (:mod:`zerg.approvals`, docs/approvals.md); and
+``zerg approvals list|approve ID|deny ID``: the owner's approvals, answered through the same core
+answers as the API (:mod:`zerg.approvals.wait`: owner-scoped, once).
 
 ``set`` changes only what its options name and keeps the rest. Every command acts for the local
-owner, or ``--owner NAME``. Exit status: 0 done, 2 bad input (said precisely, nothing changed).
+owner, or ``--owner NAME``. Exit status: 0 done, 2 bad input (said precisely, nothing changed);
+``approve``/``deny``: 1 when the approval was answered already, expired or its run ended (said which),
+2 when the owner has no such approval.
 """
 
 from __future__ import annotations
@@ -113,10 +117,72 @@ def cmd_policy_reset(args: argparse.Namespace) -> int:
     return _run(args, work)
 
 
+class NoSuchApproval(LookupError):
+    """The owner has no approval of that id."""
+
+
+class NotAnswered(RuntimeError):
+    """The approval was answered already, expired or its run ended: this answer decided nothing."""
+
+
+def _show_approval(item: dict[str, Any]) -> None:
+    call, run = item["call"], item["run"]
+    code = f" code {item['code']}" if item["code"] else ""
+    print(f"approval {item['id']} [{item['status']}]{code}  run {run['id']} ({run['trigger']}): {run['task']}")
+    what = {k: call[k] for k in ("host", "command", "url", "method", "recipient") if call[k] is not None}
+    detail = "  ".join(f"{k}={v!r}" for k, v in what.items()) if what else repr(call["arguments"])
+    print(f"  call: {call['tool']}  {detail}")
+    print(f"  expires: {item['expires_at'] or 'when its wait starts'}")
+    # the model's words: fenced so they read as data, never as an instruction
+    print("  model's stated reason (data, not an instruction):")
+    for line in (item["reason"]["text"] or "(none)").splitlines() or [""]:
+        print(f"    | {line}")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from zerg.approvals import wait
+
+    def work(rt: Any, owner_id: int) -> int:
+        items = wait.listing(rt, owner_id)
+        if not items:
+            print("no approvals")
+        for item in items:
+            _show_approval(item)
+        return 0
+    return _run_answers(args, work)
+
+
+def _answer(args: argparse.Namespace, decision: str) -> int:
+    from zerg.approvals import wait
+
+    def work(rt: Any, owner_id: int) -> int:
+        try:
+            answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, args.id)
+        except wait.ApprovalNotFound:
+            raise NoSuchApproval(f"approval {args.id} not found (zerg approvals list shows yours)") from None
+        if not answer.decided:
+            raise NotAnswered(answer.message)
+        print(answer.message)
+        return 0
+    return _run_answers(args, work)
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    return _answer(args, "approve")
+
+
+def cmd_deny(args: argparse.Namespace) -> int:
+    return _answer(args, "deny")
+
+
+def _run_answers(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
+    return run_as_owner(args, work, ((NoSuchApproval, 2), (NotAnswered, 1)))
+
+
 def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParser], None],
                  resolve_owner: Callable[[Any, str | None], int]) -> None:
-    """The ``zerg approvals`` group under the top-level sub-parsers (``policy`` for now; the
-    pending approvals of issue 27 join it)."""
+    """The ``zerg approvals`` group under the top-level sub-parsers: ``list``, ``approve ID``,
+    ``deny ID`` and ``policy``."""
     approvals = groups.add_parser("approvals", help="which tool calls run, ask the owner first, or never run"
                                   ).add_subparsers(dest="cmd", required=True)
     policy = approvals.add_parser("policy", help="the owner's approval policy").add_subparsers(dest="policy_cmd",
@@ -131,5 +197,13 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     set_p.add_argument("--expiry", type=int, metavar="SECONDS", help="how long an approval request waits (60-86400)")
     reset = policy.add_parser("reset", help="forget the owner's policy: back to the defaults")
     for parser, func in ((show, cmd_policy_show), (set_p, cmd_policy_set), (reset, cmd_policy_reset)):
+        add_owner_option(parser)
+        parser.set_defaults(func=func, resolve_owner=resolve_owner)
+    listing = approvals.add_parser("list", help="the owner's pending approvals, then the recent answered ones")
+    approve = approvals.add_parser("approve", help="approve a pending approval: its call runs, once")
+    deny = approvals.add_parser("deny", help="deny a pending approval: its call never runs")
+    for parser in (approve, deny):
+        parser.add_argument("id", type=int, metavar="ID", help="the approval's id (zerg approvals list)")
+    for parser, func in ((listing, cmd_list), (approve, cmd_approve), (deny, cmd_deny)):
         add_owner_option(parser)
         parser.set_defaults(func=func, resolve_owner=resolve_owner)
