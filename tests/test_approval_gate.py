@@ -270,3 +270,109 @@ def test_the_supervisors_calls_pass_the_same_gate(runtime_env, llm, engine, pool
         assert conn.execute("SELECT count(*) AS n FROM notifications WHERE owner_id = %s",
                             (owner,)).fetchone()["n"] == 0
         assert approvals.pending(conn, owner) == []
+
+
+def _reply_run_waiting(rt, llm, pool, owner, ssh_server):
+    """The must-show's start: an email reply to an alert ("restart nginx on cube please") becomes a run
+    through the one inbound path; its worker's df -h runs, its restart waits for the owner. Returns
+    (the run's row, its execution arn, the pending approval, the owner's verified number)."""
+    import secrets
+
+    from tests.support.notify import verified_contact
+    from zerg.inbound import replies
+    from zerg.inbound.messages import Inbound
+    from zerg.notify.deliver import deliver
+
+    add_host(rt, owner, "cube", ssh_server)
+    llm.respond_with(_reply_script)
+    mail = verified_contact(pool, owner, "email")
+    phone = verified_contact(pool, owner, "sms")
+    (sent,) = deliver(rt, owner, channel="email", purpose="alert", severity="warning",
+                      subject="[Zerg WARNING] nginx is slow on cube", body="p95 4.2 s on cube.")
+    with pool.connection() as conn:
+        token = conn.execute("SELECT reply_token FROM notifications WHERE id = %s", (sent["id"],)).fetchone()["reply_token"]
+    outcome = replies.receive(rt, Inbound(
+        channel="email", provider_id=f"ses-{secrets.token_hex(8)}", source="ses", sender=mail["address"],
+        body="restart nginx on cube please", recipient=f"reply+{token}@zerg.localhost", subject="Re: nginx",
+        message_id=f"<{secrets.token_hex(6)}@mail.example.com>", tokens=(token,)))
+    assert outcome.status == "run", outcome
+
+    def token_stored():
+        with pool.connection() as conn:
+            rows = approvals.pending(conn, owner, outcome.run_id)
+        return rows[0] if rows and rows[0]["task_token"] else None
+
+    row = wait_for(token_stored, "the approval's task token", limit_s=60)
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, outcome.run_id)
+    assert (run["trigger"], run["status"]) == ("email", "awaiting_approval")
+    return run, run["execution_arn"], row, phone["address"]
+
+
+def _sms(sender: str, text: str):
+    import secrets
+
+    from zerg.inbound.messages import Inbound
+
+    return Inbound(channel="sms", provider_id=f"sms-{secrets.token_hex(8)}", source="sns", sender=sender, body=text,
+                   recipient="+15550009999")
+
+
+@pytest.mark.e2e  # through the inbound path and the runtime's run starter: the local engine runs the run ASL
+def test_an_email_replys_restart_waits_and_an_sms_y_with_its_code_approves_it_once(
+        runtime_env, llm, pool, owner, ssh_server):
+    """The issue's must-show, answered by SMS: an unverified number's "Y <code>" changes nothing; the
+    owner's "Y <code>" approves, the restart runs exactly once, the answer says so; no SMS becomes a run."""
+    from tests.support.notify import texts, unique_number
+    from zerg.inbound import replies
+
+    rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S="600")
+    run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
+    code = row["code"]
+    assert len(code) == 4 and code.isdigit()
+
+    stranger = replies.receive(rt, _sms(unique_number(), f"Y {code}"))  # not the owner's verified number
+    assert (stranger.status, stranger.reason, stranger.run_id) == ("rejected", "unknown sender", None)
+    wrong = replies.receive(rt, _sms(phone, "Y 0000" if code != "0000" else "Y 0001"))
+    assert (wrong.status, wrong.run_id) == ("approval", None) and "no pending approval with code" in wrong.reason
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == "pending"  # nothing changed
+
+    yes = replies.receive(rt, _sms(phone, f"y {code}"))
+    assert (yes.status, yes.run_id) == ("approval", None) and yes.reason == f"code {code}: approval {row['id']} approved"
+    desc = rt.starter.engine().wait(arn, timeout=120)
+    assert desc["status"] == "SUCCEEDED", desc
+    with pool.connection() as conn:
+        done = runs.get_run(conn, owner, run["id"])
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchall()
+        reply_runs = conn.execute("SELECT count(*) AS n FROM runs WHERE owner_id = %s AND trigger = 'sms'",
+                                  (owner,)).fetchone()["n"]
+    assert done["result"] == "nginx was restarted on cube after your approval."
+    meta = rt.store.read_metadata(job["worker_id"])
+    assert [c["path"] for c in meta["tool_calls"]] == ["tool_calls/001_ssh_exec.txt", "tool_calls/002_ssh_exec.txt"]
+    assert meta["tool_calls"][1]["exit_code"] is not None  # the restart reached the host, once
+    assert reply_runs == 0  # no SMS became a run
+    told = [t for t in texts(rt.settings.data_dir) if t["to"] == phone]
+    assert any(f"Approved {code}: systemctl restart nginx on cube; it runs now." in "".join(t["parts"]) for t in told)
+
+    again = replies.receive(rt, _sms(phone, f"N {code}"))  # the code is spent: a replay changes nothing
+    assert again.status == "approval" and "no pending approval with code" in again.reason
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == "approved"
+
+
+@pytest.mark.e2e
+def test_an_sms_n_with_its_code_denies_and_the_restart_never_runs(runtime_env, llm, pool, owner, ssh_server):
+    from zerg.inbound import replies
+
+    rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S="600")
+    run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
+    no = replies.receive(rt, _sms(phone, f"N {row['code']}."))
+    assert no.status == "approval" and no.reason == f"code {row['code']}: approval {row['id']} denied"
+    desc = rt.starter.engine().wait(arn, timeout=120)
+    assert desc["status"] == "SUCCEEDED", desc
+    with pool.connection() as conn:
+        done = runs.get_run(conn, owner, run["id"])
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchall()
+    assert done["result"] == "You denied the restart; nginx was not restarted."
+    assert [c["path"] for c in rt.store.read_metadata(job["worker_id"])["tool_calls"]] == ["tool_calls/001_ssh_exec.txt"]

@@ -417,10 +417,11 @@ class InboundMessage(BaseModel):
     id: int
     channel: Literal["email", "sms"]
     source: Literal["ses", "sns", "local"] = Field(description="How it arrived: SES, two-way SMS, or the local path")
-    status: Literal["received", "rejected", "acknowledged", "run", "keyword", "failed"] = Field(
+    status: Literal["received", "rejected", "acknowledged", "run", "keyword", "approval", "failed"] = Field(
         description="received: not acted on yet; rejected: refused (reason says why); acknowledged: it "
                     "acknowledged an alert; run: it started run_id (a run that could not start is still run: "
-                    "the run itself failed, and its answer says why); keyword: STOP, START or HELP; failed: "
+                    "the run itself failed, and its answer says why); keyword: STOP, START or HELP; approval: "
+                    "an SMS 'Y 4821'/'N 4821' answered the owner's approval of that code (reason says how); failed: "
                     "an unexpected error while deciding on it, nothing acted on (reason names the error)")
     reason: str | None = Field(description="Why it was rejected, the error that failed it, or what the keyword did")
     received_at: datetime

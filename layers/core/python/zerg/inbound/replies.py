@@ -14,6 +14,11 @@ What a message becomes, in this order (each decision is the row's ``status`` and
 2. ``keyword`` (SMS): STOP opts the number out (no confirmation: the carrier sends its own), START
    opts it in again and confirms, HELP answers :data:`zerg.inbound.sms.HELP_TEXT`. No linked
    notification needed.
+   ``approval`` (SMS, issue 27): the whole message answers an approval by its short code (``Y 4821``
+   / ``N 4821``, :func:`zerg.inbound.sms.approval_answer`): the owner's pending approval of that code
+   is approved or denied once (:mod:`zerg.approvals.wait`) and the outcome told back; no pending
+   approval of that code: told so. Never a run; no linked notification needed (the verified number
+   and the owner's own code are the proof).
 3. ``acknowledged``: the whole message is an acknowledgement (:func:`zerg.inbound.words.is_acknowledgement`:
    "ok", "ack", "got it", 👍; "thanks" alone is none) and the run it answers has an inbox item: the
    item is acknowledged (a critical alert's repeats stop) and a one-line confirmation goes back; an
@@ -92,7 +97,7 @@ EMAIL_ANSWER_CHARS = 20_000
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # received | rejected | acknowledged | run | keyword | failed
+    status: str  # received | rejected | acknowledged | run | keyword | approval | failed
     reason: str | None
     inbound_id: int | None
     run_id: int | None = None
@@ -258,7 +263,9 @@ def _process(rt: "Runtime", inbound_id: int, *, wait: bool) -> Outcome:
         _start(rt, inbound_id, wait=True)
     elif decision.send:
         try:  # best effort: the decision stands whatever happens to its confirmation
-            _send_back(rt, row, decision.contact_id, decision.send, run_id=decision.answers_run_id)
+            # an approval's confirmation is no answer of the waiting run (that run's own answer still goes)
+            answers = decision.answers_run_id if decision.status != "approval" else None
+            _send_back(rt, row, decision.contact_id, decision.send, run_id=answers)
         except Exception:
             observability.logger().warning("inbound message: the confirmation could not be sent", exc_info=True,
                                            extra={"inbound_id": inbound_id})
@@ -280,6 +287,9 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         word = sms.keyword(body)
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
+        answer = sms.approval_answer(body)
+        if answer is not None:  # "Y 4821": the owner's verified number answers an approval; never a run
+            return _approval_decision(rt, conn, owner_id, contact_id, *answer)
     if inbound.channel == "email" and inbound.message_id:
         from zerg.text import one_line
 
@@ -358,6 +368,34 @@ def _keyword_decision(conn: "Connection", owner_id: int, contact_id: int, inboun
         contacts.opt_in(conn, owner_id, contact_id)
         return _Decision("keyword", "START: SMS to this number resumed", send=START_TEXT, **linked)
     return _Decision("keyword", "HELP: answered", send=sms.HELP_TEXT, **linked)
+
+
+def _approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, contact_id: int, decision: str,
+                       code: str) -> _Decision:
+    """An SMS answer to the owner's pending approval of ``code`` (owner-scoped: another owner's code is
+    "no pending approval"), decided once through :mod:`zerg.approvals.wait`, and told back."""
+    from zerg.approvals import requests as approval_requests
+    from zerg.approvals import wait
+    from zerg.text import one_line
+
+    linked = {"owner_id": owner_id, "contact_id": contact_id}
+    pending = approval_requests.by_code(conn, owner_id, code)
+    if pending is None:
+        return _Decision("approval", f"no pending approval with code {code}",
+                         send=f"Zerg: no pending approval has code {code} (answered, expired or never asked).",
+                         **linked)
+    answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, pending["id"])
+    call = wait.call_summary(pending["tool"], pending["arguments"])
+    what = call["command"] or call["url"] or pending["tool"]
+    where = f" on {call['host']}" if call["host"] else ""
+    if answer.decided:
+        told = "Approved" if answer.status == "approved" else "Denied"
+        effect = "it runs now" if answer.status == "approved" else "it will not run"
+        send = f"Zerg: {told} {code}: {one_line(what, 120)}{where}; {effect}."
+    else:
+        send = f"Zerg: {code} not changed: {answer.message}."
+    return _Decision("approval", f"code {code}: {answer.message}", answers_run_id=pending["run_id"], send=send,
+                     **linked)
 
 
 START_TEXT = "Zerg: alerts by SMS to this number are on again. Reply STOP to stop them, HELP for help."

@@ -4,3 +4,8 @@
 -- is scoped by the owner the channel proved).
 ALTER TABLE approvals ADD COLUMN code text CHECK (code ~ '^[0-9]{4}$');
 CREATE UNIQUE INDEX approvals_pending_code ON approvals (owner_id, code) WHERE status = 'pending';
+
+-- An SMS that answered an approval by its code: its own outcome, never a run.
+ALTER TABLE inbound_messages DROP CONSTRAINT inbound_messages_status_check;
+ALTER TABLE inbound_messages ADD CONSTRAINT inbound_messages_status_check
+    CHECK (status IN ('received', 'rejected', 'acknowledged', 'run', 'keyword', 'approval', 'failed'));
