@@ -8,11 +8,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from zerg.approvals import requests as approvals
 
 from tests import test_approval_wait as wait_tests
 from tests.support.api import call, login
 from tests.test_approval_wait import CALL, _finish, _run, _worker
+from zerg.approvals import requests as approvals
 
 waiting_run = wait_tests.waiting_run  # the fixture: a run whose worker's call waits for the owner
 
@@ -129,3 +129,69 @@ def test_the_cli_lists_and_answers_once_and_says_why_not(waiting_run, pool, owne
     assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]  # ran once
     assert main(["approvals", "deny", str(row["id"]), *who]) == 1
     assert "already answered (approved)" in capsys.readouterr().err
+
+
+def test_codes_are_unique_among_an_owners_pending_approvals_even_when_two_draw_the_same(pool, owner):
+    """Two approvals created at once with the same random draw (the same seed on both connections):
+    the second waits on the unique index, loses, draws again in a savepoint and gets another code."""
+    from tests.support.factories import make_job, make_run
+    from tests.support.waiting import wait_for
+
+    run_id, _ = make_run(pool, owner)
+    first_job, second_job = make_job(pool, owner, run_id, "one"), make_job(pool, owner, run_id, "two")
+    made = {}
+    with pool.connection() as first, pool.connection() as second:
+        second_pid = second.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+        with first.transaction():
+            first.execute("SELECT setseed(0.25)")
+            made["first"] = approvals.create(first, owner, run_id, first_job, "ssh_exec", {"command": "a"}, "c1", "")
+
+            def create_second():
+                with second.transaction():
+                    second.execute("SELECT setseed(0.25)")
+                    made["second"] = approvals.create(second, owner, run_id, second_job, "ssh_exec", {"command": "b"},
+                                                      "c2", "")
+
+            racer = threading.Thread(target=create_second)
+            racer.start()
+            with pool.connection() as watcher:  # the second insert waits on the first's uncommitted code
+                wait_for(lambda: watcher.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                                                 (second_pid,)).fetchone()["wait_event_type"] == "Lock",
+                         "the second insert waiting on the first's code", limit_s=30)
+        racer.join(60)
+    assert made["first"]["code"] and made["second"]["code"] and made["first"]["code"] != made["second"]["code"]
+    with pool.connection() as conn:
+        assert {r["code"] for r in approvals.pending(conn, owner, run_id)} == {made["first"]["code"],
+                                                                                made["second"]["code"]}
+
+
+def test_an_sms_code_answers_only_its_own_owners_approval(runtime_env, pool, alice, bob):
+    """Bob's verified number sending Alice's code finds no pending approval of Bob's: nothing changes."""
+    import secrets
+
+    from tests.support.factories import make_job, make_run
+    from tests.support.notify import verified_contact
+    from zerg.inbound import replies
+    from zerg.inbound.messages import Inbound
+
+    rt = runtime_env()
+    run_id, _ = make_run(pool, alice.owner_id, trigger="email")
+    job_id = make_job(pool, alice.owner_id, run_id, "restart")
+    with pool.connection() as conn:
+        row = approvals.create(conn, alice.owner_id, run_id, job_id, "ssh_exec", {"host": "cube", "command": "reboot"},
+                               "c1", "")
+    theirs, mine = verified_contact(pool, bob.owner_id, "sms"), verified_contact(pool, alice.owner_id, "sms")
+
+    def sms(sender, text):
+        return Inbound(channel="sms", provider_id=f"sms-{secrets.token_hex(8)}", source="sns", sender=sender, body=text,
+                       recipient="+15550009999")
+
+    other = replies.receive(rt, sms(theirs["address"], f"Y {row['code']}"))
+    assert (other.status, other.owner_id, other.reason) == ("approval", bob.owner_id,
+                                                             f"no pending approval with code {row['code']}")
+    with pool.connection() as conn:
+        assert approvals.get(conn, alice.owner_id, row["id"])["status"] == "pending"
+    own = replies.receive(rt, sms(mine["address"], f"N {row['code']}"))
+    assert (own.status, own.run_id) == ("approval", None)
+    with pool.connection() as conn:
+        assert approvals.get(conn, alice.owner_id, row["id"])["status"] == "denied"

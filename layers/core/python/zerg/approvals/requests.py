@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from psycopg import Connection
+from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
 Decision = Literal["approved", "denied", "expired", "cancelled"]
@@ -34,8 +35,24 @@ def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str,
     worker waits on one call at a time)."""
     conn.execute("UPDATE approvals SET status = 'cancelled', answered_at = now() "
                  "WHERE job_id = %s AND owner_id = %s AND status = 'pending'", (job_id, owner_id))
-    # The short code (SMS "Y 4821"): a random four digits free among the owner's pending approvals
-    # (the partial unique index approvals_pending_code is the guard).
+    # The short code (SMS "Y 4821"): a random four digits free among the owner's pending approvals.
+    # The partial unique index approvals_pending_code is the guard: two approvals of one owner created
+    # at once may draw the same code, so the loser draws again (in a savepoint, the caller's work kept).
+    for attempt in range(_CODE_ATTEMPTS):
+        try:
+            with conn.transaction():
+                return _insert(conn, owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)
+        except UniqueViolation as exc:
+            if exc.diag.constraint_name != "approvals_pending_code" or attempt == _CODE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_CODE_ATTEMPTS = 5
+
+
+def _insert(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str, arguments: dict[str, Any],
+            tool_call_id: str, reason: str) -> dict[str, Any]:
     return conn.execute(
         f"""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason, code)
             VALUES (%s, %s, %s, %s, %s, %s, %s,
