@@ -195,3 +195,51 @@ def test_an_sms_code_answers_only_its_own_owners_approval(runtime_env, pool, ali
     assert (own.status, own.run_id) == ("approval", None)
     with pool.connection() as conn:
         assert approvals.get(conn, alice.owner_id, row["id"])["status"] == "denied"
+
+
+def test_the_owner_is_told_once_and_an_email_reply_approve_answers_exactly_that_approval(
+        waiting_run, pool, owner, alice):
+    import secrets
+
+    from tests.support.notify import emails, texts, verified_contact
+    from zerg.inbound import replies
+    from zerg.inbound.messages import Inbound
+
+    mail, phone = verified_contact(pool, owner, "email"), verified_contact(pool, owner, "sms")
+    from tests.support.waiting import wait_for
+
+    rt, run_id, arn, row = waiting_run()
+
+    def noted():  # told right after the token is stored
+        with pool.connection() as conn:
+            ids = approvals.get(conn, owner, row["id"])["notification_ids"]
+        return ids if ids else None
+
+    wait_for(noted, "the owner told about the approval", limit_s=60)
+    with pool.connection() as conn:
+        told = conn.execute("SELECT id, channel, reply_token, body FROM notifications WHERE owner_id = %s "
+                            "AND purpose = 'approval' ORDER BY id", (owner,)).fetchall()
+        noted = approvals.get(conn, owner, row["id"])["notification_ids"]
+    assert [n["channel"] for n in told] == ["email", "sms"] and noted == [n["id"] for n in told]  # once each
+    assert f"wants to run container_exec: {CALL['command']}" in told[0]["body"]
+    assert "The model's stated reason (its words, data, not an instruction):\n> " in told[0]["body"]
+    assert f"Y {row['code']} / N {row['code']}" in told[0]["body"]
+    sms_text = "".join(texts(rt.settings.data_dir)[-1]["parts"])
+    assert f"Reply Y {row['code']} or N {row['code']}." in sms_text and phone["address"]
+    assert any(f"(approval {row['id']})" in m["Subject"] for m in emails(rt.settings.data_dir))
+
+    def reply(text):
+        token = told[0]["reply_token"]
+        return replies.receive(rt, Inbound(
+            channel="email", provider_id=f"ses-{secrets.token_hex(8)}", source="ses", sender=mail["address"], body=text,
+            recipient=f"reply+{token}@zerg.localhost", subject="Re: approve", tokens=(token,),
+            message_id=f"<{secrets.token_hex(6)}@mail.example.com>"))
+
+    yes = reply("Approve.")
+    assert (yes.status, yes.run_id, yes.reason) == ("approval", None, f"email: approval {row['id']} approved")
+    _finish(rt, arn)
+    assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]  # ran once
+    again = reply("deny")  # a replay, or a second answer: says so, changes nothing
+    assert again.status == "approval" and "already answered (approved)" in again.reason
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == "approved"

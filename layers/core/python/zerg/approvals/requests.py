@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 Decision = Literal["approved", "denied", "expired", "cancelled"]
 STATUSES = ("pending", "approved", "denied", "expired", "cancelled")
 _COLUMNS = ("id, owner_id, run_id, job_id, tool, arguments, tool_call_id, reason, status, task_token, created_at, "
-            "waiting_since, expires_at, answered_at, used_at, code")
+            "waiting_since, expires_at, answered_at, used_at, code, notification_ids")
 
 
 def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str, arguments: dict[str, Any],
@@ -83,6 +83,24 @@ def by_code(conn: Connection, owner_id: int, code: str) -> dict[str, Any] | None
     """The owner's pending approval with this short code (None: no such pending approval of this owner)."""
     return conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND code = %s AND status = 'pending'",
                         (owner_id, code)).fetchone()
+
+
+def claim_notice(conn: Connection, owner_id: int, approval_id: int) -> bool:
+    """Whether this call is the one to tell the owner about the approval (once: a retried callback
+    tells nobody twice)."""
+    return conn.execute("UPDATE approvals SET notification_ids = '{}' WHERE id = %s AND owner_id = %s "
+                        "AND notification_ids IS NULL RETURNING id", (approval_id, owner_id)).fetchone() is not None
+
+
+def set_notices(conn: Connection, owner_id: int, approval_id: int, notification_ids: list[int]) -> None:
+    conn.execute("UPDATE approvals SET notification_ids = %s WHERE id = %s AND owner_id = %s",
+                 (notification_ids, approval_id, owner_id))
+
+
+def by_notification(conn: Connection, owner_id: int, notification_id: int) -> dict[str, Any] | None:
+    """The owner's approval that notification told them about (whatever its status now)."""
+    return conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND notification_ids @> ARRAY[%s]::bigint[]",
+                        (owner_id, notification_id)).fetchone()
 
 
 def recent(conn: Connection, owner_id: int, *, limit: int = 50) -> list[dict[str, Any]]:

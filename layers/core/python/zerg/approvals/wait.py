@@ -66,7 +66,47 @@ def await_answer(rt: Runtime, owner_id: int, approval_id: int, token: str, timeo
         return {"approval_id": approval_id, "status": "missing"}
     if row["status"] != "pending":
         _wake(rt, row)
+    else:
+        _tell_owner(rt, owner_id, row)
     return {"approval_id": approval_id, "status": row["status"]}
+
+
+def _tell_owner(rt: Runtime, owner_id: int, row: dict[str, Any]) -> None:
+    """Tell the owner an approval waits, once, on their verified email and SMS contacts: the exact call,
+    the model's reason as quoted data, and how to answer (reply approve/deny to the email; Y/N and the
+    code by SMS). Best effort: the approval stands, listed in the API and the CLI, if nothing is sent."""
+    from zerg.notify.deliver import deliver
+    from zerg.text import one_line
+
+    with rt.pool.connection() as conn:
+        if not requests.claim_notice(conn, owner_id, row["id"]):
+            return
+        run = runs.get_run(conn, owner_id, row["run_id"])
+    call = call_summary(row["tool"], row["arguments"])
+    what = one_line(call["command"] or call["url"] or row["tool"], 300)
+    where = f" on {call['host']}" if call["host"] else ""
+    method = f" ({call['method']})" if call["method"] else ""
+    started = {"schedule": "a schedule", "email": "an email reply", "sms": "an SMS reply"}.get(
+        run["trigger"] if run else "", "you")
+    expires = row["expires_at"].strftime("%Y-%m-%d %H:%M UTC") if row["expires_at"] else "in 1 h"
+    body = (f"A run started by {started} wants to run {row['tool']}{method}: {what}{where}.\n"
+            f"Run {row['run_id']}: {one_line(run['task'] if run else '', 200)}\n"
+            f"The model's stated reason (its words, data, not an instruction):\n> {one_line(row['reason'], 500)}\n"
+            f"Expires {expires}. Reply \"approve\" or \"deny\" to this email, or answer by SMS "
+            f"Y {row['code']} / N {row['code']}, or: zerg approvals approve|deny {row['id']}.")
+    text = f"Zerg asks: {row['tool']} {one_line(what, 100)}{where}? Reply Y {row['code']} or N {row['code']}."
+    sent: list[int] = []
+    for channel, message in (("email", body), ("sms", text)):
+        try:
+            rows = deliver(rt, owner_id, channel=channel, purpose="approval", severity="warning",
+                           subject=f"[Zerg] Approve {row['tool']}{where}? (approval {row['id']})", body=message,
+                           run_id=row["run_id"])
+            sent += [r["id"] for r in rows if r["status"] != "suppressed"]
+        except Exception as exc:
+            log.warning("approval %s: could not tell the owner by %s (%s: %s)", row["id"], channel,
+                        type(exc).__name__, exc)
+    with rt.pool.connection() as conn:
+        requests.set_notices(conn, owner_id, row["id"], sent)
 
 
 def approve(rt: Runtime, owner_id: int, approval_id: int) -> Answer:

@@ -302,6 +302,10 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         return _Decision("rejected", reason, owner_id)
     linked = {"owner_id": owner_id, "contact_id": contact_id, "notification_id": answered["id"],
               "answers_run_id": answered["run_id"]}
+    if answered["purpose"] == "approval" and inbound.channel == "email":
+        decision = _email_approval_decision(rt, conn, owner_id, answered, body, linked)
+        if decision is not None:
+            return decision
     if is_acknowledgement(body):
         decision = _acknowledge(rt, conn, owner_id, answered, linked)
         if decision is not None:
@@ -396,6 +400,31 @@ def _approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, contact
         send = f"Zerg: {code} not changed: {answer.message}."
     return _Decision("approval", f"code {code}: {answer.message}", answers_run_id=pending["run_id"], send=send,
                      **linked)
+
+
+_APPROVE_WORDS = {"approve": "approve", "approved": "approve", "yes": "approve", "y": "approve",
+                  "deny": "deny", "denied": "deny", "no": "deny", "n": "deny"}
+
+
+def _email_approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any], body: str,
+                             linked: dict[str, Any]) -> _Decision | None:
+    """An email reply "approve" / "deny" (the whole reply) to the notification that told the owner about
+    an approval answers exactly that approval (the reply token names the notification; the approval
+    keeps its notifications), once. Other words: None, a reply like any other."""
+    from zerg.approvals import requests as approval_requests
+    from zerg.approvals import wait
+
+    word = " ".join(body.strip().rstrip(" \t\n.!?,;:").split()).lower()
+    decision = _APPROVE_WORDS.get(word)
+    if decision is None:
+        return None
+    approval = approval_requests.by_notification(conn, owner_id, answered["id"])
+    if approval is None:
+        return None
+    answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, approval["id"])
+    told = answer.message[0].upper() + answer.message[1:]
+    send = f"{told}." + (" The call runs now." if answer.decided and answer.status == "approved" else "")
+    return _Decision("approval", f"email: {answer.message}", send=send, **linked)
 
 
 START_TEXT = "Zerg: alerts by SMS to this number are on again. Reply STOP to stop them, HELP for help."
