@@ -65,6 +65,8 @@ def _reply_script(request):
             return {"content": "nginx was restarted on cube after your approval."}
         if "denied by the owner" in text:
             return {"content": "You denied the restart; nginx was not restarted."}
+        if "no answer within" in text:
+            return {"content": "Nobody approved the restart in time; nginx was not restarted."}
         return {"content": "unexpected"}
     if role == "worker":
         results = [m["content"] for m in request["messages"] if m["role"] == "tool"]
@@ -74,6 +76,8 @@ def _reply_script(request):
             return {"tool_calls": [("ssh_exec", {"host": "cube", "command": RESTART})]}
         if "DENIED: denied by the owner" in results[-1]:  # tool results reach the model fenced as data
             return {"content": "not restarted: denied by the owner"}
+        if "NO ANSWER" in results[-1]:
+            return {"content": "not restarted: no answer within the approval time"}
         return {"content": "restart ran on cube"}
     return {"content": "short summary"}
 
@@ -305,7 +309,7 @@ def _reply_run_waiting(rt, llm, pool, owner, ssh_server):
     row = wait_for(token_stored, "the approval's task token", limit_s=60)
     with pool.connection() as conn:
         run = runs.get_run(conn, owner, outcome.run_id)
-    assert (run["trigger"], run["status"]) == ("email", "awaiting_approval")
+    assert run["trigger"] == "email" and run["status"] in ("awaiting_approval", "running")  # a short wait may end
     return run, run["execution_arn"], row, phone["address"]
 
 
@@ -328,6 +332,7 @@ def test_an_email_replys_restart_waits_and_an_sms_y_with_its_code_approves_it_on
 
     rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S="600")
     run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
+    assert run["status"] == "awaiting_approval"
     code = row["code"]
     assert len(code) == 4 and code.isdigit()
 
@@ -375,4 +380,24 @@ def test_an_sms_n_with_its_code_denies_and_the_restart_never_runs(runtime_env, l
         done = runs.get_run(conn, owner, run["id"])
         (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchall()
     assert done["result"] == "You denied the restart; nginx was not restarted."
+    assert [c["path"] for c in rt.store.read_metadata(job["worker_id"])["tool_calls"]] == ["tool_calls/001_ssh_exec.txt"]
+
+
+@pytest.mark.e2e
+def test_an_sms_y_after_the_wait_timed_out_changes_nothing_and_the_restart_never_runs(
+        runtime_env, llm, pool, owner, ssh_server):
+    from zerg.inbound import replies
+
+    rt = runtime_env(ZERG_APPROVAL_TIMEOUT_S="1")
+    run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
+    desc = rt.starter.engine().wait(arn, timeout=120)  # AwaitApproval's timeout ended the wait
+    assert desc["status"] == "SUCCEEDED", desc
+    late = replies.receive(rt, _sms(phone, f"Y {row['code']}"))
+    assert (late.status, late.run_id) == ("approval", None)
+    assert late.reason == f"no pending approval with code {row['code']}"  # expired: its code is no longer live
+    with pool.connection() as conn:
+        done = runs.get_run(conn, owner, run["id"])
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchall()
+        assert approvals.get(conn, owner, row["id"])["status"] == "expired"
+    assert done["result"] == "Nobody approved the restart in time; nginx was not restarted."
     assert [c["path"] for c in rt.store.read_metadata(job["worker_id"])["tool_calls"]] == ["tool_calls/001_ssh_exec.txt"]
