@@ -152,6 +152,45 @@ def test_store_refuses_another_owners_file_and_replaces_all_of_its_own_chunks(po
         assert vectors.nearest(conn, other_owner, "model-a", [0.0, 1.0], limit=5) == []
 
 
+def test_two_passes_storing_the_same_file_at_once_both_succeed_and_leave_one_set_of_chunks(pool, owner):
+    """The CLI's post-run pass and the background indexer can embed the same new file at the same
+    time: the second store waits for the first and replaces its chunks, it does not fail on the
+    unique (file, model, chunk) key."""
+    import threading
+
+    with pool.connection() as conn:
+        fid = add_file(conn, owner, "notes/raced.md", "raced")
+    first = pool.getconn()
+    outcome = {}
+    try:
+        with first.transaction():
+            assert vectors.store(first, owner, fid, "model-a", [vectors.Chunk(0, 5, [1.0, 0.0])], "h1")
+
+            def second():
+                try:
+                    with pool.connection() as conn:
+                        outcome["stored"] = vectors.store(conn, owner, fid, "model-a",
+                                                          [vectors.Chunk(0, 5, [0.0, 1.0])], "h1")
+                except Exception as exc:  # the failure this test is about
+                    outcome["error"] = exc
+
+            thread = threading.Thread(target=second)
+            thread.start()
+            with pool.connection() as conn:  # the second store is blocked behind the first's transaction
+                wait_for(lambda: conn.execute(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE '%%memory%%'").fetchone()["n"] > 0, "the second store to wait on a lock")
+    finally:
+        pool.putconn(first)
+    thread.join(timeout=60)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["stored"] is True
+    with pool.connection() as conn:
+        rows = conn.execute("SELECT chunk, embedding::text AS v FROM memory_embeddings WHERE file_id = %s",
+                            (fid,)).fetchall()
+    assert [(r["chunk"], r["v"]) for r in rows] == [(0, "[0,1]")]
+
+
 def test_pgvector_before_0_8_takes_the_exact_path():
     assert not vectors.iterative_scans("0.6.2") and not vectors.iterative_scans("0.7.4")
     assert vectors.iterative_scans("0.8.0") and vectors.iterative_scans("0.8.6") and vectors.iterative_scans("1.0")

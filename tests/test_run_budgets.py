@@ -14,7 +14,7 @@ from decimal import Decimal
 import pytest
 
 from tests.support.api import call
-from tests.support.factories import make_job, make_run
+from tests.support.factories import make_job, make_run, run_task
 from tests.support.schedules import finished_run, fire_rows, make_schedule
 from tests.support.scripts import assessment_json, has_tool_results, role_of, worker_task
 from zerg.alerts import budget
@@ -27,15 +27,6 @@ from zerg.schedules import fires
 from zerg.schedules.firing import fire
 
 QUICK, ENDLESS = "read the disk usage", "watch the logs until told to stop"
-
-
-def start(pool, engine, owner_id: int, task: str = "check disk", preferences: dict | None = None) -> dict:
-    with pool.connection() as conn:
-        started = runs.start_run(conn, owner_id, task, preferences=preferences)
-    assert engine.wait(engine.start_execution(started.run_id, owner_id, started.thread_id), timeout=90)["status"] == "SUCCEEDED"
-    assert engine.drain(timeout=60)
-    with pool.connection() as conn:
-        return runs.get_run(conn, owner_id, started.run_id)
 
 
 def one_answer(text: str = "Disk usage is at 41%."):
@@ -68,7 +59,7 @@ def quick_then_endless(request: dict) -> dict:
 def test_a_budgeted_run_refuses_a_model_of_unknown_price_naming_the_setting(runtime_env, llm, engine, pool, owner):
     runtime_env(ZERG_SUPERVISOR_MODEL="acme-large-2")
     llm.respond_with(one_answer())
-    run = start(pool, engine, owner, preferences={"budget_usd": 1.0})
+    run = run_task(pool, engine, owner, "check disk", preferences={"budget_usd": 1.0})
     assert run["status"] == "failed"
     assert run["error"].startswith("Model 'acme-large-2' has no known price, so the run's budget ($1.00, the request)")
     assert "zerg policy set --model-price acme-large-2=IN,OUT" in run["error"]
@@ -79,7 +70,7 @@ def test_a_budgeted_run_refuses_a_model_of_unknown_price_naming_the_setting(runt
 def test_without_a_budget_an_unknown_price_runs_as_before_with_an_unknown_cost(runtime_env, llm, engine, pool, owner):
     runtime_env(ZERG_SUPERVISOR_MODEL="acme-large-2")
     llm.respond_with(one_answer())
-    run = start(pool, engine, owner)
+    run = run_task(pool, engine, owner, "check disk")
     assert run["status"] == "success"
     with pool.connection() as conn:
         calls = [c for c in calls_of_run(conn, owner, run["id"]) if c["component"] == "supervisor"]
@@ -92,7 +83,7 @@ def test_the_owners_price_lets_a_budgeted_run_use_the_model_and_its_calls_cost_t
     llm.respond_with(one_answer())
     with pool.connection() as conn:
         set_policy(conn, owner, PolicyChange(model_prices={"acme-large": [1.0, 2.0]}))  # a prefix names the family
-    run = start(pool, engine, owner, preferences={"budget_usd": 1.0})
+    run = run_task(pool, engine, owner, "check disk", preferences={"budget_usd": 1.0})
     assert run["status"] == "success", run["error"]
     with pool.connection() as conn:
         (call,) = [c for c in calls_of_run(conn, owner, run["id"]) if c["component"] == "supervisor"]
@@ -119,7 +110,7 @@ def test_a_token_budget_stops_the_run_before_its_next_model_call_with_a_partial_
         runtime_env, llm, engine, pool, owner):
     runtime_env()
     llm.respond_with(quick_then_endless)
-    run = start(pool, engine, owner, "watch it", preferences={"budget_tokens": 1})  # the plan call spends it
+    run = run_task(pool, engine, owner, "watch it", preferences={"budget_tokens": 1})  # the plan call spends it
     assert run["status"] == "failed" and run["budget_stopped_at"] is not None
     assert run["error"].startswith("Run budget of 1 tokens (the request) reached: ")
     assert run["result"].startswith(run["error"]) and "No worker had started." not in run["result"]

@@ -74,13 +74,13 @@ def make_finished_worker(
     return job_id, wid
 
 
-def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api") -> dict:
-    """Start a run of ``task`` on the owner's thread, execute it on the local ``engine`` to the end
-    (its Remember step too); the closed run's row."""
+def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api", preferences: dict | None = None) -> dict:
+    """Start a run of ``task`` (with the request's ``preferences``) on the owner's thread, execute it
+    on the local ``engine`` to the end (its Remember step too); the closed run's row."""
     from zerg.runs import store as runs
 
     with pool.connection() as conn:
-        started = runs.start_run(conn, owner_id, task, trigger=trigger)
+        started = runs.start_run(conn, owner_id, task, trigger=trigger, preferences=preferences)
     assert engine.wait(engine.start_execution(started.run_id, owner_id, started.thread_id), timeout=60)["status"] == "SUCCEEDED"
     assert engine.drain(timeout=60)
     with pool.connection() as conn:

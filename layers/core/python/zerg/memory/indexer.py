@@ -15,6 +15,9 @@ Invariants:
   the same content was refused :data:`~zerg.memory.embed_failures.GIVE_UP_AFTER` times, left
   out of later passes until it is edited. A file is sent at most once per pass.
 - No database connection is held while the model runs.
+- Passes of one runtime run one at a time (the post-run pass waits for the background one, then
+  finds its files embedded), so the same file is not embedded twice at once; across processes
+  :func:`zerg.memory.vectors.store` serialises on the file's row.
 - Who runs it: locally, :func:`kick` (after a memory write) wakes one background thread per
   process, which coalesces kicks; ``zerg serve``'s housekeeping runs a pass every
   :data:`SWEEP_EVERY_S`. On Lambda :func:`kick` does nothing (a thread would be frozen with the
@@ -46,6 +49,15 @@ BATCH_TIMEOUT_S = 30.0
 PASS_LIMIT = 256  # files per pass: a big backlog is worked off over several passes
 SWEEP_EVERY_S = 60.0
 
+_passes_lock = threading.Lock()
+
+
+def _one_pass_at_a_time(rt: "Runtime") -> threading.Lock:
+    """The runtime's pass lock, kept on it like its parts (per runtime: a test's runtime never
+    waits behind another's pass)."""
+    with _passes_lock:
+        return rt.__dict__.setdefault("_memory_indexer_pass", threading.Lock())
+
 
 def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | None = None,
                   should_stop: Callable[[], bool] | None = None, batch_timeout_s: float | None = None) -> int:
@@ -60,6 +72,12 @@ def embed_pending(rt: "Runtime", *, owner_id: int | None = None, limit: int | No
         return 0
     if embedder is None:
         return 0
+    with _one_pass_at_a_time(rt):
+        return _pass(rt, embedder, owner_id, limit, should_stop, batch_timeout_s)
+
+
+def _pass(rt: "Runtime", embedder: "Embedder", owner_id: int | None, limit: int,
+          should_stop: Callable[[], bool] | None, batch_timeout_s: float | None) -> int:
     done, tried = 0, set()  # tried: files this pass already sent (a refused one is not sent again now)
     timeout = batch_timeout_s or max(BATCH_TIMEOUT_S, rt.settings.embedding_timeout_s)
     try:

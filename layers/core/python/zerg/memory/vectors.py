@@ -73,7 +73,10 @@ def store(conn: Connection, owner_id: int, file_id: int, model: str, chunks: Seq
         raise ValueError("a file's vectors need at least one chunk")
     literals = [_vector_literal(model, c.vector) for c in chunks]
     with conn.transaction():
-        owned = conn.execute("SELECT id FROM memory_files WHERE id = %s AND owner_id = %s FOR SHARE",
+        # The row lock serialises two passes storing the same file (the CLI's post-run pass and the
+        # background indexer): the second waits, then replaces the first's chunks; with a shared
+        # lock both would insert chunk 0 and the second would fail on the unique key.
+        owned = conn.execute("SELECT id FROM memory_files WHERE id = %s AND owner_id = %s FOR NO KEY UPDATE",
                              (file_id, owner_id)).fetchone()
         if owned is None:
             return False

@@ -5,7 +5,7 @@ fields are checked by :mod:`zerg.schedules.service` (one place for every caller)
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -15,6 +15,20 @@ from zerg.validation import JsonBool, json_int, null_only_for
 # Issue 27: a check's budgets (null: none) and its idle pause (null: never). Same in POST and PATCH.
 BUDGET_FIELDS = ("fire_usd_budget", "fire_token_budget", "day_usd_budget", "day_token_budget", "idle_pause_days")
 IDLE_PAUSE_DAYS_DEFAULT = 14
+
+# A check's budgets and idle pause, alike in the schedule as created and in a patch (defaults apart).
+FireUsdBudget = Annotated[float | None, Field(ge=0, le=1_000_000, description=(
+    "check: the USD budget of each fire's run (checked before every model call; past it the run stops with a "
+    "partial answer); null: none"))]
+FireTokenBudget = Annotated[json_int(ge=0, le=10**12) | None, Field(description=(
+    "check: the token budget (in + out) of each fire's run; null: none"))]
+DayUsdBudget = Annotated[float | None, Field(ge=0, le=1_000_000, description=(
+    "check: USD its runs may spend per day (its time zone); once spent, later fires that day are skipped"))]
+DayTokenBudget = Annotated[json_int(ge=0, le=10**12) | None, Field(description=(
+    "check: tokens its runs may spend per day; once spent, later fires that day are skipped"))]
+IdlePauseDays = Annotated[json_int(ge=1, le=365) | None, Field(description=(
+    "Pause the schedule when nobody opened or acknowledged its results for this many days (default 14); "
+    "null: never"))]
 
 KINDS = ("check", "digest", "reminder")
 Kind = Literal["check", "digest", "reminder"]
@@ -62,18 +76,11 @@ class ScheduleSpec(BaseModel):
     channels: Channels | None = Field(default=None, description=(
         "Per-severity channel overrides for this schedule's alerts, e.g. {\"warning\": [\"email\"]}; "
         "absent or null: the notification policy's"))
-    fire_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
-        "check: the USD budget of each fire's run (checked before every model call; past it the run stops with a "
-        "partial answer); null: none"))
-    fire_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
-        "check: the token budget (in + out) of each fire's run; null: none"))
-    day_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
-        "check: USD its runs may spend per day (its time zone); once spent, later fires that day are skipped"))
-    day_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
-        "check: tokens its runs may spend per day; once spent, later fires that day are skipped"))
-    idle_pause_days: json_int(ge=1, le=365) | None = Field(default=IDLE_PAUSE_DAYS_DEFAULT, description=(
-        "Pause the schedule when nobody opened or acknowledged its results for this many days (default 14); "
-        "null: never"))
+    fire_usd_budget: FireUsdBudget = None
+    fire_token_budget: FireTokenBudget = None
+    day_usd_budget: DayUsdBudget = None
+    day_token_budget: DayTokenBudget = None
+    idle_pause_days: IdlePauseDays = IDLE_PAUSE_DAYS_DEFAULT
 
     @field_validator("channels")
     @classmethod
@@ -97,18 +104,11 @@ class SchedulePatch(BaseModel):
     timezone: str | None = Field(default=None, json_schema_extra=_FORMATS["timezone"])
     enabled: JsonBool | None = None
     channels: Channels | None = Field(default=None, description="null: back to the notification policy's")
-    fire_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
-        "check: the USD budget of each fire's run (checked before every model call; past it the run stops with a "
-        "partial answer); null: none"))
-    fire_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
-        "check: the token budget (in + out) of each fire's run; null: none"))
-    day_usd_budget: float | None = Field(default=None, ge=0, le=1_000_000, description=(
-        "check: USD its runs may spend per day (its time zone); once spent, later fires that day are skipped"))
-    day_token_budget: json_int(ge=0, le=10**12) | None = Field(default=None, description=(
-        "check: tokens its runs may spend per day; once spent, later fires that day are skipped"))
-    idle_pause_days: json_int(ge=1, le=365) | None = Field(default=None, description=(
-        "Pause the schedule when nobody opened or acknowledged its results for this many days (default 14); "
-        "null: never"))
+    fire_usd_budget: FireUsdBudget = None
+    fire_token_budget: FireTokenBudget = None
+    day_usd_budget: DayUsdBudget = None
+    day_token_budget: DayTokenBudget = None
+    idle_pause_days: IdlePauseDays = None
 
     @field_validator("channels")
     @classmethod
