@@ -182,6 +182,34 @@ def test_a_host_allowlist_lets_its_command_run_unattended(runtime_env, llm, pool
     assert out["status"] == "success" and marker.exists()
 
 
+def test_a_run_that_asked_as_often_as_the_policy_allows_is_refused_without_asking_again(
+        runtime_env, llm, pool, owner, ssh_server, marker):
+    """A run that keeps asking (a loop, or text steering it) stops asking at max_asks_per_run: the
+    call is refused, the model is told why, nothing waits and the command never reaches the host."""
+    rt = runtime_env()
+    add_host(rt, owner, "cube", ssh_server)
+    set_approval_policy(pool, owner, max_asks_per_run=2)
+    run_id, _ = make_run(pool, owner, trigger="email")
+    for n in range(2):  # two earlier workers of the run asked (whatever the owner answered)
+        earlier = make_job(pool, owner, run_id, f"earlier {n}", model="gpt-4o-mini")
+        with pool.connection() as conn:
+            approvals.create(conn, owner, run_id, earlier, "ssh_exec", {"host": "cube", "command": RESTART},
+                             f"call-{n}", "the owner's policy asks")
+    job_id = make_job(pool, owner, run_id, "Look at cube", model="gpt-4o-mini")
+    llm.respond_with(lambda request: {"content": "done"} if any(m["role"] == "tool" for m in request["messages"])
+                     else {"tool_calls": [("ssh_exec", {"host": "cube", "command": f"touch {marker}"})]})
+    out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
+    assert out["status"] == "success" and out["approval_id"] is None
+    (saved,) = [rt.store.read_file(out["worker_id"], f.path) for f in rt.store.list_files(out["worker_id"])
+                if f.path.startswith("tool_calls/")]
+    assert saved.startswith("DENIED: this run already asked the owner 2 time(s), the most one run may ask"), saved
+    with pool.connection() as conn:
+        assert approvals.asked_in_run(conn, owner, run_id) == 2  # nothing new was asked
+    assert not marker.exists()
+    other_run, _ = _worker(rt, llm, pool, owner, "email", f"touch {marker}")  # another run still asks
+    assert other_run["status"] == "awaiting_approval"
+
+
 def test_a_worker_whose_policy_cannot_be_read_runs_nothing_and_asks_nothing(
         runtime_env, llm, pool, owner, ssh_server, marker):
     """Fail closed in the worker too: a stored policy that no longer validates refuses the call (its

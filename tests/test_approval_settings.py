@@ -30,12 +30,13 @@ def test_an_owner_who_set_nothing_reads_the_documented_defaults(rt, alice):
 def test_put_replaces_the_policy_and_another_owner_never_sees_it(rt, alice, bob):
     tok = login(alice)
     policy = {"tools": {"send_email": "allow", "ssh_exec": "deny"}, "ssh_allow": {"web1": ["systemctl restart nginx"]},
-              "expiry_s": 900}
+              "expiry_s": 900, "max_asks_per_run": 3}
     status, body, _ = call("PUT", PATH, policy, token=tok)
     assert status == 200, body
     assert body["tools"]["send_email"] == "allow" and body["tools"]["ssh_exec"] == "deny"
     assert body["tools"]["send_sms"] == "ask" and body["ssh_allow"] == {"web1": ["systemctl restart nginx"]}
-    assert body["expiry_s"] == 900 and body["customised"] is True and body["updated_at"]
+    assert body["expiry_s"] == 900 and body["max_asks_per_run"] == 3
+    assert body["customised"] is True and body["updated_at"]
     assert call("GET", PATH, token=tok)[1]["ssh_allow"] == {"web1": ["systemctl restart nginx"]}
     theirs = call("GET", PATH, token=login(bob))[1]
     assert theirs["customised"] is False and theirs["ssh_allow"] == {} and theirs["tools"] == DEFAULT_MODES
@@ -52,6 +53,7 @@ def test_put_replaces_the_policy_and_another_owner_never_sees_it(rt, alice, bob)
     ({"ssh_allow": {"web1": ["bash -c *"]}}, "'bash' runs other commands or code"),
     ({"ssh_allow": {"web1": "df"}}, "ssh_allow.web1: Input should be a valid list"),
     ({"expiry_s": 5}, "expiry_s: Input should be greater than or equal to 60"),
+    ({"max_asks_per_run": 0}, "max_asks_per_run: Input should be greater than or equal to 1"),
     ({"owner_id": 2}, "owner_id: Extra inputs are not permitted"),
 ])
 def test_a_bad_policy_is_refused_naming_the_field_and_changes_nothing(rt, alice, policy, message):
@@ -72,10 +74,11 @@ def test_the_cli_shows_sets_and_resets_the_policy(rt, alice, bob, capsys):
     out = capsys.readouterr().out
     assert "(all defaults)" in out and "ssh_exec:        ask (default)" in out
     assert main(["approvals", "policy", "set", "--tool", "send_email=allow", "--allow", "web1=systemctl restart nginx",
-                 "--allow", "*=apt list --upgradable", "--expiry", "1800", *who]) == 0
+                 "--allow", "*=apt list --upgradable", "--expiry", "1800", "--max-asks", "4", *who]) == 0
     out = capsys.readouterr().out
     assert "send_email:      allow\n" in out and "ssh web1:\n    systemctl restart nginx" in out
     assert "ssh every host:\n    apt list --upgradable" in out and "expiry:          1800 s" in out
+    assert "asks per run:    at most 4" in out
     assert main(["approvals", "policy", "set", "--disallow", "web1=systemctl restart nginx", *who]) == 0
     assert "ssh web1" not in capsys.readouterr().out
     assert main(["approvals", "policy", "set", "--allow", "web1=df -h | sh", *who]) == 2

@@ -670,5 +670,7 @@ class ApprovalPolicyView(BaseModel):
     builtin_allowlist: bool = Field(description="The built-in read-only commands run without asking on every host")
     builtin_commands: list[str] = Field(description="The programs the built-in allowlist names")
     expiry_s: int = Field(description="Seconds an approval request waits for the owner's answer")
+    max_asks_per_run: int = Field(description="Approvals one run may ask for; past it a call that would ask is "
+                                              "refused without asking")
     customised: bool = Field(description="false: the owner never set a policy (all defaults)")
     updated_at: datetime | None = Field(description="null: never set")

@@ -58,6 +58,7 @@ def view(conn: Connection, owner_id: int) -> dict[str, Any]:
         "builtin_allowlist": policy.builtin_allowlist,
         "builtin_commands": [" ".join(rule.lead) for rule in DEFAULT_RULES],
         "expiry_s": policy.expiry_s,
+        "max_asks_per_run": policy.max_asks_per_run,
         "customised": row is not None,
         "updated_at": row["updated_at"] if row else None,
     }

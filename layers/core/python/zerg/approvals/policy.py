@@ -44,6 +44,9 @@ CONTAINED = frozenset({"container_exec", *DIRECTIVE_TOOLS})
 PERSON_TRIGGERS = frozenset({"api", "cli"})  # the web client's runs are ``api``
 ANY_HOST = "*"
 EXPIRY_DEFAULT_S, EXPIRY_MIN_S, EXPIRY_MAX_S = 3_600, 60, 86_400
+# A run's execution waits at most ~25 h (the ASL's TimeoutSeconds); a run that asks again and again is
+# more likely a loop (or text steering it) than work the owner wants to answer call by call.
+ASKS_PER_RUN_DEFAULT, ASKS_PER_RUN_MAX = 10, 50
 HOSTS_MAX, PATTERNS_MAX = 100, 100
 
 
@@ -59,6 +62,9 @@ class Policy(BaseModel):
                                                               "run without asking on every host")
     expiry_s: int = Field(default=EXPIRY_DEFAULT_S, ge=EXPIRY_MIN_S, le=EXPIRY_MAX_S,
                           description="Seconds an approval request waits for the owner's answer")
+    max_asks_per_run: int = Field(default=ASKS_PER_RUN_DEFAULT, ge=1, le=ASKS_PER_RUN_MAX,
+                                  description="Approvals one run may ask for; past it, a call that would ask is "
+                                              "refused without asking")
 
     @field_validator("tools")
     @classmethod
@@ -133,6 +139,7 @@ class ApprovalNeeded:
     reason: str
     trigger: str | None
     expires_in_s: int
+    max_asks: int = ASKS_PER_RUN_DEFAULT
 
     def text(self) -> str:
         what = f"{self.tool} on {self.host}" if self.host else self.tool
@@ -140,6 +147,12 @@ class ApprovalNeeded:
                 "you cannot wait for an answer here, so do not retry it yourself. Delegate it to a worker "
                 "(spawn_worker), whose call waits for the owner's approval, or carry on without it and say in "
                 "your answer that it needs the owner's approval.")
+
+
+def too_many_asks_text(tool: str, asked: int) -> str:
+    return (f"DENIED: this run already asked the owner {asked} time(s), the most one run may ask (the owner's "
+            f"approval policy, max_asks_per_run); {tool} did not run and will not be asked about. Carry on "
+            "without it and say in your answer what still needs the owner's approval.")
 
 
 def denied_text(decision: Decision) -> str:

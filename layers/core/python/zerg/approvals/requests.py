@@ -79,6 +79,12 @@ def pending(conn: Connection, owner_id: int, run_id: int | None = None) -> list[
     ).fetchall()
 
 
+def asked_in_run(conn: Connection, owner_id: int, run_id: int) -> int:
+    """How many tool-call approvals the owner's run has asked for, whatever became of them."""
+    return conn.execute("SELECT count(*) AS n FROM approvals WHERE owner_id = %s AND run_id = %s "
+                        "AND job_id IS NOT NULL", (owner_id, run_id)).fetchone()["n"]
+
+
 def by_code(conn: Connection, owner_id: int, code: str) -> dict[str, Any] | None:
     """The owner's pending approval with this short code (None: no such pending approval of this owner)."""
     return conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND code = %s AND status = 'pending'",

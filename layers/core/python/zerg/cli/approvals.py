@@ -41,6 +41,7 @@ def _show(view: dict[str, Any]) -> None:
         for pattern in patterns:
             print(f"    {pattern}")
     print(f"  {'expiry:':<17}{view['expiry_s']} s")
+    print(f"  {'asks per run:':<17}at most {view['max_asks_per_run']}")
     if view["updated_at"]:
         print(f"  {'changed:':<17}{view['updated_at']:%Y-%m-%d %H:%M} UTC")
 
@@ -73,6 +74,8 @@ def changed(current: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
         doc["builtin_allowlist"] = args.builtin == "on"
     if args.expiry is not None:
         doc["expiry_s"] = args.expiry
+    if args.max_asks is not None:
+        doc["max_asks_per_run"] = args.max_asks
     return doc
 
 
@@ -195,6 +198,7 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     set_p.add_argument("--disallow", action="append", metavar="HOST=PATTERN", help="remove a pattern")
     set_p.add_argument("--builtin", choices=("on", "off"), help="the built-in read-only commands (df, free, ...)")
     set_p.add_argument("--expiry", type=int, metavar="SECONDS", help="how long an approval request waits (60-86400)")
+    set_p.add_argument("--max-asks", type=int, metavar="N", help="approvals one run may ask for (1-50)")
     reset = policy.add_parser("reset", help="forget the owner's policy: back to the defaults")
     for parser, func in ((show, cmd_policy_show), (set_p, cmd_policy_set), (reset, cmd_policy_reset)):
         add_owner_option(parser)

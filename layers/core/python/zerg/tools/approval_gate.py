@@ -61,7 +61,7 @@ def approval_gate(rt: Runtime, owner_id: int, run_id: int | None) -> Gate:
         if host is not None and not _owners_host(rt, owner_id, host):
             return None  # ssh_exec refuses an unknown alias itself, before connecting: nothing to approve
         needed = ApprovalNeeded(tool=name, arguments=data, host=host, reason=decision.reason, trigger=trigger[0],
-                                expires_in_s=policy.expiry_s)
+                                expires_in_s=policy.expiry_s, max_asks=policy.max_asks_per_run)
         return ToolOutcome(text=needed.text(), ok=False, approval=needed)
 
     return gate

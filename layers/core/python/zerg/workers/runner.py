@@ -45,6 +45,7 @@ from zerg.agents import settings as agent_settings
 from zerg.alerts.budget import SpendingCapReached
 from zerg.approvals import requests as approvals
 from zerg.approvals import wait as approval_wait
+from zerg.approvals.policy import too_many_asks_text
 from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.config import Settings
 from zerg.db import retry_unavailable
@@ -352,6 +353,12 @@ class _WorkerHooks(LoopHooks):
             return None
         needed, job = outcome.approval, self.job
         with self.rt.pool.connection() as conn:
+            # Two workers of one run asking at the same instant may both pass the count: the cap may
+            # be passed by the run's concurrent workers, never by one worker.
+            asked = approvals.asked_in_run(conn, job["owner_id"], job["run_id"])
+            if asked >= needed.max_asks:
+                self._verdict = (call.name, ToolOutcome(text=too_many_asks_text(call.name, asked), ok=False))
+                return None
             row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, needed.arguments,
                                    call.id, needed.reason)
         self.loop.approval_id = row["id"]
