@@ -5,6 +5,7 @@ The run is the real one of tests/test_approval_wait.py (local engine, scripted m
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -243,3 +244,39 @@ def test_the_owner_is_told_once_and_an_email_reply_approve_answers_exactly_that_
     assert again.status == "approval" and "already answered (approved)" in again.reason
     with pool.connection() as conn:
         assert approvals.get(conn, owner, row["id"])["status"] == "approved"
+
+
+def test_a_waiting_call_shows_in_the_run_details_the_inbox_and_the_feed_of_its_owner_only(
+        waiting_run, pool, owner, alice, bob):
+    from tests.test_owner_feed import _parse
+
+    rt, run_id, arn, row = waiting_run()
+    tok = login(alice)
+    status, doc, _ = call("GET", f"/api/jarvis/runs/{run_id}", token=tok)
+    assert status == 200 and doc["status"] == "awaiting_approval", doc
+    (asked,) = doc["approvals"]
+    assert (asked["id"], asked["status"], asked["call"]["command"]) == (row["id"], "pending", CALL["command"])
+    assert asked["reason"]["untrusted"] is True and asked["run"]["task"] == "restart nginx"
+    status, inbox, _ = call("GET", "/api/jarvis/inbox", token=tok)
+    assert status == 200 and [a["id"] for a in inbox["approvals"]] == [row["id"]], inbox
+
+    status, _, raw = call("GET", "/api/jarvis/events?last_event_id=0", token=tok)
+    announced = [(e.event, json.loads(e.data)) for e in _parse(raw["body"]) if e.event.startswith("approval_")]
+    assert announced == [("approval_requested", {
+        "run_id": run_id, "thread_id": doc["thread_id"], "approval_id": row["id"], "tool": "container_exec",
+        "arguments": CALL, "expires_at": announced[0][1]["expires_at"]})], announced
+    assert row["reason"] not in raw["body"]  # the model's words stay out of the feed
+
+    theirs = login(bob)  # another owner sees none of it
+    assert call("GET", f"/api/jarvis/runs/{run_id}", token=theirs)[0] == 404
+    assert call("GET", "/api/jarvis/inbox", token=theirs)[1]["approvals"] == []
+    assert "approval_" not in call("GET", "/api/jarvis/events?last_event_id=0", token=theirs)[2]["body"]
+
+    assert _answer(row["id"], "deny", tok)[0] == 200
+    _finish(rt, arn)
+    (answered,) = call("GET", f"/api/jarvis/runs/{run_id}", token=tok)[1]["approvals"]
+    assert answered["status"] == "denied" and answered["code"] is None
+    assert call("GET", "/api/jarvis/inbox", token=tok)[1]["approvals"] == []
+    _, _, raw = call("GET", "/api/jarvis/events?last_event_id=0", token=tok)
+    kinds = [(e.event, json.loads(e.data).get("status")) for e in _parse(raw["body"]) if e.event.startswith("approval_")]
+    assert kinds == [("approval_requested", None), ("approval_answered", "denied")]

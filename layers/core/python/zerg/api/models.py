@@ -149,6 +149,8 @@ class RunDocument(BaseModel):
     cost_usd: float | None
     usage_by_component: list[ComponentUsage] = Field(
         description="From the usage ledger: every model call of the run (summaries, memory, intent too)")
+    approvals: list[ApprovalView] = Field(
+        description="The calls the run asked the owner to approve, oldest first, waiting or answered")
 
 
 class WorkerFile(BaseModel):
@@ -216,6 +218,8 @@ class InboxItem(BaseModel):
 
 class InboxList(BaseModel):
     items: list[InboxItem] = Field(description="Unacknowledged first, then newest first")
+    approvals: list[ApprovalView] = Field(description="The owner's approvals waiting for an answer, oldest first "
+                                                        "(answer them: POST /api/jarvis/approvals/{id}/approve|deny)")
 
 
 class Fact(BaseModel):
@@ -605,8 +609,9 @@ class FeedFrame(BaseModel):
     """One Server-Sent Event of the owner-wide feed (a sequence of these, then ``retry:``)."""
 
     id: str | None = Field(default=None, description="The run event's id (resume after it); absent on heartbeats")
-    event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}; "
-                                   "heartbeat. A first frame with only an id tells a new client where it starts")
+    event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}, "
+                                   "approval_requested {run_id, thread_id, approval_id, tool, arguments, expires_at}, "
+                                   "approval_answered {run_id, thread_id, approval_id, status}; heartbeat. A first frame with only an id tells a new client where it starts")
     data: str = Field(description="The payload, a JSON object")
 
 

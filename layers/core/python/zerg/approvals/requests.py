@@ -79,6 +79,13 @@ def pending(conn: Connection, owner_id: int, run_id: int | None = None) -> list[
     ).fetchall()
 
 
+def of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """Every approval the owner's run asked for, oldest first (without the task tokens)."""
+    columns = _COLUMNS.replace("task_token, ", "")
+    return conn.execute(f"SELECT {columns} FROM approvals WHERE owner_id = %s AND run_id = %s ORDER BY id",
+                        (owner_id, run_id)).fetchall()
+
+
 def asked_in_run(conn: Connection, owner_id: int, run_id: int) -> int:
     """How many tool-call approvals the owner's run has asked for, whatever became of them."""
     return conn.execute("SELECT count(*) AS n FROM approvals WHERE owner_id = %s AND run_id = %s "

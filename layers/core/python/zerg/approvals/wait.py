@@ -232,6 +232,18 @@ def listing(rt: Runtime, owner_id: int, *, limit: int = 50) -> list[dict[str, An
     return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
 
 
+def run_views(conn: Any, owner_id: int, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The approvals the owner's ``run`` asked for, oldest first (the run's details show them)."""
+    return [approval_view(row, run) for row in requests.of_run(conn, owner_id, run["id"])]
+
+
+def pending_views(conn: Any, owner_id: int) -> list[dict[str, Any]]:
+    """The owner's approvals waiting for an answer, oldest first (the inbox shows them above its items)."""
+    rows = requests.pending(conn, owner_id)
+    run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
+    return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
+
+
 def approval_view(row: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "id": row["id"],

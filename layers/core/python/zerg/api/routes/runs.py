@@ -257,9 +257,12 @@ def _long_poll(rt: Runtime, frames: Callable[..., Iterator[str]]) -> Response:
             responses=responses(200, "The run, its workers and its usage", RunDocument, 401, 404))
 def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
     from zerg.alerts import inbox
+    from zerg.approvals.wait import run_views
 
     with rt.pool.connection() as conn:
         doc = runs.run_document(conn, owner_id, run_id)
+        if doc is not None:  # what it asked the owner, waiting or answered (issue 27)
+            doc["approvals"] = run_views(conn, owner_id, runs.get_run(conn, owner_id, run_id))
         if doc is not None and doc["trigger"] == "schedule":  # a background result opened: its schedule is attended to
             inbox.mark_opened(conn, owner_id, run_id)
     if doc is None:
