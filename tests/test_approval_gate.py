@@ -429,3 +429,36 @@ def test_an_sms_y_after_the_wait_timed_out_changes_nothing_and_the_restart_never
         assert approvals.get(conn, owner, row["id"])["status"] == "expired"
     assert done["result"] == "Nobody approved the restart in time; nginx was not restarted."
     assert [c["path"] for c in rt.store.read_metadata(job["worker_id"])["tool_calls"]] == ["tool_calls/001_ssh_exec.txt"]
+
+
+@pytest.mark.e2e  # the inbound path and the real run ASL on moto's Step Functions: what runs on AWS
+@pytest.mark.parametrize("answer", ["Y", "N"])
+def test_on_moto_step_functions_an_email_replys_restart_waits_and_the_owners_sms_answers_it(
+        runtime_env, llm, pool, owner, ssh_server, monkeypatch, answer):
+    """The must-show on the AWS path: the execution waits on the callback task (RUNNING, nothing
+    polls); the owner's SMS "Y <code>" resumes it through SendTaskSuccess and the restart runs once,
+    "N <code>" through SendTaskFailure and it never runs."""
+    from tests.test_approval_wait import moto_execution_end, moto_run_machine
+    from zerg.inbound import replies
+
+    with moto_run_machine(monkeypatch) as (machine, sfn):
+        rt = runtime_env(ZERG_STATE_MACHINE_ARN=machine, ZERG_APPROVAL_TIMEOUT_S="600")
+        run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
+        assert arn.startswith("arn:aws:states:") and sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        with pool.connection() as conn:
+            assert runs.get_run(conn, owner, run["id"])["status"] == "awaiting_approval"
+        sms = replies.receive(rt, _sms(phone, f"{answer} {row['code']}"))
+        decided = "approved" if answer == "Y" else "denied"
+        assert (sms.status, sms.reason) == ("approval", f"code {row['code']}: approval {row['id']} {decided}")
+        desc = moto_execution_end(sfn, arn)
+    assert desc["status"] == "SUCCEEDED", desc
+    with pool.connection() as conn:
+        done = runs.get_run(conn, owner, run["id"])
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (run["id"],)).fetchall()
+    ran = [c["path"] for c in rt.store.read_metadata(job["worker_id"])["tool_calls"]]
+    if answer == "Y":
+        assert done["result"] == "nginx was restarted on cube after your approval."
+        assert ran == ["tool_calls/001_ssh_exec.txt", "tool_calls/002_ssh_exec.txt"]  # df -h, then the restart once
+    else:
+        assert done["result"] == "You denied the restart; nginx was not restarted."
+        assert ran == ["tool_calls/001_ssh_exec.txt"]

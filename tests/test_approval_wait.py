@@ -12,6 +12,8 @@ on a real SSH server and the policy's allowlist).
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 
 import pytest
@@ -351,10 +353,10 @@ def test_an_answer_whose_token_cannot_be_sent_still_decides_and_the_wait_ends_at
     assert _worker(rt, pool, owner, run_id)[1] == ["tool_calls/001_container_exec.txt"]
 
 
-@pytest.mark.parametrize("answer", ["approve", "deny"])
-def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, monkeypatch, answer):
-    """The real run ASL on moto's Step Functions (``mock_aws`` executing it, boto3, the Step Functions
-    starter answering the token), the real handlers as the Lambda functions: what runs on AWS."""
+@contextlib.contextmanager
+def moto_run_machine(monkeypatch):
+    """The real run ASL on moto's Step Functions (``mock_aws`` executing it), the real handlers as its
+    Lambda functions: yields (the state machine's arn, the boto3 Step Functions client)."""
     import boto3
     from moto import mock_aws
     from moto.awslambda_simple.models import LambdaSimpleBackend
@@ -362,8 +364,6 @@ def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, mon
     from statemachines import definition
     from zerg.local.engine import FUNCTION_KEYS, LambdaContext, default_handlers
 
-    set_approval_policy(pool, owner, tools={"container_exec": "ask"})
-    llm.respond_with(_script)
     handlers = default_handlers()
 
     def invoke(backend, function_name, qualifier, body, headers, response_headers):
@@ -388,7 +388,21 @@ def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, mon
                 Code={"ZipFile": b"x"})["FunctionArn"]
             asl = asl.replace("${%s}" % key, arn)
         sfn = boto3.client("stepfunctions", region_name=region)
-        machine = sfn.create_state_machine(name="zerg-run", definition=asl, roleArn=role)["stateMachineArn"]
+        yield sfn.create_state_machine(name="zerg-run", definition=asl, roleArn=role)["stateMachineArn"], sfn
+
+
+def moto_execution_end(sfn, arn: str) -> dict:
+    return wait_for(lambda: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
+                    "the execution's end", limit_s=120)
+
+
+@pytest.mark.parametrize("answer", ["approve", "deny"])
+def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, monkeypatch, answer):
+    """The real run ASL on moto's Step Functions (``mock_aws`` executing it, boto3, the Step Functions
+    starter answering the token), the real handlers as the Lambda functions: what runs on AWS."""
+    set_approval_policy(pool, owner, tools={"container_exec": "ask"})
+    llm.respond_with(_script)
+    with moto_run_machine(monkeypatch) as (machine, sfn):
         rt = runtime_env(ZERG_STATE_MACHINE_ARN=machine, ZERG_APPROVAL_TIMEOUT_S="600")
         with pool.connection() as conn:
             started = runs.start_run(conn, owner, "restart nginx", trigger="email")
@@ -403,8 +417,7 @@ def test_the_same_wait_on_moto_step_functions(runtime_env, llm, pool, owner, mon
         assert _run(pool, owner, started.run_id)["status"] == "awaiting_approval"
         assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
         assert (approve if answer == "approve" else deny)(rt, owner, row["id"]).decided
-        desc = wait_for(lambda: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
-                        "the execution's end", limit_s=120)
+        desc = moto_execution_end(sfn, arn)
     assert desc["status"] == "SUCCEEDED", desc
     run = _run(pool, owner, started.run_id)
     files = _worker(rt, pool, owner, started.run_id)[1]
