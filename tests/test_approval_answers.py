@@ -280,3 +280,44 @@ def test_a_waiting_call_shows_in_the_run_details_the_inbox_and_the_feed_of_its_o
     _, _, raw = call("GET", "/api/jarvis/events?last_event_id=0", token=tok)
     kinds = [(e.event, json.loads(e.data).get("status")) for e in _parse(raw["body"]) if e.event.startswith("approval_")]
     assert kinds == [("approval_requested", None), ("approval_answered", "denied")]
+
+
+def test_an_email_approve_quoting_another_approvals_notice_answers_only_its_own(waiting_run, pool, owner, alice):
+    """The reply token decides which approval an email answers: "approve" above a pasted, quoted copy of
+    another approval's notice (its id, its SMS code, its own "Reply approve") approves the token's
+    approval only; the other stays pending. Through the real mail parser, as a Gmail reply."""
+    import secrets
+
+    from tests.support.factories import make_job
+    from tests.support.mail import reply_to_alert
+    from tests.support.notify import emails, verified_contact
+    from tests.support.waiting import wait_for
+    from zerg.approvals.wait import _tell_owner
+    from zerg.inbound import replies
+    from zerg.inbound.email import parse_email
+
+    mail = verified_contact(pool, owner, "email")
+    rt, run_id, arn, row = waiting_run()
+    other_job = make_job(pool, owner, run_id, "another look", model="gpt-4o-mini")
+    with pool.connection() as conn:  # a second approval of the owner, told the same way
+        other = approvals.create(conn, owner, run_id, other_job, "container_exec", {"command": "reboot"}, "c-2",
+                                 "the owner's policy asks")
+        other = approvals.record_token(conn, owner, other["id"], "token-of-the-other", 600)
+    _tell_owner(rt, owner, other)
+
+    def notice(approval_id):
+        found = [m for m in emails(rt.settings.data_dir) if f"(approval {approval_id})" in m["Subject"]]
+        return found[0] if found else None
+
+    mine = wait_for(lambda: notice(row["id"]), "the owner told about the first approval", limit_s=60)
+    theirs = notice(other["id"]).get_body(preferencelist=("plain",)).get_content()
+    pasted = "\n".join(f"> {line}" for line in theirs.splitlines())
+    raw = reply_to_alert(mine, f"approve\n\n{pasted}", sender=mail["address"])
+    inbound = parse_email(raw, max_bytes=1 << 20, mail_domain=rt.settings.mail_domain,
+                          provider_id=f"ses-{secrets.token_hex(8)}", source="ses", object_key=None)
+    answer = replies.receive(rt, inbound)
+    assert (answer.status, answer.reason) == ("approval", f"email: approval {row['id']} approved"), answer
+    _finish(rt, arn)
+    with pool.connection() as conn:
+        assert approvals.get(conn, owner, row["id"])["status"] == "approved"
+        assert approvals.get(conn, owner, other["id"])["status"] == "pending"  # quoted, never answered
