@@ -218,6 +218,25 @@ def test_cancel_while_waiting_stops_the_execution_and_the_call_never_runs(waitin
     assert not approve(rt, owner, row["id"]).decided
 
 
+def test_a_resume_that_loses_the_approval_to_a_racing_resume_of_a_closed_run_leaves_the_job_to_it(
+        waiting_run, pool, owner):
+    """On AWS a cancel's end_approval_waits and the ASL's ResumeWorker (woken by the cancelled token)
+    both resume the held job: the one that takes the approval records the job cancelled; the other,
+    finding it taken while the run is closed, must not fail the job ("interrupted after its approval
+    was used") nor run anything."""
+    rt, run_id, arn, row = waiting_run()
+    with pool.connection() as conn:  # the cancel, and the winner of the two resumes at the moment it took the approval
+        runs.cancel_run(conn, owner, run_id)
+        approvals.decide(conn, owner, row["id"], "cancelled")
+        assert approvals.take(conn, owner, row["id"], row["job_id"]) is not None
+    loser = runner.resume_worker_job(rt, row["job_id"], owner, run_id, row["id"])
+    assert loser.status == "cancelled"
+    job, files = _worker(rt, pool, owner, run_id)
+    assert job["status"] == "running" and files == []  # untouched: the winner records it; nothing ran
+    rt.starter.stop(arn, "cancelled by the user")
+    rt.starter.engine().wait(arn, timeout=60)
+
+
 def test_the_run_clock_stops_while_it_waits(pool, owner):
     """A run's deadline moves on by the time it waited for approvals: an hour's wait spends none of it."""
     from zerg.runs import deadline as run_deadline

@@ -269,6 +269,10 @@ def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, appr
         run = runs.get_run(conn, owner_id, run_id)
         config = agent_settings.resolve(conn, rt.settings, owner_id, "worker")
     worker_id = job["worker_id"]
+    if row is None and run is not None and run["status"] in RUN_FINAL:
+        # The run was closed while it waited: end_approval_waits took the approval and records the
+        # job cancelled (it may still be doing so); this resume (the ASL's, racing it) leaves that to it.
+        return WorkerOutcome(job_id, worker_id, "cancelled", None, "the run was closed while the call waited")
     if row is None:  # used already: this is a replay of a resume that ran (or was interrupted)
         return mark_job_failed(rt, job_id, owner_id, run_id,
                                "worker was interrupted after its approval was used (retried invocation); "
