@@ -103,3 +103,30 @@ def test_every_governed_name_is_a_tool_an_agent_has():
 
     names = tool_names()
     assert GOVERNED <= {*names["supervisor"], *names["worker"]}  # a renamed tool must not slip out of the policy
+
+
+def test_no_tool_of_any_agent_can_answer_an_approval():
+    """An approval is granted only by the owner through their channels (the API, the CLI, an email or
+    SMS reply): no tool is named for it, and nothing a model's tools reach calls the core answer
+    (``zerg.approvals.wait.approve`` / ``deny``); only the channel modules below do."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import zerg
+    from zerg.tools.catalog import supervisor_tools, worker_tools
+
+    names = {*supervisor_tools(), *supervisor_tools(background=True), *worker_tools()}
+    assert not [n for n in names if re.search(r"approv|deny|grant|confirm|answer", n)], names
+
+    root = Path(zerg.__file__).parent
+    answering = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            imported = (isinstance(node, ast.ImportFrom) and node.module == "zerg.approvals.wait"
+                        and {a.name for a in node.names} & {"approve", "deny"})
+            called = (isinstance(node, ast.Attribute) and node.attr in ("approve", "deny")
+                      and isinstance(node.value, ast.Name) and node.value.id in ("wait", "approval_wait"))
+            if imported or called:
+                answering.add(path.relative_to(root).as_posix())
+    assert answering == {"api/routes/approvals.py", "cli/approvals.py", "inbound/replies.py"}, answering
