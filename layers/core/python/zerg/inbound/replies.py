@@ -392,7 +392,11 @@ def _approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, contact
     call = wait.call_summary(pending["tool"], pending["arguments"])
     what = call["command"] or call["url"] or pending["tool"]
     where = f" on {call['host']}" if call["host"] else ""
-    if answer.decided:
+    if answer.decided and answer.kind == "directive":  # a change Zerg made (or not) just now: say which
+        told = "Approved" if answer.status == "approved" else "Denied"
+        effect = one_line(answer.done, 300) if answer.done is not None else "not done"
+        send = f"Zerg: {told} {code}: {one_line(pending['summary'], 200)}: {effect}"
+    elif answer.decided:
         told = "Approved" if answer.status == "approved" else "Denied"
         effect = "it runs now" if answer.status == "approved" else "it will not run"
         send = f"Zerg: {told} {code}: {one_line(what, 120)}{where}; {effect}."
@@ -423,7 +427,8 @@ def _email_approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, a
         return None
     answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, approval["id"])
     told = answer.message[0].upper() + answer.message[1:]
-    send = f"{told}." + (" The call runs now." if answer.decided and answer.status == "approved" else "")
+    runs_now = answer.decided and answer.status == "approved" and answer.kind == "call"
+    send = f"{told}." + (" The call runs now." if runs_now else "")
     return _Decision("approval", f"email: {answer.message}", send=send, **linked)
 
 
@@ -512,9 +517,9 @@ def _prepare_answer(rt: "Runtime", conn: "Connection", run: dict[str, Any]) -> "
 def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
     run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link. A question Zerg appended
-    (:func:`zerg.inbound.pending.split_question`) is kept whole: the model's text gives way first."""
+    (:func:`zerg.approvals.question.split_question`) is kept whole: the model's text gives way first."""
     from zerg.alerts.messages import base_url, run_link
-    from zerg.inbound.pending import split_question
+    from zerg.approvals.question import split_question
     from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])
