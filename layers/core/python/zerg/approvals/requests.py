@@ -249,6 +249,13 @@ def record_outcome(conn: Connection, owner_id: int, approval_id: int, outcome: s
             RETURNING {_COLUMNS}""", (outcome[:20000], approval_id, owner_id)).fetchone()
 
 
+def directives_of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
+    """Every directive question the run ``run_id`` asked (whatever its status), oldest first."""
+    return conn.execute(
+        f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND run_id = %s AND kind = 'directive' ORDER BY id",
+        (owner_id, run_id)).fetchall()
+
+
 def directives_of(conn: Connection, owner_id: int, limit: int = 50) -> list[dict[str, Any]]:
     """The owner's directive questions, newest first (whatever their status)."""
     return conn.execute(
