@@ -10,8 +10,8 @@ from __future__ import annotations
 import secrets
 
 import psycopg
-from psycopg.rows import dict_row
 import pytest
+from psycopg.rows import dict_row
 
 from tests.support.api import call, login
 from tests.support.notify import verified_contact
