@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 
 from tests.support.api import call, login
 from tests.support.notify import verified_contact
-from tests.test_directives import a_run, ask, questions, say, schedule, use
+from tests.test_directives import a_run, ask, questions, say, schedule, show, use
 from zerg.approvals import requests as approvals
 from zerg.notify.policy import get_policy
 from zerg.schedules import service
@@ -181,6 +181,31 @@ def test_an_email_reply_approve_to_the_answer_that_asked_approves_its_question_o
     assert told[0].startswith(f"Zerg:\n- Approved: {QUIET_SUMMARY}: Preference quiet_hours is now 22:00-07:00")
     assert told[1] == f"Zerg:\n- approval {question['id']} was already answered (approved)"
     assert [q["status"] for q in questions(pool, alice.owner_id)] == ["approved"]
+
+
+def test_an_approval_mode_asked_by_an_sms_reply_is_set_by_the_owners_sms_code(runtime_env, pool, alice, bob):
+    """The approval policy by reply (issue 27 item 1) goes through the same mechanism: the reply's run
+    only asks, and the owner's SMS code sets it, for that owner alone."""
+    from zerg import approvals as policy
+    from zerg.inbound import replies
+    from zerg.inbound.messages import Inbound
+
+    rt = runtime_env()
+    run_id = a_run(pool, alice.owner_id, "let Zerg email me without asking", trigger="sms")
+    asked = use(rt, alice.owner_id, run_id, "set_preference", key="approval.send_email", value="allow")
+    assert asked.ok and asked.text.startswith("Not done: only the user can decide this.")
+    assert "approval.send_email to allow (now ask)" in show(pool, alice.owner_id, run_id)
+    (question,) = questions(pool, alice.owner_id)
+    phone = verified_contact(pool, alice.owner_id, "sms")
+    outcome = replies.receive(rt, Inbound(channel="sms", provider_id=f"sms-{secrets.token_hex(8)}", source="sns",
+                                          sender=phone["address"], body=f"y {question['code']}",
+                                          recipient="+15550009999"))
+    assert (outcome.status, outcome.run_id) == ("approval", None)
+    with pool.connection() as conn:
+        assert policy.load_policy(conn, alice.owner_id).mode("send_email") == "allow"
+        assert policy.load_policy(conn, bob.owner_id).mode("send_email") == "ask"
+        assert approvals.get(conn, alice.owner_id, question["id"])["outcome"] == (
+            "Approval of send_email is now allow (was ask).")
 
 
 def test_a_denied_directive_is_never_made_and_a_later_yes_does_not_revive_it(runtime_env, pool, alice):
