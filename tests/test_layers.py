@@ -49,7 +49,7 @@ LAYERS: dict[str, int] = {
     "notify.policy": RECORDS, "notify.limits": RECORDS, "notify.notifications": RECORDS,
     "notify.push_subscriptions": RECORDS, "notify.push_keys": RECORDS,
     "alerts.inbox": RECORDS, "alerts.escalations": RECORDS,
-    "inbound.messages": RECORDS, "inbound.pending": RECORDS, "agents.configs": RECORDS,
+    "inbound.messages": RECORDS, "agents.configs": RECORDS,
     "approvals.requests": RECORDS,
     "approvals.policies": RECORDS,
     # 4 core services and the run lifecycle

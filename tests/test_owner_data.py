@@ -111,8 +111,9 @@ def fill_replies(conn, owner_id: int, run_id: int, tag: str) -> None:
     conn.execute("""INSERT INTO inbound_messages (channel, provider_id, source, owner_id, sender, body, run_id, status)
                     VALUES ('sms', %s, 'sns', %s, '+15550000000', 'make it weekly', %s, 'run')""",
                  (f"in-{tag}-{run_id}", owner_id, run_id))
-    conn.execute("""INSERT INTO pending_directives (owner_id, run_id, action, args, summary, expires_at)
-                    VALUES (%s, %s, 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1', now() + interval '1 hour')""",
+    conn.execute("""INSERT INTO approvals (owner_id, run_id, kind, tool, arguments, summary, expires_at)
+                    VALUES (%s, %s, 'directive', 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1',
+                            now() + interval '1 hour')""",
                  (owner_id, run_id))
     job_id = conn.execute("SELECT id FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()["id"]
     conn.execute("""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)

@@ -629,7 +629,7 @@ class ApprovalCall(BaseModel):
 
 class ApprovalRun(BaseModel):
     id: int
-    job_id: int
+    job_id: int | None = Field(description="The worker job whose call waits; null for a directive")
     task: str | None = Field(description="The run's task")
     trigger: Literal["api", "cli", "schedule", "email", "sms"] | None = Field(
         description="Who started the run: a person (api, cli), a schedule, or an email/SMS reply")
@@ -642,11 +642,18 @@ class ApprovalReason(BaseModel):
 
 
 class ApprovalView(BaseModel):
-    """A tool call waiting for (or answered by) the owner."""
+    """A tool call, or a directive only the owner decides, waiting for (or answered by) the owner."""
 
     id: int
+    kind: Literal["call", "directive"] = Field(
+        description="call: a worker's tool call that waits and runs once approved; directive: a change only the "
+                    "owner decides (a new check, deleting a schedule, alert channels, an approval mode...), made "
+                    "by Zerg once approved")
     code: str | None = Field(description="Pending only: the short code an SMS answer names (Y 4821 / N 4821)")
-    status: Literal["pending", "approved", "denied", "expired", "cancelled"]
+    status: Literal["pending", "approved", "denied", "expired", "cancelled", "superseded"] = Field(
+        description="superseded: a directive replaced by a newer question (a yes confirms the latest only)")
+    summary: str | None = Field(description="A directive: what approving it does, in Zerg's words (null for a call)")
+    outcome: str | None = Field(description="An approved directive: what was done, or why not (null otherwise)")
     call: ApprovalCall
     run: ApprovalRun
     reason: ApprovalReason

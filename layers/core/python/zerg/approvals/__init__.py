@@ -2,7 +2,8 @@
 (:mod:`.policy`, pure), the command classifier behind its allowlists (:mod:`.commands`), its table
 (:mod:`.policies`), and here the owner's policy as the API, the CLI and the tool gate read and set it.
 A call that waits for the owner's answer: its table (:mod:`.requests`) and the wait on the run's
-workflow (:mod:`.wait`).
+workflow (:mod:`.wait`). A directive only the owner decides is an approval of the same table, made
+when approved by the applier registered for it (:mod:`.appliers`); its question's words: :mod:`.question`.
 
 Invariants:
 - Every read and write is the calling owner's; the stored document is validated on the way in

@@ -16,6 +16,12 @@ Invariants:
 - An answer after the expiry decides nothing and says so; so does an answer to an answered approval.
 - Whichever comes first, the token or the answer, the execution is woken exactly when both exist.
 - No tool can call these functions: they are reached from the owner's channels only.
+- One mechanism for "the owner must decide": a ``directive`` approval (a change only the owner may
+  make, asked by :mod:`zerg.inbound.directives`) is answered by the same :func:`approve` /
+  :func:`deny` from every channel. Nothing waits on it: approving it claims it (the conditional
+  UPDATE) and then makes the change once, through the applier registered for its kind
+  (:mod:`zerg.approvals.appliers`), recording what was done; denied, expired or superseded it is
+  never made.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from zerg.approvals import requests
+from zerg.approvals import appliers, requests
 from zerg.ports import TaskTokenGone
 from zerg.runs import events
 from zerg.runs import store as runs
@@ -49,6 +55,8 @@ class Answer:
     status: str
     decided: bool
     message: str
+    kind: str = "call"
+    done: str | None = None  # an approved directive: what was done (or why not), in Zerg's words
 
 
 def await_answer(rt: Runtime, owner_id: int, approval_id: int, token: str, timeout_s: int) -> dict[str, Any]:
@@ -118,15 +126,40 @@ def deny(rt: Runtime, owner_id: int, approval_id: int) -> Answer:
 
 
 def _answer(rt: Runtime, owner_id: int, approval_id: int, decision: str) -> Answer:
+    apply: appliers.Applier | None = None
     with rt.pool.connection() as conn:
+        row = requests.get(conn, owner_id, approval_id)
+        if row is None:
+            raise ApprovalNotFound(f"approval {approval_id} not found")
+        if row["kind"] == "directive":
+            # the applier first: an approval whose change nothing could make is never claimed
+            apply = appliers.applier("directive") if decision == "approved" else None
+            requests.expire_directives(conn, owner_id)
         row, decided = requests.decide(conn, owner_id, approval_id, decision)  # type: ignore[arg-type]
     if row is None:
         raise ApprovalNotFound(f"approval {approval_id} not found")
-    if decided:
-        if row["task_token"]:  # else the callback task has not stored it yet: await_answer answers it
-            _wake(rt, row)
-        return Answer(approval_id, decision, True, f"approval {approval_id} {decision}")
-    return Answer(approval_id, _shown_status(row), False, _why_not(row))
+    if not decided:
+        return Answer(approval_id, _shown_status(row), False, _why_not(row), kind=row["kind"])
+    if row["kind"] == "directive":
+        done = _apply(rt, owner_id, row, apply) if apply is not None else None
+        told = f"done: {done}" if done is not None else "not done"
+        return Answer(approval_id, decision, True, f"approval {approval_id} {decision}: {row['summary']}: {told}",
+                      kind="directive", done=done)
+    if row["task_token"]:  # else the callback task has not stored it yet: await_answer answers it
+        _wake(rt, row)
+    return Answer(approval_id, decision, True, f"approval {approval_id} {decision}")
+
+
+def _apply(rt: Runtime, owner_id: int, row: dict[str, Any], apply: appliers.Applier) -> str:
+    """Make the change of a directive this call claimed (approved), once, and keep what was done."""
+    try:
+        done = apply(rt, owner_id, row)
+    except Exception as exc:  # an applier says what failed; this is the last guard: said, never a trace
+        log.warning("approval %s: the approved directive failed", row["id"], exc_info=True)
+        done = f"not done: {type(exc).__name__}; ask again"
+    with rt.pool.connection() as conn:
+        requests.record_outcome(conn, owner_id, row["id"], done)
+    return done
 
 
 def _shown_status(row: dict[str, Any]) -> str:
@@ -137,8 +170,12 @@ def _shown_status(row: dict[str, Any]) -> str:
 
 def _why_not(row: dict[str, Any]) -> str:
     status = _shown_status(row)
+    undone = "nothing was done" if row["kind"] == "directive" else "the call did not run"
     if status == "expired":
-        return f"approval {row['id']} expired: it was not answered in time, and the call did not run"
+        return f"approval {row['id']} expired: it was not answered in time, and {undone}"
+    if status == "superseded":
+        return (f"approval {row['id']} is no longer open: a newer question replaced it (a yes confirms the latest "
+                f"question only), and {undone}")
     if status == "cancelled":
         return f"approval {row['id']} is no longer open: its run was cancelled or ended"
     return f"approval {row['id']} was already answered ({status})"
@@ -227,6 +264,7 @@ def listing(rt: Runtime, owner_id: int, *, limit: int = 50) -> list[dict[str, An
     """The owner's pending approvals (oldest first) then the recent answered ones, each with its call,
     its run (task, trigger) and the model's reason fenced as data."""
     with rt.pool.connection() as conn:
+        requests.expire_directives(conn, owner_id)  # a question past its time is listed as expired
         rows = requests.recent(conn, owner_id, limit=limit)
         run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
     return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
@@ -247,8 +285,11 @@ def pending_views(conn: Any, owner_id: int) -> list[dict[str, Any]]:
 def approval_view(row: dict[str, Any], run: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "id": row["id"],
+        "kind": row["kind"],
         "code": row["code"] if row["status"] == "pending" else None,
         "status": row["status"],
+        "summary": row["summary"],
+        "outcome": row["outcome"],
         "call": call_summary(row["tool"], row["arguments"]),
         "run": {"id": row["run_id"], "job_id": row["job_id"], "task": run["task"] if run else None,
                 "trigger": run["trigger"] if run else None},

@@ -132,6 +132,12 @@ def _show_approval(item: dict[str, Any]) -> None:
     call, run = item["call"], item["run"]
     code = f" code {item['code']}" if item["code"] else ""
     print(f"approval {item['id']} [{item['status']}]{code}  run {run['id']} ({run['trigger']}): {run['task']}")
+    if item["kind"] == "directive":  # Zerg's own words for the change, and what approving it did
+        print(f"  directive: {item['summary']}")
+        print(f"  expires: {item['expires_at']}")
+        if item["outcome"] is not None:
+            print(f"  done: {item['outcome']}")
+        return
     what = {k: call[k] for k in ("host", "command", "url", "method", "recipient") if call[k] is not None}
     detail = "  ".join(f"{k}={v!r}" for k, v in what.items()) if what else repr(call["arguments"])
     print(f"  call: {call['tool']}  {detail}")

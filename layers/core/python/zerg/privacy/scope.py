@@ -28,7 +28,6 @@ from zerg.artifacts.store import WorkerArtifactStore
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
-from zerg.inbound import pending
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, terms, vectors, versions
 from zerg.notify import contacts, limits, notifications, policy, push_subscriptions
@@ -72,7 +71,6 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("inbox_items", inbox.export_inbox_items),
     OwnerTable("escalations", escalations.export_escalations),
     OwnerTable("inbound_messages", inbound_messages.export_inbound_messages),
-    OwnerTable("pending_directives", pending.export_pending_directives),
     OwnerTable("agent_configs", agent_configs.export_agent_configs),
     OwnerTable("push_subscriptions", push_subscriptions.export_push_subscriptions),
     OwnerTable("approval_policies", approval_policies.export_approval_policies),

@@ -399,7 +399,9 @@ def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[st
 
 
 def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
-    from zerg.inbound import directives, pending
+    from zerg.approvals import question as pending
+    from zerg.approvals import requests as approvals
+    from zerg.inbound import directives
 
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:
@@ -424,7 +426,7 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
         else:
             closed = runs.complete_run(conn, run, answer, **shown)
         if closed and question:
-            pending.mark_shown(conn, owner_id, run_id)
+            approvals.mark_directives_shown(conn, owner_id, run_id)
             conn.commit()
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]

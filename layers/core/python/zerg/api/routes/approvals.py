@@ -64,14 +64,14 @@ def _answer(rt, owner_id: int, approval_id: int, decision: str):
 
 
 @router.post("/api/jarvis/approvals/<approval_id>/approve",
-             summary="Approve a pending approval: its call runs, once",
+             summary="Approve a pending approval: its call runs, or its directive is made, once",
              responses=responses(200, "Approved", ApprovalAnswer, 401, 404, 409))
 def approve_approval(approval_id: ApprovalId, owner_id: Owner, rt: Rt):
     return _answer(rt, owner_id, approval_id, "approve")
 
 
 @router.post("/api/jarvis/approvals/<approval_id>/deny",
-             summary="Deny a pending approval: its call never runs and the model is told",
+             summary="Deny a pending approval: its call never runs (the model is told) or its directive is never made",
              responses=responses(200, "Denied", ApprovalAnswer, 401, 404, 409))
 def deny_approval(approval_id: ApprovalId, owner_id: Owner, rt: Rt):
     return _answer(rt, owner_id, approval_id, "deny")
