@@ -107,8 +107,9 @@ def test_every_governed_name_is_a_tool_an_agent_has():
 
 def test_no_tool_of_any_agent_can_answer_an_approval():
     """An approval is granted only by the owner through their channels (the API, the CLI, an email or
-    SMS reply): no tool is named for it, and nothing a model's tools reach calls the core answer
-    (``zerg.approvals.wait.approve`` / ``deny``); only the channel modules below do."""
+    SMS reply, the owner's "yes" as their next message): no tool is named for it, and nothing a model's
+    tools reach calls the core answer (``zerg.approvals.wait.approve`` / ``deny``); only the channel
+    modules below do (``inbound/directives.py``: the yes, decided in code before any inference)."""
     import ast
     import re
     from pathlib import Path
@@ -129,4 +130,5 @@ def test_no_tool_of_any_agent_can_answer_an_approval():
                       and isinstance(node.value, ast.Name) and node.value.id in ("wait", "approval_wait"))
             if imported or called:
                 answering.add(path.relative_to(root).as_posix())
-    assert answering == {"api/routes/approvals.py", "cli/approvals.py", "inbound/replies.py"}, answering
+    assert answering == {"api/routes/approvals.py", "cli/approvals.py", "inbound/replies.py",
+                         "inbound/directives.py"}, answering

@@ -92,7 +92,8 @@ def use(rt, owner_id: int, run_id: int, tool: str, **args: Any):
 
 def questions(pool, owner_id: int) -> list[dict[str, Any]]:
     with pool.connection() as conn:
-        return list(reversed(approvals.directives_of(conn, owner_id)))
+        return conn.execute("SELECT * FROM approvals WHERE owner_id = %s AND kind = 'directive' ORDER BY id",
+                            (owner_id,)).fetchall()
 
 
 def show(pool, owner_id: int, run_id: int) -> str | None:

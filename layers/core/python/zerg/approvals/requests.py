@@ -87,12 +87,14 @@ def get(conn: Connection, owner_id: int, approval_id: int) -> dict[str, Any] | N
                         (approval_id, owner_id)).fetchone()
 
 
-def pending(conn: Connection, owner_id: int, run_id: int | None = None) -> list[dict[str, Any]]:
-    """The owner's tool calls still waiting for an answer (of one run), oldest first."""
+def pending(conn: Connection, owner_id: int, run_id: int | None = None, *,
+            kind: str | None = "call") -> list[dict[str, Any]]:
+    """The owner's approvals still waiting for an answer (of one run; of one kind, the tool calls by
+    default, or of any kind), oldest first."""
     return conn.execute(
-        f"""SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND status = 'pending' AND kind = 'call'
-              AND (%s::bigint IS NULL OR run_id = %s) ORDER BY id""",
-        (owner_id, run_id, run_id),
+        f"""SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND status = 'pending'
+              AND (%s::text IS NULL OR kind = %s) AND (%s::bigint IS NULL OR run_id = %s) ORDER BY id""",
+        (owner_id, kind, kind, run_id, run_id),
     ).fetchall()
 
 
@@ -106,7 +108,7 @@ def of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]
 def asked_in_run(conn: Connection, owner_id: int, run_id: int) -> int:
     """How many tool-call approvals the owner's run has asked for, whatever became of them."""
     return conn.execute("SELECT count(*) AS n FROM approvals WHERE owner_id = %s AND run_id = %s "
-                        "AND job_id IS NOT NULL", (owner_id, run_id)).fetchone()["n"]
+                        "AND kind = 'call'", (owner_id, run_id)).fetchone()["n"]
 
 
 def by_code(conn: Connection, owner_id: int, code: str) -> dict[str, Any] | None:
@@ -267,13 +269,6 @@ def directives_of_run(conn: Connection, owner_id: int, run_id: int) -> list[dict
     return conn.execute(
         f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND run_id = %s AND kind = 'directive' ORDER BY id",
         (owner_id, run_id)).fetchall()
-
-
-def directives_of(conn: Connection, owner_id: int, limit: int = 50) -> list[dict[str, Any]]:
-    """The owner's directive questions, newest first (whatever their status)."""
-    return conn.execute(
-        f"SELECT {_COLUMNS} FROM approvals WHERE owner_id = %s AND kind = 'directive' ORDER BY id DESC LIMIT %s",
-        (owner_id, limit)).fetchall()
 
 
 def export_approvals(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:

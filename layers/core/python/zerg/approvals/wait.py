@@ -276,8 +276,9 @@ def run_views(conn: Any, owner_id: int, run: dict[str, Any]) -> list[dict[str, A
 
 
 def pending_views(conn: Any, owner_id: int) -> list[dict[str, Any]]:
-    """The owner's approvals waiting for an answer, oldest first (the inbox shows them above its items)."""
-    rows = requests.pending(conn, owner_id)
+    """The owner's approvals of every kind waiting for an answer, oldest first (the inbox shows them
+    above its items)."""
+    rows = requests.pending(conn, owner_id, kind=None)
     run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
     return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
 
