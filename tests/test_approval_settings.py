@@ -116,10 +116,14 @@ def test_a_directive_only_asks_and_the_owners_yes_sets_the_tools_approval(runtim
     llm.respond_with(asks)
     asking = run_task(pool, engine, alice.owner_id, "let Zerg email me without asking")
     assert asking["status"] == "success" and mode(alice) == "ask"
-    assert ("set approval.send_email to allow (now ask). Reply yes as your next message to do it; anything else "
-            "leaves it undone (the question expires in 24 hours). Until then you can also answer approval "
-            ) in asking["result"]
-    assert asking["result"].endswith("or in your approvals list.")
+    with pool.connection() as conn:
+        (asked,) = conn.execute("SELECT id, code FROM approvals WHERE owner_id = %s AND kind = 'directive'",
+                                (alice.owner_id,)).fetchall()
+    n, code = asked["id"], asked["code"]
+    assert asking["result"].endswith(
+        "set approval.send_email to allow (now ask). Reply yes as your next message to do it; anything else leaves "
+        f"it undone (the question expires in 24 hours). Until then you can also answer approval {n} by SMS "
+        f"(Y {code} or N {code}), with zerg approvals approve {n} (or deny {n}), or in your approvals list.")
     llm.respond_with(lambda request: {"content": "{}"})
     yes = run_task(pool, engine, alice.owner_id, "yes")
     assert yes["result"] == ("Confirmed by your yes:\n- set approval.send_email to allow (now ask): "
