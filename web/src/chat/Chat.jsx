@@ -318,9 +318,9 @@ export function Chat({ visible }) {
       if (stop) return;
       let running = null;
       try {
-        const list = await get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`);
         // A run waiting for the owner's approval is still going: its card must come back after a reload.
-        const waiting = await get(`/api/jarvis/runs${qs({ status: 'awaiting_approval', limit: 5 })}`).catch(() => ({ runs: [] }));
+        const [list, waiting] = await Promise.all([get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`),
+          get(`/api/jarvis/runs${qs({ status: 'awaiting_approval', limit: 5 })}`).catch(() => ({ runs: [] }))]);
         const going = [...(list.runs || []), ...(waiting.runs || [])].sort((a, b) => b.id - a.id);
         running = going.find((r) => r.trigger === 'api') || going[0] || null;
       } catch (err) {
@@ -340,7 +340,8 @@ export function Chat({ visible }) {
           } catch { /* nothing to re-attach */ }
         }
       }
-      if (running && !stop) cancelFlag.current = attach(running.id, running.task);
+      // A run typed while this was loading is followed already: attaching again would replay its events.
+      if (running && !stop && !mine.current.has(running.id)) cancelFlag.current = attach(running.id, running.task);
     })();
     return () => { stop = true; streamRef.current?.close(); };
   }, []);
