@@ -147,6 +147,21 @@ def test_deny_never_runs_the_command_and_the_card_says_denied(open_page, asking_
     assert approval(pool, row["id"])["status"] == "denied"
 
 
+def test_cancel_while_waiting_ends_the_run_and_the_card_says_cancelled(open_page, asking_owner, served, pool):
+    owner = asking_owner()
+    page = open_page(owner)
+    run_id, row = start_waiting_run(page, pool, owner)
+    c = card(page, row["id"])
+    expect(c.get_by_role("button", name="Approve")).to_be_visible()
+    page.get_by_role("button", name="Cancel").click()
+    expect(c).to_have_attribute("data-status", "cancelled")
+    expect(c.locator(".outcome")).to_contain_text("Cancelled")
+    expect(c.get_by_role("button", name="Approve")).to_have_count(0)
+    wait_for(lambda: run_row(pool, run_id)["status"] == "cancelled" or None, "the run cancelled", limit_s=120)
+    assert approval(pool, row["id"])["status"] == "cancelled"
+    assert exec_files(served, pool, run_id) == []
+
+
 def test_a_reload_while_waiting_still_shows_the_card_and_a_late_answer_shows_the_409(
         open_page, asking_owner, served, pool):
     owner = asking_owner()

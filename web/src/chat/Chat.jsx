@@ -178,6 +178,7 @@ export function Chat({ visible }) {
         });
       } else if (type === 'supervisor_complete') {
         finishRun('success');
+        loadApprovals(runId); // their last word (e.g. expired) if the page missed it
         const answer = { key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] };
         // Re-attached after the answer was stored (a reload): the thread shows it already.
         setMessages((ms) => (ms.some((m) => m.role === 'assistant' && m.runId === runId) ? ms : [...ms, answer]));
@@ -190,6 +191,7 @@ export function Chat({ visible }) {
         }).catch(() => {});
       } else if (type === 'error') {
         finishRun('failed');
+        loadApprovals(runId); // a cancel or failure while waiting: the cards say cancelled
         append({ key: `err-${runId}`, role: 'error', content: p.message || 'The run failed.' });
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
           finishRun(doc.status);
