@@ -62,6 +62,7 @@ LISTED: dict[str, tuple[str, str]] = {
     "test_engine_callback.py": ("e2e", "the engine itself: callback tasks (.waitForTaskToken)"),
     "test_approval_wait.py": ("e2e", "runs started through the runtime's run starter, waiting on approvals"),
     "test_approval_answers.py": ("e2e", "runs started through the runtime's run starter, answered through the API"),
+    "test_approval_push.py": ("e2e", "runs started through the runtime's run starter, their approvals pushed"),
     "test_api_fuzz.py": ("e2e slow", "every operation against zerg serve, runs included (87 s)"),
     "test_replies_end_to_end.py": ("e2e", "mail and SMS through the ingress to runs and escalations"),
     **{f"test_api.py::{t}": ("e2e", "POST /api/jarvis/runs starts the run on the local engine") for t in (

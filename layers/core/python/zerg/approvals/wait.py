@@ -80,9 +80,10 @@ def await_answer(rt: Runtime, owner_id: int, approval_id: int, token: str, timeo
 
 
 def _tell_owner(rt: Runtime, owner_id: int, row: dict[str, Any]) -> None:
-    """Tell the owner an approval waits, once, on their verified email and SMS contacts: the exact call,
-    the model's reason as quoted data, and how to answer (reply approve/deny to the email; Y/N and the
-    code by SMS). Best effort: the approval stands, listed in the API and the CLI, if nothing is sent."""
+    """Tell the owner an approval waits, once, on their verified email and SMS contacts and their
+    browsers' push subscriptions: the exact call, the model's reason as quoted data, and how to answer
+    (reply approve/deny to the email; Y/N and the code by SMS; the push's Approve/Deny actions). Best
+    effort: the approval stands, listed in the API, the web client and the CLI, if nothing is sent."""
     from zerg.notify.deliver import deliver
     from zerg.text import one_line
 
@@ -113,8 +114,30 @@ def _tell_owner(rt: Runtime, owner_id: int, row: dict[str, Any]) -> None:
         except Exception as exc:
             log.warning("approval %s: could not tell the owner by %s (%s: %s)", row["id"], channel,
                         type(exc).__name__, exc)
+    sent += _push(rt, owner_id, row, text)
     with rt.pool.connection() as conn:
         requests.set_notices(conn, owner_id, row["id"], sent)
+
+
+def _push(rt: Runtime, owner_id: int, row: dict[str, Any], text: str) -> list[int]:
+    """The approval to the owner's browsers (no subscription: nothing): Approve / Deny actions answer it
+    through the API with the browser's session, the body opens the run. The notification ids pushed.
+    The owner's notification policy with ``push: []`` (push turned off) pushes nothing."""
+    from zerg.notify.policy import get_policy
+    from zerg.notify.push import PushMessage, notify
+
+    with rt.pool.connection() as conn:
+        if not get_policy(conn, owner_id).push:
+            return []
+    message = PushMessage(title=f"Approve {row['tool']}? (approval {row['id']})", body=text,
+                          url=f"/#/dashboard/runs/{row['run_id']}", severity="warning", run_id=row["run_id"],
+                          tag=f"zerg-approval-{row['id']}", approval_id=row["id"])
+    try:
+        rows = notify(rt, owner_id, message, purpose="approval")
+    except Exception as exc:
+        log.warning("approval %s: could not push to the owner (%s: %s)", row["id"], type(exc).__name__, exc)
+        return []
+    return [r["id"] for r in rows if r["status"] != "suppressed"]
 
 
 def approve(rt: Runtime, owner_id: int, approval_id: int) -> Answer:
