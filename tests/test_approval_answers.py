@@ -12,7 +12,7 @@ import pytest
 
 from tests import test_approval_wait as wait_tests
 from tests.support.api import call, login
-from tests.test_approval_wait import CALL, _finish, _run, _worker
+from tests.test_approval_wait import CALL, SAID, _finish, _run, _worker
 from zerg.approvals import requests as approvals
 
 waiting_run = wait_tests.waiting_run  # the fixture: a run whose worker's call waits for the owner
@@ -40,7 +40,8 @@ def test_the_list_shows_the_exact_call_its_run_and_the_reason_as_data(waiting_ru
                             "host": None, "url": None, "method": None, "recipient": None}
     assert item["run"] == {"id": run_id, "job_id": row["job_id"], "task": "restart nginx", "trigger": "cli"}
     assert item["reason"]["untrusted"] is True and "never an instruction" in item["reason"]["note"]
-    assert item["reason"]["text"] == row["reason"] and item["expires_at"] and item["answered_at"] is None
+    assert item["reason"]["text"] == row["reason"] == SAID and item["expires_at"] and item["answered_at"] is None
+    assert item["asked_because"] == "the owner's policy asks before container_exec"
     assert "task_token" not in item
 
     status, body, _ = _answer(row["id"], "approve", login(alice))
@@ -119,7 +120,8 @@ def test_the_cli_lists_and_answers_once_and_says_why_not(waiting_run, pool, owne
     out = capsys.readouterr().out
     assert f"approval {row['id']} [pending] code {row['code']}  run {run_id} (cli): restart nginx" in out
     assert f"call: container_exec  command={CALL['command']!r}" in out
-    assert "model's stated reason (data, not an instruction):\n    | the owner's policy asks before container_exec" in out
+    assert "asked because: the owner's policy asks before container_exec" in out
+    assert f"model's stated reason (data, not an instruction):\n    | {SAID}" in out
     assert main(["approvals", "list", "--owner", bob.name]) == 0 and capsys.readouterr().out == "no approvals\n"
     assert main(["approvals", "approve", str(row["id"]), "--owner", bob.name]) == 2
     assert f"approval {row['id']} not found" in capsys.readouterr().err
@@ -223,7 +225,8 @@ def test_the_owner_is_told_once_and_an_email_reply_approve_answers_exactly_that_
         noted = approvals.get(conn, owner, row["id"])["notification_ids"]
     assert [n["channel"] for n in told] == ["email", "sms"] and noted == [n["id"] for n in told]  # once each
     assert f"wants to run container_exec: {CALL['command']}" in told[0]["body"]
-    assert "The model's stated reason (its words, data, not an instruction):\n> " in told[0]["body"]
+    assert "Asked because the owner's policy asks before container_exec." in told[0]["body"]
+    assert f"The model's stated reason (its words, data, not an instruction):\n> {SAID}" in told[0]["body"]
     assert f"Y {row['code']} / N {row['code']}" in told[0]["body"]
     sms_text = "".join(texts(rt.settings.data_dir)[-1]["parts"])
     assert f"Reply Y {row['code']} or N {row['code']}." in sms_text and phone["address"]

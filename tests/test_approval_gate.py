@@ -106,7 +106,8 @@ def test_an_email_reply_runs_df_at_once_and_waits_for_the_owner_before_a_restart
         (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (started.run_id,)).fetchall()
     assert rt.starter.engine().describe(arn)["status"] == "RUNNING"
     assert (row["tool"], row["arguments"]) == ("ssh_exec", {"host": "cube", "command": RESTART, "timeout_s": 30.0})
-    assert row["reason"] == "the owner's policy asks before ssh_exec (the command is not on the host's allowlist)"
+    assert row["asked_because"] == "the owner's policy asks before ssh_exec (the command is not on the host's allowlist)"
+    assert row["reason"] == "(no words with the call; the worker's task:) Check cube and restart nginx"
     files = [f.path for f in rt.store.list_files(job["worker_id"]) if f.path.startswith("tool_calls/")]
     assert files == ["tool_calls/001_ssh_exec.txt"]  # df -h ran without asking; the restart did not
     assert "Filesystem" in rt.store.read_file(job["worker_id"], files[0])
@@ -169,7 +170,7 @@ def test_a_person_run_uses_the_policy_as_set_and_a_scheduled_run_still_asks(
     scheduled, saved = _worker(rt, llm, pool, owner, "schedule", f"touch {marker}")
     assert scheduled["status"] == "awaiting_approval" and saved == [] and not marker.exists()
     with pool.connection() as conn:
-        assert "whatever the policy allows" in approvals.get(conn, owner, scheduled["approval_id"])["reason"]
+        assert "whatever the policy allows" in approvals.get(conn, owner, scheduled["approval_id"])["asked_because"]
     person, _ = _worker(rt, llm, pool, owner, "api", f"touch {marker}")
     assert person["status"] == "success" and marker.exists()
 

@@ -28,6 +28,7 @@ from zerg.workers import runner
 
 COMMAND = "echo RESTARTED-NGINX-$((40+2))"  # the call that needs approval; its output proves it ran
 CALL = {"command": COMMAND, "timeout_s": 30.0}
+SAID = "nginx must restart to load the new certificate."  # the model's own words with its call
 
 
 def _script(request):
@@ -46,7 +47,7 @@ def _script(request):
     if role == "worker":
         assert worker_task(request) == "Restart nginx"
         if not has_tool_results(request):
-            return {"tool_calls": [("container_exec", {"command": COMMAND})]}
+            return {"content": SAID, "tool_calls": [("container_exec", {"command": COMMAND})]}
         last = [m for m in request["messages"] if m["role"] == "tool"][-1]["content"]
         if "RESTARTED-NGINX-42" in last:
             return {"content": "nginx restarted: RESTARTED-NGINX-42"}
@@ -109,7 +110,8 @@ def test_a_call_waits_as_a_workflow_state_and_runs_once_when_approved(waiting_ru
     assert _run(pool, owner, run_id)["status"] == "awaiting_approval"
     # the call as validated, defaults included: what runs if the owner approves
     assert (row["tool"], row["arguments"], row["status"]) == ("container_exec", CALL, "pending")
-    assert row["reason"] == "the owner's policy asks before container_exec" and row["expires_at"] is not None
+    assert row["reason"] == SAID  # the model's words with the call, shown to the owner as data
+    assert row["asked_because"] == "the owner's policy asks before container_exec" and row["expires_at"] is not None
     assert rt.starter.engine().describe(arn)["status"] == "RUNNING"  # waiting on the callback task
     job, files = _worker(rt, pool, owner, run_id)
     assert job["status"] == "running" and files == []  # held: nothing ran

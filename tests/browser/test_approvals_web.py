@@ -236,6 +236,8 @@ def test_the_dashboard_lists_and_answers_approvals(open_page, asking_owner, serv
     c = pending.locator(f"section.approval[data-approval-id='{row['id']}']")
     expect(c).to_contain_text(f"run {run_id}")
     expect(c).to_contain_text(f"Y {row['code']} / N {row['code']}")
+    expect(c).to_contain_text("Asked because")  # Zerg's words, apart from the model's
+    expect(c).to_contain_text("the owner's policy asks before container_exec")
     screenshot(page, "dashboard-approvals")
     c.get_by_role("button", name="Approve").click()
     expect(c).to_have_attribute("data-status", "approved")
@@ -246,6 +248,40 @@ def test_the_dashboard_lists_and_answers_approvals(open_page, asking_owner, serv
     answered = page.get_by_role("table", name="Answered approvals").locator(f"tr[data-approval-id='{row['id']}']")
     expect(answered).to_have_attribute("data-status", "approved")
     expect(page.get_by_text("Nothing waits for your approval.")).to_be_visible()
+
+
+def test_a_directive_question_is_answered_in_the_dashboard_and_says_what_was_done(open_page, new_owner, served, pool):
+    """What only the owner decides (here: a preference a run asked for) is an approval of the same
+    kind: the dashboard shows Zerg's summary of the change, not a call; approving it makes the change
+    once and the card says what was done."""
+    from datetime import timedelta
+
+    from zerg.approvals import requests as approvals
+    from zerg.notify.policy import get_policy
+    from zerg.runs import store as runs
+
+    owner = new_owner("dir")
+    with pool.connection() as conn:
+        run_id = runs.start_run(conn, owner.owner_id, "use Berlin time", trigger="api").run_id
+        row = approvals.ask_directive(conn, owner.owner_id, run_id, "set_preference",
+                                      {"key": "timezone", "value": "Europe/Berlin"},
+                                      "set timezone to Europe/Berlin (now UTC)", timedelta(hours=24))
+        approvals.mark_directives_shown(conn, owner.owner_id, run_id)
+    page = open_page(owner)
+    page.goto("/#/dashboard/approvals")
+    c = page.get_by_role("region", name="Pending approvals").locator(f"section.approval[data-approval-id='{row['id']}']")
+    expect(c).to_contain_text("Approve this change?")
+    expect(c).to_contain_text("set timezone to Europe/Berlin (now UTC)")
+    expect(c.locator("code.call")).to_have_count(0)  # a change in Zerg's words, not a call
+    c.get_by_role("button", name="Approve").click()
+    expect(c).to_have_attribute("data-status", "approved")
+    expect(c.locator(".outcome")).to_contain_text("done: Preference timezone is now Europe/Berlin")
+    page.get_by_role("button", name="Refresh").click()
+    answered = page.get_by_role("table", name="Answered approvals").locator(f"tr[data-approval-id='{row['id']}']")
+    expect(answered).to_have_attribute("data-status", "approved")
+    with pool.connection() as conn:
+        assert str(get_policy(conn, owner.owner_id).timezone) == "Europe/Berlin"  # made, once
+        assert approval(pool, row["id"])["outcome"].startswith("Preference timezone is now Europe/Berlin")
 
 
 def test_the_policy_editor_saves_and_shows_a_422_message(open_page, new_owner, served):

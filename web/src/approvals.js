@@ -41,10 +41,16 @@ const OUTCOME = {
   expired: 'Expired: nobody answered in time; the call did not run.',
   cancelled: 'Cancelled: the run ended before an answer; the call did not run.',
 };
+const DIRECTIVE_OUTCOME = {
+  approved: 'Approved: Zerg makes the change once.',
+  denied: 'Denied: the change is not made.',
+  expired: 'Expired: nobody answered in time; nothing was done.',
+  superseded: 'Superseded: a newer question replaced it; nothing was done.',
+};
 
-/** One line for an approval that is no longer pending. */
-export function outcomeText(status) {
-  return OUTCOME[status] || status;
+/** One line for an approval that is no longer pending (a directive's words differ: a change, not a call). */
+export function outcomeText(status, kind = 'call') {
+  return (kind === 'directive' ? DIRECTIVE_OUTCOME[status] : OUTCOME[status]) || status;
 }
 
 /** A pending approval whose expiry has passed cannot be answered any more (the server says so too). */

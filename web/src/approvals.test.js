@@ -27,6 +27,8 @@ describe('approvals', () => {
     expect(isAnswerable(pending(1, 1, { expires_at: '2026-01-01T11:59:59Z' }), now)).toBe(false);
     expect(isAnswerable({ ...pending(1, 1), status: 'approved' }, now)).toBe(false);
     expect(outcomeText('denied')).toMatch(/does not run/);
+    expect(outcomeText('superseded', 'directive')).toMatch(/newer question/);
+    expect(outcomeText('denied', 'directive')).toMatch(/change is not made/);
   });
 
   it("shows the run's approvals oldest first, answered ones with their newest status, no other run's", () => {

@@ -35,12 +35,17 @@ export function ApprovalCard({ approval: a, onAnswered = () => {}, showRun = fal
     }
   };
   const reason = a.reason || {};
+  const directive = a.kind === 'directive';
   return (
     <section class={`approval st-${a.status}`} data-approval-id={a.id} data-status={a.status}
       aria-label={`Approval ${a.id}: ${a.call?.tool || 'a call'}`}>
-      <h3>{a.status === 'pending' ? 'Approve this call?' : 'Approval'} <span class="badge">{a.status}</span></h3>
+      <h3>{a.status !== 'pending' ? 'Approval' : directive ? 'Approve this change?' : 'Approve this call?'}{' '}
+        <span class="badge">{a.status}</span></h3>
       <dl class="facts">
-        {callRows(a.call).map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd><code class="call">{v}</code></dd></Fragment>)}
+        {directive
+          ? <><dt>Change</dt><dd>{a.summary}</dd></>
+          : callRows(a.call).map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd><code class="call">{v}</code></dd></Fragment>)}
+        {a.asked_because && <><dt>Asked because</dt><dd>{a.asked_because}</dd></>}
         <dt>Started by</dt><dd>{startedBy(a.run?.trigger)}</dd>
         {showRun && a.run && <><dt>Run</dt><dd><a href={`#/dashboard/runs/${a.run.id}`}>run {a.run.id}</a>{a.run.task ? `: ${a.run.task}` : ''}</dd></>}
         {a.status === 'pending' && <><dt>Expires</dt><dd>{when(a.expires_at)}</dd></>}
@@ -59,7 +64,11 @@ export function ApprovalCard({ approval: a, onAnswered = () => {}, showRun = fal
           <button type="button" class="danger" disabled={busy} onClick={() => answer('deny')}>Deny</button>
         </p>
       ) : (
-        <p class="outcome" role="status">{outcomeText(a.status === 'pending' ? 'expired' : a.status)}</p>
+        <p class="outcome" role="status">
+          {directive && a.outcome ? `Approved: ${a.outcome}`
+            : directive && a.answer ? a.answer  // the server's word: what approving it did
+              : outcomeText(a.status === 'pending' ? 'expired' : a.status, a.kind)}
+        </p>
       )}
       {problem && <p class="error" role="alert">{problem}</p>}
     </section>

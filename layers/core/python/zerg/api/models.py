@@ -657,6 +657,8 @@ class ApprovalView(BaseModel):
     call: ApprovalCall
     run: ApprovalRun
     reason: ApprovalReason
+    asked_because: str | None = Field(description="A call: why the owner's policy asks about it, in Zerg's words "
+                                                  "(null for a directive)")
     created_at: datetime
     expires_at: datetime | None = Field(description="null: the wait has not started yet")
     answered_at: datetime | None

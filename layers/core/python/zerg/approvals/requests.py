@@ -41,17 +41,19 @@ KINDS = ("call", "directive")
 DIRECTIVE_TOOLS = ("create_schedule", "delete_schedule", "set_preference", "update_schedule")
 _COLUMNS = ("id, owner_id, run_id, job_id, kind, tool, arguments, tool_call_id, reason, status, task_token, "
             "created_at, waiting_since, expires_at, answered_at, used_at, code, notification_ids, summary, shown_at, "
-            "outcome")
+            "outcome, asked_because")
 
 
 def create(conn: Connection, owner_id: int, run_id: int, job_id: int, tool: str, arguments: dict[str, Any],
-           tool_call_id: str, reason: str) -> dict[str, Any]:
+           tool_call_id: str, reason: str, asked_because: str | None = None) -> dict[str, Any]:
     """A pending approval of one call (the job's previous pending one, if any, is cancelled first: a
-    worker waits on one call at a time)."""
+    worker waits on one call at a time): ``reason`` the model's own words with the call (data),
+    ``asked_because`` why the owner's policy asks (Zerg's words)."""
     conn.execute("UPDATE approvals SET status = 'cancelled', answered_at = now() "
                  "WHERE job_id = %s AND owner_id = %s AND status = 'pending'", (job_id, owner_id))
     return _insert(conn, owner_id, {"run_id": run_id, "job_id": job_id, "tool": tool, "arguments": Jsonb(arguments),
-                                    "tool_call_id": tool_call_id, "reason": reason[:2000]})
+                                    "tool_call_id": tool_call_id, "reason": reason[:2000],
+                                    "asked_because": asked_because})
 
 
 _CODE_ATTEMPTS = 5

@@ -100,6 +100,7 @@ def _tell_owner(rt: Runtime, owner_id: int, row: dict[str, Any]) -> None:
     expires = row["expires_at"].strftime("%Y-%m-%d %H:%M UTC") if row["expires_at"] else "in 1 h"
     body = (f"A run started by {started} wants to run {row['tool']}{method}: {what}{where}.\n"
             f"Run {row['run_id']}: {one_line(run['task'] if run else '', 200)}\n"
+            f"Asked because {row['asked_because'] or 'the owner policy asks'}.\n"
             f"The model's stated reason (its words, data, not an instruction):\n> {one_line(row['reason'], 500)}\n"
             f"Expires {expires}. Reply \"approve\" or \"deny\" to this email, or answer by SMS "
             f"Y {row['code']} / N {row['code']}, or: zerg approvals approve|deny {row['id']}.")
@@ -318,6 +319,7 @@ def approval_view(row: dict[str, Any], run: dict[str, Any] | None) -> dict[str, 
         "run": {"id": row["run_id"], "job_id": row["job_id"], "task": run["task"] if run else None,
                 "trigger": run["trigger"] if run else None},
         "reason": {"untrusted": True, "note": REASON_NOTE, "text": row["reason"]},
+        "asked_because": row["asked_because"],
         "created_at": row["created_at"],
         "expires_at": row["expires_at"],
         "answered_at": row["answered_at"],

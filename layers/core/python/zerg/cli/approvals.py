@@ -142,6 +142,8 @@ def _show_approval(item: dict[str, Any]) -> None:
     detail = "  ".join(f"{k}={v!r}" for k, v in what.items()) if what else repr(call["arguments"])
     print(f"  call: {call['tool']}  {detail}")
     print(f"  expires: {item['expires_at'] or 'when its wait starts'}")
+    if item["asked_because"]:
+        print(f"  asked because: {item['asked_because']}")
     # the model's words: fenced so they read as data, never as an instruction
     print("  model's stated reason (data, not an instruction):")
     for line in (item["reason"]["text"] or "(none)").splitlines() or [""]:

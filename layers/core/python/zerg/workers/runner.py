@@ -364,12 +364,26 @@ class _WorkerHooks(LoopHooks):
                 self._verdict = (call.name, ToolOutcome(text=too_many_asks_text(call.name, asked), ok=False))
                 return None
             row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, needed.arguments,
-                                   call.id, needed.reason)
+                                   call.id, self._stated_reason(call), asked_because=needed.reason)
         self.loop.approval_id = row["id"]
         self.loop.approval_timeout_s = min(needed.expires_in_s, self.loop.wait_ceiling_s or
                                            self.rt.settings.approval_timeout_s)
         return Stop(f"waiting for the owner's approval of {call.name} (approval {row['id']})",
                     status=AWAITING_APPROVAL)
+
+    def _stated_reason(self, call: ToolCall) -> str:
+        """The model's own words with ``call``: the text of the reply that made it (already in the
+        worker's thread), else the task the worker was given (the supervisor model's words). Data for
+        the owner to judge, shown fenced; never Zerg's."""
+        thread = self.rt.store.read_file(self.worker_id, "thread.jsonl")
+        for line in reversed(thread.splitlines()):
+            message = json.loads(line) if line.strip() else {}
+            if message.get("role") == "assistant" and any(c.get("id") == call.id for c in message.get("tool_calls") or ()):
+                said = (message.get("content") or "").strip()
+                if said:
+                    return said
+                break
+        return f"(no words with the call; the worker's task:) {self.job['task']}"
 
     def gate(self, name: str, args: Any) -> ToolOutcome | None:
         """The worker's :attr:`ToolContext.gate`: the decision :meth:`hold` took for this very call."""
