@@ -284,6 +284,27 @@ def test_a_directive_question_is_answered_in_the_dashboard_and_says_what_was_don
         assert approval(pool, row["id"])["outcome"].startswith("Preference timezone is now Europe/Berlin")
 
 
+def test_the_inbox_lists_what_waits_for_the_owner_and_answers_it(open_page, asking_owner, served, pool):
+    owner = asking_owner()
+    client = api_client(served.url, owner)
+    resp = client.post("/api/jarvis/supervisor", json={"task": TASK})
+    assert resp.status_code == 202, resp.text
+    run_id = resp.json()["run_id"]
+    row = pending_approval(pool, owner.owner_id, run_id)
+    page = open_page(owner)
+    page.goto("/#/inbox")
+    waiting = page.get_by_role("region", name="Waiting for your approval")
+    c = waiting.locator(f"section.approval[data-approval-id='{row['id']}']")
+    expect(c).to_contain_text(f"run {run_id}")
+    expect(page.get_by_text("Nothing in the inbox.")).to_have_count(0)
+    c.get_by_role("button", name="Deny").click()
+    expect(c).to_have_attribute("data-status", "denied")
+    wait_for(lambda: run_row(pool, run_id)["status"] == "success" or None, "the run finished", limit_s=120)
+    assert exec_files(served, pool, run_id) == []  # denied: never ran
+    page.reload()
+    expect(page.get_by_role("region", name="Waiting for your approval")).to_have_count(0)
+
+
 def test_the_policy_editor_saves_and_shows_a_422_message(open_page, new_owner, served):
     owner = new_owner("policy")
     page = open_page(owner)
