@@ -330,15 +330,15 @@ def _reply_run_waiting(rt, llm, pool, owner, ssh_server):
         message_id=f"<{secrets.token_hex(6)}@mail.example.com>", tokens=(token,)))
     assert outcome.status == "run", outcome
 
-    def token_stored():
+    def token_stored():  # whatever its status since: a 1 s wait may have timed out before this poll under load
         with pool.connection() as conn:
-            rows = approvals.pending(conn, owner, outcome.run_id)
-        return rows[0] if rows and rows[0]["task_token"] else None
+            return conn.execute("SELECT * FROM approvals WHERE owner_id = %s AND run_id = %s AND task_token IS NOT NULL",
+                                (owner, outcome.run_id)).fetchone()
 
     row = wait_for(token_stored, "the approval's task token", limit_s=60)
     with pool.connection() as conn:
         run = runs.get_run(conn, owner, outcome.run_id)
-    assert run["trigger"] == "email" and run["status"] in ("awaiting_approval", "running")  # a short wait may end
+    assert run["trigger"] == "email" and run["status"] in ("awaiting_approval", "running", "success")  # a short wait may end
     return run, run["execution_arn"], row, phone["address"]
 
 
@@ -433,25 +433,32 @@ def test_an_sms_y_after_the_wait_timed_out_changes_nothing_and_the_restart_never
 
 
 @pytest.mark.e2e  # the inbound path and the real run ASL on moto's Step Functions: what runs on AWS
-@pytest.mark.parametrize("answer", ["Y", "N"])
+@pytest.mark.parametrize("answer", ["Y", "N", "timeout"])
 def test_on_moto_step_functions_an_email_replys_restart_waits_and_the_owners_sms_answers_it(
         runtime_env, llm, pool, owner, ssh_server, monkeypatch, answer):
     """The must-show on the AWS path: the execution waits on the callback task (RUNNING, nothing
     polls); the owner's SMS "Y <code>" resumes it through SendTaskSuccess and the restart runs once,
-    "N <code>" through SendTaskFailure and it never runs."""
+    "N <code>" through SendTaskFailure and it never runs; unanswered, the task's timeout ends the wait,
+    the restart never runs and a late "Y <code>" finds nothing to approve."""
     from tests.test_approval_wait import moto_execution_end, moto_run_machine
     from zerg.inbound import replies
 
     with moto_run_machine(monkeypatch) as (machine, sfn):
-        rt = runtime_env(ZERG_STATE_MACHINE_ARN=machine, ZERG_APPROVAL_TIMEOUT_S="600")
+        rt = runtime_env(ZERG_STATE_MACHINE_ARN=machine, ZERG_APPROVAL_TIMEOUT_S="1" if answer == "timeout" else "600")
         run, arn, row, phone = _reply_run_waiting(rt, llm, pool, owner, ssh_server)
-        assert arn.startswith("arn:aws:states:") and sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
-        with pool.connection() as conn:
-            assert runs.get_run(conn, owner, run["id"])["status"] == "awaiting_approval"
-        sms = replies.receive(rt, _sms(phone, f"{answer} {row['code']}"))
-        decided = "approved" if answer == "Y" else "denied"
-        assert (sms.status, sms.reason) == ("approval", f"code {row['code']}: approval {row['id']} {decided}")
-        desc = moto_execution_end(sfn, arn)
+        assert arn.startswith("arn:aws:states:")
+        if answer == "timeout":
+            desc = moto_execution_end(sfn, arn)  # AwaitApproval's TimeoutSecondsPath ended the wait
+            late = replies.receive(rt, _sms(phone, f"Y {row['code']}"))
+            assert (late.status, late.reason) == ("approval", f"no pending approval with code {row['code']}")
+        else:
+            assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+            with pool.connection() as conn:
+                assert runs.get_run(conn, owner, run["id"])["status"] == "awaiting_approval"
+            sms = replies.receive(rt, _sms(phone, f"{answer} {row['code']}"))
+            decided = "approved" if answer == "Y" else "denied"
+            assert (sms.status, sms.reason) == ("approval", f"code {row['code']}: approval {row['id']} {decided}")
+            desc = moto_execution_end(sfn, arn)
     assert desc["status"] == "SUCCEEDED", desc
     with pool.connection() as conn:
         done = runs.get_run(conn, owner, run["id"])
@@ -460,6 +467,11 @@ def test_on_moto_step_functions_an_email_replys_restart_waits_and_the_owners_sms
     if answer == "Y":
         assert done["result"] == "nginx was restarted on cube after your approval."
         assert ran == ["tool_calls/001_ssh_exec.txt", "tool_calls/002_ssh_exec.txt"]  # df -h, then the restart once
+    elif answer == "timeout":
+        assert done["result"] == "Nobody approved the restart in time; nginx was not restarted."
+        assert ran == ["tool_calls/001_ssh_exec.txt"]
+        with pool.connection() as conn:
+            assert approvals.get(conn, owner, row["id"])["status"] == "expired"
     else:
         assert done["result"] == "You denied the restart; nginx was not restarted."
         assert ran == ["tool_calls/001_ssh_exec.txt"]

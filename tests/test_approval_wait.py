@@ -75,10 +75,10 @@ def waiting_run(runtime_env, llm, pool, owner):
         if not wait:
             return rt, started.run_id, arn, None
 
-        def token_stored():
+        def token_stored():  # whatever its status since: a 1 s wait may have timed out before this poll under load
             with pool.connection() as conn:
-                rows = approvals.pending(conn, owner, started.run_id)
-            return rows[0] if rows and rows[0]["task_token"] else None
+                return conn.execute("SELECT * FROM approvals WHERE owner_id = %s AND run_id = %s "
+                                    "AND task_token IS NOT NULL", (owner, started.run_id)).fetchone()
 
         row = wait_for(token_stored, "the approval's task token", limit_s=60)
         return rt, started.run_id, arn, row
