@@ -39,6 +39,7 @@ from zerg.runtime import Runtime
 DEFAULT_TIMEOUT_S = 3600  # how long a run waits for an answer (the ASL's default; the input may set it)
 DENIED_ERROR = "Zerg.Denied"  # what a denied wait's task fails with (a custom error: never "States.*")
 CANCELLED_ERROR = "Zerg.Cancelled"
+POLICY_ASKS = "the owner's policy asks"  # why a call waits, when the row does not say (rows before asked_because)
 log = logging.getLogger(__name__)
 
 
@@ -100,7 +101,7 @@ def _tell_owner(rt: Runtime, owner_id: int, row: dict[str, Any]) -> None:
     expires = row["expires_at"].strftime("%Y-%m-%d %H:%M UTC") if row["expires_at"] else "in 1 h"
     body = (f"A run started by {started} wants to run {row['tool']}{method}: {what}{where}.\n"
             f"Run {row['run_id']}: {one_line(run['task'] if run else '', 200)}\n"
-            f"Asked because {row['asked_because'] or 'the owner policy asks'}.\n"
+            f"Asked because {row['asked_because'] or POLICY_ASKS}.\n"
             f"The model's stated reason (its words, data, not an instruction):\n> {one_line(row['reason'], 500)}\n"
             f"Expires {expires}. Reply \"approve\" or \"deny\" to this email, or answer by SMS "
             f"Y {row['code']} / N {row['code']}, or: zerg approvals approve|deny {row['id']}.")
