@@ -54,10 +54,16 @@ class Policy(BaseModel):
     """What an owner set; anything left out is the default."""
 
     model_config = ConfigDict(extra="forbid")
-    tools: dict[str, Mode] = Field(default_factory=dict, description="Tool name -> allow, ask or deny")
+    tools: dict[str, Mode] = Field(default_factory=dict, description="Tool name -> allow, ask or deny",
+                                   # the schema names the governed tools (the validator below says which, by name)
+                                   json_schema_extra={"propertyNames": {"enum": sorted(DEFAULT_MODES)}})
     ssh_allow: dict[str, list[str]] = Field(
         default_factory=dict, description="SSH host alias (or '*' for every host) -> command patterns that run "
-                                          "without asking")
+                                          "without asking",
+        # what the validator below checks, as named formats (zerg.api.docs.FORMATS)
+        json_schema_extra={"propertyNames": {"format": "ssh-allow-host"}, "maxProperties": HOSTS_MAX,
+                           "additionalProperties": {"type": "array", "maxItems": PATTERNS_MAX,
+                                                    "items": {"type": "string", "format": "ssh-command-pattern"}}})
     builtin_allowlist: bool = Field(default=True, description="The built-in read-only commands (df, free, ...) "
                                                               "run without asking on every host")
     expiry_s: int = Field(default=EXPIRY_DEFAULT_S, ge=EXPIRY_MIN_S, le=EXPIRY_MAX_S,
