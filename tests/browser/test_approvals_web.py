@@ -101,6 +101,13 @@ def start_waiting_run(page, pool, owner) -> tuple[int, dict]:
     return run_id, pending_approval(pool, owner.owner_id, run_id)
 
 
+def start_waiting_run_by_api(served, pool, owner) -> tuple[int, dict]:
+    resp = api_client(served.url, owner).post("/api/jarvis/supervisor", json={"task": TASK})
+    assert resp.status_code == 202, resp.text
+    run_id = resp.json()["run_id"]
+    return run_id, pending_approval(pool, owner.owner_id, run_id)
+
+
 def card(page, approval_id: int):
     return page.locator(f"section.approval[data-approval-id='{approval_id}']")
 
@@ -224,11 +231,7 @@ def test_another_owners_approval_never_shows(open_page, asking_owner, served, po
 
 def test_the_dashboard_lists_and_answers_approvals(open_page, asking_owner, served, pool):
     owner = asking_owner()
-    client = api_client(served.url, owner)
-    resp = client.post("/api/jarvis/supervisor", json={"task": TASK})
-    assert resp.status_code == 202, resp.text
-    run_id = resp.json()["run_id"]
-    row = pending_approval(pool, owner.owner_id, run_id)
+    run_id, row = start_waiting_run_by_api(served, pool, owner)
 
     page = open_page(owner)
     page.goto("/#/dashboard/approvals")
@@ -286,11 +289,7 @@ def test_a_directive_question_is_answered_in_the_dashboard_and_says_what_was_don
 
 def test_the_inbox_lists_what_waits_for_the_owner_and_answers_it(open_page, asking_owner, served, pool):
     owner = asking_owner()
-    client = api_client(served.url, owner)
-    resp = client.post("/api/jarvis/supervisor", json={"task": TASK})
-    assert resp.status_code == 202, resp.text
-    run_id = resp.json()["run_id"]
-    row = pending_approval(pool, owner.owner_id, run_id)
+    run_id, row = start_waiting_run_by_api(served, pool, owner)
     page = open_page(owner)
     page.goto("/#/inbox")
     waiting = page.get_by_role("region", name="Waiting for your approval")
