@@ -35,6 +35,7 @@ SCHEDULE_DLQ = "schedule-dlq"
 ALERT_TOPIC = "alerts"
 INBOUND_SMS_TOPIC = "inbound-sms"
 ESCALATION_MACHINE = "escalation"
+RUN_MACHINE = "run"
 INGRESS = "events"
 INBOUND_RULE_SET = "inbound"  # the SES receipt rule set (its rules store mail, then invoke ingress)
 
@@ -50,6 +51,9 @@ class Arns:
 
     def escalation_machine(self) -> str:
         return self._colon("states", "stateMachine", self.config.prefix(ESCALATION_MACHINE))
+
+    def run_machine(self) -> str:
+        return self._colon("states", "stateMachine", self.config.prefix(RUN_MACHINE))
 
     def escalation_executions(self) -> str:
         return self._colon("states", "execution", f"{self.config.prefix(ESCALATION_MACHINE)}:*")

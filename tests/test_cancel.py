@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from tests.support.api import http_login
-from tests.support.factories import make_job, make_run
+from tests.support.factories import make_job, make_run, set_approval_policy
 from tests.support.hosts import add_host
 from tests.support.sandbox import argv_of, require, running, wait_for
 from tests.support.scripts import has_tool_results, role_of, run_script, worker_task
@@ -142,6 +142,7 @@ def test_cancel_from_another_process_ends_an_ssh_sleep_60_on_the_server_before_t
         runtime_env, llm, engine, pool, owner, ssh_server, monkeypatch):
     rt = runtime_env()
     add_host(rt, owner, "box", ssh_server)
+    set_approval_policy(pool, owner, ssh_allow={"box": ["sleep 60"]})  # a cli run: the command must not wait to ask
     spy = EmitSpy(monkeypatch)
     llm.respond_with(ssh_sleep_script)
     with pool.connection() as conn:

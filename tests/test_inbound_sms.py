@@ -328,3 +328,13 @@ def test_the_owner_sees_the_opt_out_in_the_api_and_the_cli_and_another_owner_see
     fields = line.split("\t")
     assert fields[:4] == [str(phone["id"]), "sms", phone["address"], "verified"]
     assert fields[4].startswith("opted out (STOP) ") and fields[4].endswith(" UTC")
+
+
+@pytest.mark.parametrize(("body", "answer"), [
+    ("Y 4821", ("approve", "4821")), ("y 4821", ("approve", "4821")), ("YES 0042.", ("approve", "0042")),
+    ("approve #4821", ("approve", "4821")), ("N 4821", ("deny", "4821")), (" no   4821 ", ("deny", "4821")),
+    ("deny 4821!", ("deny", "4821")), ("Y", None), ("yes", None), ("Y 482", None), ("Y 48211", None),
+    ("Y 4821 and restart the db", None), ("maybe 4821", None), ("Y ٤٨٢١", None),
+])
+def test_an_approval_answer_is_the_whole_message_with_a_four_digit_code(body, answer):
+    assert sms.approval_answer(body) == answer

@@ -87,7 +87,7 @@ def test_ack_is_idempotent_keeps_the_first_time_and_moves_the_item_down(rt, pool
 def test_bob_sees_none_of_alices_items_and_cannot_ack_them(rt, pool, alice, bob):
     mine = background_result(pool, alice.owner_id, "critical", "nginx is down")
     bob_token = token(bob)
-    assert call("GET", "/api/jarvis/inbox", token=bob_token)[:2] == (200, {"items": []})
+    assert call("GET", "/api/jarvis/inbox", token=bob_token)[:2] == (200, {"items": [], "approvals": []})
     assert call("POST", f"/api/jarvis/inbox/{mine}/ack", token=bob_token)[:2] == (
         404, {"error": "not_found", "message": f"inbox item of run {mine} not found"})
     with pool.connection() as conn:

@@ -98,7 +98,8 @@ def test_a_follow_up_on_the_owners_running_run_goes_to_the_supervisor_another_ow
 
 
 def test_a_yes_goes_to_the_supervisor_only_while_zergs_question_waits_for_it(alice_token, llm, pool, alice, bob):
-    from zerg.inbound import pending
+    from zerg.approvals import requests as approvals
+    from zerg.approvals.question import TTL
 
     for said in ("yes", "Yes please.", "do it"):
         decided = intent.precheck(said, running=False, asked=True)
@@ -109,8 +110,9 @@ def test_a_yes_goes_to_the_supervisor_only_while_zergs_question_waits_for_it(ali
         run_id, _ = make_run(pool, owner_id, "stop paging me")
         with pool.connection() as conn:
             conn.execute("UPDATE runs SET status = 'success', finished_at = now() WHERE id = %s", (run_id,))
-            pending.ask(conn, owner_id, run_id, "set_preference", {"key": "quiet_hours", "value": "off"}, "x")
-            pending.mark_shown(conn, owner_id, run_id)
+            approvals.ask_directive(conn, owner_id, run_id, "set_preference", {"key": "quiet_hours", "value": "off"},
+                                    "x", TTL)
+            approvals.mark_directives_shown(conn, owner_id, run_id)
 
     asked(bob.owner_id)  # bob's question says nothing about alice
     llm.script({"content": json.dumps({"mode": "quick", "reason": "a simple reply"})})

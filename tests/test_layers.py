@@ -35,7 +35,7 @@ LAYERS: dict[str, int] = {
     "observability": FOUNDATION, "statuses": FOUNDATION, "timestamps": FOUNDATION, "timezones": FOUNDATION,
     "handler_input": FOUNDATION, "ports": FOUNDATION, "egress": FOUNDATION, "aws_clients": FOUNDATION,
     "pids": FOUNDATION, "hosting": FOUNDATION, "runtime": FOUNDATION, "validation": FOUNDATION, "text": FOUNDATION,
-    "files": FOUNDATION,
+    "files": FOUNDATION, "approvals.commands": FOUNDATION, "approvals.policy": FOUNDATION,
     # 2 adapters and the loop: what talks to the world, and the model<->tool loop with its tool seam
     "llm": ADAPTERS, "embeddings": ADAPTERS, "sealing": ADAPTERS, "artifacts": ADAPTERS, "sandbox": ADAPTERS,
     "loop": ADAPTERS, "notify.channels": ADAPTERS, "schedules.eventbridge": ADAPTERS,
@@ -49,10 +49,12 @@ LAYERS: dict[str, int] = {
     "notify.policy": RECORDS, "notify.limits": RECORDS, "notify.notifications": RECORDS,
     "notify.push_subscriptions": RECORDS, "notify.push_keys": RECORDS,
     "alerts.inbox": RECORDS, "alerts.escalations": RECORDS,
-    "inbound.messages": RECORDS, "inbound.pending": RECORDS, "agents.configs": RECORDS,
+    "inbound.messages": RECORDS, "agents.configs": RECORDS,
+    "approvals.requests": RECORDS,
+    "approvals.policies": RECORDS,
     # 4 core services and the run lifecycle
     "runs": SERVICES, "memory": SERVICES, "hosts": SERVICES, "notify": SERVICES, "agents": SERVICES,
-    "auth": SERVICES,
+    "auth": SERVICES, "approvals": SERVICES,
     # 5 features that start runs or react to their close
     "alerts": FEATURES, "schedules": FEATURES, "inbound": FEATURES, "privacy": FEATURES,
     # 6 agents: the tools and their catalogue, the supervisor, the worker runner, Jarvis

@@ -58,7 +58,8 @@ def _handlers(calls):
             return {"ok": True}
         if event["job_id"] == 2:
             raise RuntimeError("boom")
-        return {"job_id": event["job_id"], "worker_id": "w", "status": "success"}
+        return {"job_id": event["job_id"], "worker_id": "w", "status": "success", "approval_id": None,
+                "approval_timeout_s": None}
 
     def summary(event, context):
         calls.append(("summary", event))

@@ -55,6 +55,8 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                         VALUES (%s, 'worker', 'gpt-4o-mini', %s) ON CONFLICT DO NOTHING""", (owner_id, f"{tag} instructions"))
         conn.execute("""INSERT INTO push_subscriptions (owner_id, endpoint, p256dh_secret, auth_secret)
                         VALUES (%s, %s, %s, %s)""", (owner_id, f"https://push.example.com/{tag}", "B" * 87, "A" * 22))
+        conn.execute("INSERT INTO approval_policies (owner_id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                     (owner_id, json.dumps({"ssh_allow": {tag: ["uptime"]}})))
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 
@@ -109,9 +111,14 @@ def fill_replies(conn, owner_id: int, run_id: int, tag: str) -> None:
     conn.execute("""INSERT INTO inbound_messages (channel, provider_id, source, owner_id, sender, body, run_id, status)
                     VALUES ('sms', %s, 'sns', %s, '+15550000000', 'make it weekly', %s, 'run')""",
                  (f"in-{tag}-{run_id}", owner_id, run_id))
-    conn.execute("""INSERT INTO pending_directives (owner_id, run_id, action, args, summary, expires_at)
-                    VALUES (%s, %s, 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1', now() + interval '1 hour')""",
+    conn.execute("""INSERT INTO approvals (owner_id, run_id, kind, tool, arguments, summary, expires_at)
+                    VALUES (%s, %s, 'directive', 'delete_schedule', '{"schedule_id": 1}', 'delete schedule #1',
+                            now() + interval '1 hour')""",
                  (owner_id, run_id))
+    job_id = conn.execute("SELECT id FROM worker_jobs WHERE run_id = %s", (run_id,)).fetchone()["id"]
+    conn.execute("""INSERT INTO approvals (owner_id, run_id, job_id, tool, arguments, tool_call_id, reason)
+                    VALUES (%s, %s, %s, 'ssh_exec', %s, 'call-1', 'asks before ssh_exec')""",
+                 (owner_id, run_id, job_id, json.dumps({"host": f"{tag}-box", "command": "systemctl restart nginx"})))
 
 
 # Tables whose rows are keyed by more than an id (derived data the database keeps).

@@ -572,7 +572,7 @@ def test_zergs_question_survives_the_cut_of_an_sms_or_mail_answer_word_for_word(
     from zerg.inbound.directives import question_text
 
     settings = SimpleNamespace(public_url="https://zerg.example", api_url="")
-    question = question_text([{"summary": 'delete schedule #3 "disk check" (cron 0 6 * * *)'}])
+    question = question_text([{"summary": 'delete schedule #3 "disk check" (cron 0 6 * * *)', "id": 12, "code": "4821"}])
     run = {"id": 7, "status": "success", "error": None, "result": "x" * 5_000 + "\n\n" + question}
     sms = replies.answer_text(settings, run, "sms")
     assert len(sms) <= replies.SMS_ANSWER_CHARS and sms.endswith(f"\n\n{question}")
@@ -583,7 +583,8 @@ def test_zergs_question_survives_the_cut_of_an_sms_or_mail_answer_word_for_word(
 
     _, mailed = completion_mail.compose(settings, {**run, "task": "x", "result": "w" * 30_000 + "\n\n" + question})
     assert f"[... cut: the run's page has it all]\n\n{question}\n\n--\nYou asked: x" in mailed
-    huge = question_text([{"summary": "create the check \"sync\" … doing: \"" + "z" * 2_000 + "\""}])
+    huge = question_text([{"summary": "create the check \"sync\" … doing: \"" + "z" * 2_000 + "\"", "id": 13,
+                           "code": "4822"}])
     cut = replies.answer_text(settings, {**run, "result": "ok\n\n" + huge}, "sms")
     assert len(cut) <= replies.SMS_ANSWER_CHARS and cut.startswith("ok\n\n[Zerg] Waiting for your yes: create")
     assert "… Full question: " in cut

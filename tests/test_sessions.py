@@ -43,6 +43,7 @@ BODIES = {("/api/jarvis/supervisor", "post"): {"task": "x"}, ("/api/jarvis/hosts
 BODIES[("/api/jarvis/schedules", "post")] = {"name": "n", "task": "t", "rate": "1 hour"}
 BODIES[("/api/jarvis/schedules/{schedule_id}", "patch")] = {}
 BODIES[("/api/jarvis/agents/{agent}", "put")] = {"temperature": 0.5}
+BODIES[("/api/jarvis/approvals/policy", "put")] = {}
 BODIES[("/api/jarvis/route", "post")] = BODIES[("/api/jarvis/quick", "post")] = {"utterance": "what time is it"}
 BODIES[("/api/jarvis/push/subscriptions", "post")] = {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}
 

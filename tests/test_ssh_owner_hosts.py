@@ -14,7 +14,7 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from tests.support.api import call
-from tests.support.factories import make_job, make_run
+from tests.support.factories import make_job, make_run, set_approval_policy
 from tests.support.hosts import add_host, assert_no_key
 from tests.support.ssh_server import _keypair
 from zerg.loop.tool import ToolContext, invoke
@@ -104,6 +104,7 @@ def test_owner_bs_worker_cannot_ssh_to_owner_as_alias_and_no_answer_artifact_or_
 
     outcomes = {}
     for name, who in (("alice", alice), ("bob", bob)):
+        set_approval_policy(pool, who.owner_id, ssh_allow={"cube": ["echo *"]})  # bob's call must reach the host check
         run_id, _ = make_run(pool, who.owner_id)
         job_id = make_job(pool, who.owner_id, run_id, "Check disk on cube")
         llm.script({"tool_calls": [("ssh_exec", {"host": "cube", "command": "echo 'sda1 78%'"})]},

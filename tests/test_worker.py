@@ -7,7 +7,7 @@ import json
 import pytest
 
 from functions.worker.handler import handler as worker_handler
-from tests.support.factories import make_job, make_run, run_events
+from tests.support.factories import make_job, make_run, run_events, set_approval_policy
 from tests.support.hosts import add_host
 from tests.support.ssh_server import _keypair
 from zerg.artifacts.store import SYNTHESISED_MARK
@@ -25,6 +25,7 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
 ):
     rt = runtime_env()
     add_host(rt, owner, "cube", ssh_server)  # the owner's own host: sealed key, pinned host key
+    set_approval_policy(pool, owner, ssh_allow={"cube": ["echo *"]})  # echo is on no built-in allowlist
     run_id, _ = make_run(pool, owner)
     job_id = make_job(pool, owner, run_id, "Check disk on cube", model="gpt-4o-mini")
     llm.script(
@@ -33,7 +34,9 @@ def test_two_tool_calls_are_persisted_in_order_and_the_final_message_is_the_resu
         {"content": "Cube disk is 78% full."},
     )
     out = worker_handler({"job_id": job_id, "run_id": run_id, "owner_id": owner})
-    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status"}
+    assert out["status"] == "success" and set(out) == {"job_id", "worker_id", "status", "approval_id",
+                                                        "approval_timeout_s"}
+    assert out["approval_id"] is None and out["approval_timeout_s"] is None  # present, null: the run ASL reads them
 
     store, wid = rt.store, out["worker_id"]
     files = {f.path for f in store.list_files(wid)}
@@ -183,7 +186,8 @@ def test_reinvoking_a_finished_job_returns_its_outcome_without_running_again(run
         ({}, "job_id: Field required"),
         ({"job_id": "x", "run_id": 1, "owner_id": 1}, "job_id: Input should be a valid integer"),
         ({"job_id": 1, "run_id": 1, "owner_id": 0}, "owner_id: Input should be greater than 0"),
-        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"}, "action: Input should be 'run' or 'mark_failed'"),
+        ({"job_id": 1, "run_id": 1, "owner_id": 1, "action": "explode"},
+         "action: Input should be 'run', 'mark_failed', 'await_approval' or 'resume_approval'"),
     ],
 )
 def test_invalid_events_are_refused_with_the_field_named(event, message):

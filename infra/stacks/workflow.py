@@ -136,6 +136,12 @@ class WorkflowStack(Stack):
             "EscalationExecutionEnded", "escalation-execution-ended", self.escalation_machine,
             "An escalation's execution failed, timed out or was aborted: the ingress ends its escalation")
         self.state_machine.grant_start_execution(self.ingress)
+        # Issue 27: an approval's answer (the API, a reply: the ingress) and a waiting run's own steps
+        # (the worker's await_approval answers at once when the answer came first) answer task tokens.
+        self.state_machine.grant_task_response(self.ingress)
+        self.functions["worker"].add_to_role_policy(iam.PolicyStatement(  # by name: the machine names the worker
+            actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
+            resources=[Arns(self, config).run_machine()]))
         self.ingress.add_environment("ZERG_STATE_MACHINE_ARN", self.state_machine.state_machine_arn)
         self.ingress_failures = self._ingress_failures()
         grant_background(self, config, self.functions)

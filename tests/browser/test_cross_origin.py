@@ -71,6 +71,7 @@ FETCH = """async ([url, headers, mode]) => {
 def test_a_page_on_another_port_can_neither_post_a_form_nor_fetch_with_the_cookie(open_page, served, pool, new_owner):
     from zerg.alerts import inbox
     from zerg.alerts.severity import Assessment
+    from zerg.approvals import requests as approvals
     from zerg.runs import store as runs
 
     owner = new_owner("csrf")
@@ -82,11 +83,16 @@ def test_a_page_on_another_port_can_neither_post_a_form_nor_fetch_with_the_cooki
                            "RETURNING id", (owner.owner_id,)).fetchone()["id"]
         conn.execute("UPDATE runs SET status = 'success', finished_at = now() WHERE id = %s", (alerted,))
         inbox.add(conn, owner.owner_id, alerted, None, Assessment("critical", "disk full", "details", "model"))
+        asked = conn.execute("INSERT INTO worker_jobs (owner_id, run_id, task, status) VALUES (%s, %s, 'restart', "
+                             "'running') RETURNING id", (owner.owner_id, running)).fetchone()["id"]
+        pending = approvals.create(conn, owner.owner_id, running, asked, "ssh_exec",
+                                   {"host": "web1", "command": "systemctl restart nginx"}, "call-1", "asks")["id"]
         runs_before = count_runs(conn, owner.owner_id)
     targets = {"cancel": f"{served.url}/api/jarvis/runs/{running}/cancel",
                "retry": f"{served.url}/api/jarvis/workers/{job}/retry",
                "ack": f"{served.url}/api/jarvis/inbox/{alerted}/ack",
-               "push": f"{served.url}/api/jarvis/push/test"}
+               "push": f"{served.url}/api/jarvis/push/test",
+               "approve": f"{served.url}/api/jarvis/approvals/{pending}/approve"}
     # What the network did, from Chromium's DevTools protocol (Playwright shows neither preflights
     # nor the reason a fetch failed): preflight answers and CORS errors.
     cdp = page.context.new_cdp_session(page)
@@ -129,6 +135,7 @@ def test_a_page_on_another_port_can_neither_post_a_form_nor_fetch_with_the_cooki
         assert runs.get_run(conn, owner.owner_id, running)["status"] == "running"
         assert count_runs(conn, owner.owner_id) == runs_before
         assert inbox.get(conn, owner.owner_id, alerted)["acknowledged_at"] is None
+        assert approvals.get(conn, owner.owner_id, pending)["status"] == "pending"  # no other page approves
 
     # The app's own page sends the same request with its header, and the cookie works.
     page.goto("/")

@@ -70,7 +70,8 @@ class Fakes:
             self.active -= 1
         if p["job_id"] == 2:
             raise ValueError("worker 2 crashed")
-        return {"job_id": p["job_id"], "worker_id": f"w-{p['job_id']}", "status": "success"}
+        return {"job_id": p["job_id"], "worker_id": f"w-{p['job_id']}", "status": "success", "approval_id": None,
+                "approval_timeout_s": None}
 
     def summary(self, p):
         if p["job_id"] == 3:
@@ -145,7 +146,7 @@ def test_rounds_fan_out_and_a_crashed_worker_becomes_a_failed_job(execute):
     assert all(p == {"action": p["action"], **RUN} for p in fakes.called("supervisor"))
     work = [p for p in fakes.called("worker") if "action" not in p]
     assert sorted(p["job_id"] for p in work) == [1, 2, 3, 10, 11]
-    assert all(set(p) == {"job_id", "run_id", "owner_id"} for p in work)
+    assert all(set(p) == {"job_id", "run_id", "owner_id", "approval_timeout_s"} for p in work)
     (failed,) = fakes.called("worker", "mark_failed")
     assert {k: failed[k] for k in ("job_id", "run_id", "owner_id")} == {"job_id": 2, "run_id": 7, "owner_id": 1}
     assert failed["error"]["Error"] == "ValueError"

@@ -161,6 +161,26 @@ def test_only_ingress_starts_runs_and_only_the_supervisor_and_ingress_start_esca
     }
 
 
+def test_only_ingress_and_the_worker_answer_the_run_machines_task_tokens(synth):
+    """Issue 27: an approval's answer comes through the ingress (API, replies); the worker's
+    await_approval answers at once when the answer came first. Nobody else, and only the run machine."""
+    answerers = {}
+    for name in synth.templates:
+        for res in synth.resources(name, "AWS::IAM::Policy").values():
+            statements = res["Properties"]["PolicyDocument"]["Statement"]
+            for statement in _statements_with(statements, "states:SendTaskSuccess"):
+                assert "states:SendTaskFailure" in statement["Action"]
+                for role in res["Properties"]["Roles"]:
+                    answerers.setdefault(json.dumps(role), []).append(statement["Resource"])
+    run_id, _ = synth.state_machine("run")
+    by_name = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":states:", {"Ref": "AWS::Region"}, ":",
+                                 {"Ref": "AWS::AccountId"}, ":stateMachine:zerg-test-run"]]}
+    assert answerers == {
+        json.dumps({"Ref": synth.role_of("events")}): [{"Ref": run_id}],
+        json.dumps({"Ref": synth.role_of("worker")}): [by_name],  # by name: the definition names the worker
+    }
+
+
 def test_synthesized_definition_is_the_repo_file_inline_with_substitutions(synth):
     source = (ROOT / "statemachines" / "run.asl.json").read_text()
     _, machine = synth.state_machine("run")

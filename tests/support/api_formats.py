@@ -87,6 +87,11 @@ STRATEGIES = {
     "push-endpoint": st.text(WORD, min_size=1, max_size=20).map(lambda p: f"https://8.8.8.8/push/{p}"),
     "p256dh": st.deferred(lambda: st.sampled_from(_points())),
     "push-auth": st.binary(min_size=16, max_size=16).map(_b64url),
+    "ssh-allow-host": st.one_of(st.just("*"), st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)),
+    "ssh-command-pattern": st.builds(
+        " ".join, st.tuples(st.sampled_from(["df", "systemctl", "tail", "docker", "apt", "journalctl"]),
+                            st.sampled_from(["-h", "restart nginx", "-n * /var/log/*.log", "ps", "list --upgradable",
+                                             "-u web -n 50", "**"]))),
 }
 
 

@@ -13,14 +13,14 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
 
 
-def make_run(pool, owner_id: int, task: str = "a task") -> tuple[int, int]:
-    """(run_id, thread_id) of a new running run on the owner's thread."""
+def make_run(pool, owner_id: int, task: str = "a task", trigger: str = "api") -> tuple[int, int]:
+    """(run_id, thread_id) of a new running run on the owner's thread, started by ``trigger``."""
     with pool.connection() as conn:
         thread_id = find_or_create_thread(conn, owner_id)
         row = conn.execute(
-            "INSERT INTO runs (owner_id, thread_id, task, status, started_at) "
-            "VALUES (%s, %s, %s, 'running', now()) RETURNING id",
-            (owner_id, thread_id, task),
+            "INSERT INTO runs (owner_id, thread_id, task, status, started_at, trigger) "
+            "VALUES (%s, %s, %s, 'running', now(), %s) RETURNING id",
+            (owner_id, thread_id, task, trigger),
         ).fetchone()
     return row["id"], thread_id
 
@@ -85,3 +85,13 @@ def run_task(pool, engine, owner_id: int, task: str, trigger: str = "api", prefe
     assert engine.drain(timeout=60)
     with pool.connection() as conn:
         return runs.get_run(conn, owner_id, started.run_id)
+
+
+def set_approval_policy(pool, owner_id: int, **policy) -> None:
+    """Give the owner an approval policy (fields of :class:`zerg.approvals.policy.Policy`), e.g.
+    ``tools={"ssh_exec": "allow"}`` for a test about what a command does, not whether it may run."""
+    from zerg import approvals
+    from zerg.approvals.policy import Policy
+
+    with pool.connection() as conn:
+        approvals.set_policy(conn, owner_id, Policy(**policy))

@@ -59,6 +59,10 @@ LISTED: dict[str, tuple[str, str]] = {
     # -- the local engine started in-process without the engine fixture (the runtime's run
     #    starter behind the API, the ingress, a schedule fire or an escalation; or built directly)
     "test_local_engine.py": ("e2e", "the engine itself"),
+    "test_engine_callback.py": ("e2e", "the engine itself: callback tasks (.waitForTaskToken)"),
+    "test_approval_wait.py": ("e2e", "runs started through the runtime's run starter, waiting on approvals"),
+    "test_approval_answers.py": ("e2e", "runs started through the runtime's run starter, answered through the API"),
+    "test_approval_push.py": ("e2e", "runs started through the runtime's run starter, their approvals pushed"),
     "test_api_fuzz.py": ("e2e slow", "every operation against zerg serve, runs included (87 s)"),
     "test_replies_end_to_end.py": ("e2e", "mail and SMS through the ingress to runs and escalations"),
     **{f"test_api.py::{t}": ("e2e", "POST /api/jarvis/runs starts the run on the local engine") for t in (
@@ -72,7 +76,7 @@ LISTED: dict[str, tuple[str, str]] = {
         "test_a_replay_starts_the_execution_the_first_attempt_never_started",
         "test_bob_and_alice_are_isolated_both_ways_including_the_lambda_events_path")},
     **{f"test_bench.py::test_benchmark_smoke_run_prints_its_figures[{b}]": ("e2e", "the benchmark runs a run")
-       for b in ("run", "context", "schedules")},
+       for b in ("run", "context", "schedules", "approvals")},
     "test_api_security.py::test_refused_requests_change_nothing_and_the_same_requests_from_the_app_do":
         ("e2e", "the app's own retry starts a run on the local engine"),
     "test_cancel.py::test_cancel_during_a_sandboxed_sleep_60_kills_it_before_the_terminal_event_and_queued_jobs_never_start":

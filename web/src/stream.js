@@ -11,6 +11,8 @@
 export const RUN_EVENTS = [
   'supervisor_started', 'supervisor_thinking', 'worker_spawned', 'worker_started', 'worker_complete',
   'worker_summary_ready', 'memory_changed', 'supervisor_complete', 'error',
+  // issue 27: a worker's call waits for the owner's approval (the run is `awaiting_approval`), then is answered
+  'approval_requested', 'approval_answered',
 ];
 export const TERMINAL = new Set(['supervisor_complete', 'error']);
 export const BACKOFF_START_MS = 5000;

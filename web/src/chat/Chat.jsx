@@ -2,9 +2,11 @@
 // workers live from its stream, the answer as safe markdown with its evidence, reload recovery.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describe, get, isMissingRoute, post, qs } from '../api.js';
+import { cardsForRun } from '../approvals.js';
 import { duration } from '../format.js';
 import { renderMarkdown } from '../markdown.js';
 import { follow } from '../stream.js';
+import { ApprovalCard } from './ApprovalCard.jsx';
 import { Feed } from './Feed.jsx';
 import { Push } from './Push.jsx';
 import { Settings, loadPreferences } from './Settings.jsx';
@@ -15,6 +17,8 @@ const CONTEXT_TURNS = 6;
 const ESCALATION = 'I\'ll escalate this to the supervisor…';
 let keySeq = 0;
 const nextKey = () => `local-${++keySeq}`;
+// A run the page follows: still going (waiting for the owner's approval is going, not stalled).
+const UNFINISHED = new Set(['queued', 'running', 'awaiting_approval']);
 
 /** A thread row (GET /api/jarvis/thread) as the page shows it. */
 function fromThread(m) {
@@ -123,6 +127,16 @@ export function Chat({ visible }) {
     return { ...r, workers, order };
   });
 
+  // The run's approvals as cards, from the owner's list (live on the run's approval events, and after
+  // a reload): pending ones to answer, answered ones with their outcome.
+  const loadApprovals = async (runId) => {
+    try {
+      const list = await get('/api/jarvis/approvals');
+      setRun((r) => (r && r.runId === runId ? { ...r, approvals: cardsForRun(list.approvals, runId, r.approvals) } : r));
+    } catch { /* no approvals API on this server, or a blip: the next event loads them again */ }
+  };
+  const answered = (a) => setRun((r) => (r ? { ...r, approvals: (r.approvals || []).map((x) => (x.id === a.id ? a : x)) } : r));
+
   const fallbackToQuick = async (runId, task) => {
     try {
       const q = await post('/api/jarvis/quick', { utterance: task, failed_run_id: runId });
@@ -136,14 +150,22 @@ export function Chat({ visible }) {
   const attach = (runId, task) => {
     if (streamRef.current) streamRef.current.close();
     mine.current.add(runId);
-    const state = { runId, task, status: 'running', active: true, workers: {}, order: [], thinking: '' };
+    const state = { runId, task, status: 'running', active: true, workers: {}, order: [], thinking: '', approvals: [] };
     setRun(state);
+    loadApprovals(runId);
     let cancelled = false;
     const order = []; // job ids in spawn order: the answer's evidence while the run document loads
     const url = `/api/jarvis/supervisor/events${qs({ run_id: runId })}`;
     const onEvent = (type, p) => {
       if (type === 'supervisor_thinking') setRun((r) => ({ ...r, thinking: p.message || '' }));
-      else if (type.startsWith('worker_') && p.job_id != null) {
+      else if (type === 'approval_requested') {
+        setRun((r) => ({ ...r, status: 'awaiting_approval' }));
+        loadApprovals(runId);
+      } else if (type === 'approval_answered') {
+        setRun((r) => ({ ...r, status: r.status === 'awaiting_approval' ? 'running' : r.status,
+          approvals: (r.approvals || []).map((a) => (a.id === p.approval_id && a.status === 'pending' ? { ...a, status: p.status } : a)) }));
+        loadApprovals(runId);
+      } else if (type.startsWith('worker_') && p.job_id != null) {
         setRun((r) => {
           const prev = r.workers[p.job_id] || { job_id: p.job_id, status: 'spawned', task: '' };
           const next = { ...prev };
@@ -156,6 +178,7 @@ export function Chat({ visible }) {
         });
       } else if (type === 'supervisor_complete') {
         finishRun('success');
+        loadApprovals(runId); // their last word (e.g. expired) if the page missed it
         const answer = { key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] };
         // Re-attached after the answer was stored (a reload): the thread shows it already.
         setMessages((ms) => (ms.some((m) => m.role === 'assistant' && m.runId === runId) ? ms : [...ms, answer]));
@@ -168,6 +191,7 @@ export function Chat({ visible }) {
         }).catch(() => {});
       } else if (type === 'error') {
         finishRun('failed');
+        loadApprovals(runId); // a cancel or failure while waiting: the cards say cancelled
         append({ key: `err-${runId}`, role: 'error', content: p.message || 'The run failed.' });
         get(`/api/jarvis/runs/${runId}`).then((doc) => {
           finishRun(doc.status);
@@ -186,7 +210,7 @@ export function Chat({ visible }) {
       shouldReconnect: async () => {
         try {
           const doc = await get(`/api/jarvis/runs/${runId}`);
-          if (doc.status === 'running' || doc.status === 'queued') return true;
+          if (UNFINISHED.has(doc.status)) return true;
           finishRun(doc.status);
           return false;
         } catch (err) {
@@ -296,8 +320,11 @@ export function Chat({ visible }) {
       if (stop) return;
       let running = null;
       try {
-        const list = await get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`);
-        running = (list.runs || []).find((r) => r.trigger === 'api') || (list.runs || [])[0] || null;
+        // A run waiting for the owner's approval is still going: its card must come back after a reload.
+        const [list, waiting] = await Promise.all([get(`/api/jarvis/runs${qs({ status: 'running', limit: 5 })}`),
+          get(`/api/jarvis/runs${qs({ status: 'awaiting_approval', limit: 5 })}`).catch(() => ({ runs: [] }))]);
+        const going = [...(list.runs || []), ...(waiting.runs || [])].sort((a, b) => b.id - a.id);
+        running = going.find((r) => r.trigger === 'api') || going[0] || null;
       } catch (err) {
         // No runs list on this server: a run of the thread's last user turn, or of a worker still
         // going, may be running.
@@ -311,11 +338,12 @@ export function Chat({ visible }) {
         for (const id of candidates) {
           try {
             const doc = await get(`/api/jarvis/runs/${id}`);
-            if (doc.status === 'running') { running = { id: doc.run_id, task: doc.task }; break; }
+            if (UNFINISHED.has(doc.status)) { running = { id: doc.run_id, task: doc.task }; break; }
           } catch { /* nothing to re-attach */ }
         }
       }
-      if (running && !stop) cancelFlag.current = attach(running.id, running.task);
+      // A run typed while this was loading is followed already: attaching again would replay its events.
+      if (running && !stop && !mine.current.has(running.id)) cancelFlag.current = attach(running.id, running.task);
     })();
     return () => { stop = true; streamRef.current?.close(); };
   }, []);
@@ -347,12 +375,19 @@ export function Chat({ visible }) {
         {messages.map((m) => <Message key={m.key} m={m} />)}
       </section>
       <section role="status" aria-live="polite" aria-label="Workers" class="progress">
-        {run && run.active && <p class="investigating">Investigating…{run.thinking ? ` ${run.thinking}` : ''}</p>}
+        {run && run.active && ((run.approvals || []).some((x) => x.status === 'pending')
+          ? <p class="investigating waiting">Waiting for your approval…</p>
+          : <p class="investigating">Investigating…{run.thinking ? ` ${run.thinking}` : ''}</p>)}
         {run && !run.active && run.status && run.status !== 'success' && <p>Run {run.runId}: {run.status}</p>}
         {workers.length > 0 && (
           <ul class="workers">{workers.map((w) => <WorkerRow key={w.job_id} w={w} onRetry={retry} />)}</ul>
         )}
       </section>
+      {run && run.approvals && run.approvals.length > 0 && (
+        <section aria-label="Approvals" class="approvals" data-run-id={run.runId}>
+          {run.approvals.map((a) => <ApprovalCard key={a.id} approval={a} onAnswered={answered} />)}
+        </section>
+      )}
       {run && run.active && <button type="button" class="danger" onClick={cancel} disabled={run.cancelling}>Cancel</button>}
       <form class="composer" onSubmit={(e) => { e.preventDefault(); send(); }}>
         <label for="message-input" class="sr-only">Message Jarvis</label>

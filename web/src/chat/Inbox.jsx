@@ -1,14 +1,19 @@
-// The task inbox: background results with their severity, acknowledged one by one.
+// The task inbox: what waits for the owner's approval first (answerable here), then background
+// results with their severity, acknowledged one by one.
 import { useEffect, useState } from 'preact/hooks';
 import { describe, get, post } from '../api.js';
+import { ApprovalCard } from './ApprovalCard.jsx';
 import { when } from '../format.js';
 import { renderMarkdown } from '../markdown.js';
 
 export function Inbox() {
   const [items, setItems] = useState(null);
+  const [approvals, setApprovals] = useState([]);
   const [error, setError] = useState('');
-  const load = () => get('/api/jarvis/inbox?limit=100').then((d) => { setItems(d.items); setError(''); })
+  const load = () => get('/api/jarvis/inbox?limit=100')
+    .then((d) => { setItems(d.items); setApprovals(d.approvals || []); setError(''); })
     .catch((err) => setError(describe(err)));
+  const answered = (a) => setApprovals((xs) => xs.map((x) => (x.id === a.id ? a : x)));
   useEffect(() => { load(); }, []);
   const ack = async (runId) => {
     try {
@@ -22,7 +27,13 @@ export function Inbox() {
     <main class="page">
       <h2>Inbox</h2>
       {error && <p class="error" role="alert">{error}</p>}
-      {items && items.length === 0 && <p>Nothing in the inbox.</p>}
+      {approvals.length > 0 && (
+        <section aria-label="Waiting for your approval">
+          <h3>Waiting for your approval</h3>
+          {approvals.map((a) => <ApprovalCard key={a.id} approval={a} onAnswered={answered} showRun />)}
+        </section>
+      )}
+      {items && items.length === 0 && approvals.length === 0 && <p>Nothing in the inbox.</p>}
       <ul class="inbox">
         {(items || []).map((x) => (
           <li key={x.run_id} data-run-id={x.run_id} data-severity={x.severity} class={x.acknowledged_at ? 'acked' : ''}>

@@ -1,5 +1,6 @@
 // The power-user view: one panel at a time under #/dashboard/<panel>.
 import { Agents } from './Agents.jsx';
+import { Approvals } from './Approvals.jsx';
 import { Contacts } from './Contacts.jsx';
 import { Hosts } from './Hosts.jsx';
 import { Memory } from './Memory.jsx';
@@ -13,6 +14,7 @@ const PANELS = [
   ['workers', 'Workers', Workers], ['thread', 'Thread', ThreadInspector], ['runs', 'Runs', Runs],
   ['usage', 'Usage', Usage], ['schedules', 'Schedules', Schedules], ['memory', 'Memory', Memory],
   ['contacts', 'Contacts', Contacts], ['hosts', 'Hosts', Hosts], ['agents', 'Agents', Agents],
+  ['approvals', 'Approvals', Approvals],
 ];
 
 export function Dashboard({ panel, args }) {

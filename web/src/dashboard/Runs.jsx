@@ -2,10 +2,12 @@
 // its usage per component.
 import { useState } from 'preact/hooks';
 import { get, qs } from '../api.js';
+import { cardsForRun } from '../approvals.js';
+import { ApprovalCard } from '../chat/ApprovalCard.jsx';
 import { between, duration, num, usd, when } from '../format.js';
 import { ErrorLine, useLoad } from './common.jsx';
 
-const STATUSES = ['', 'queued', 'running', 'success', 'failed', 'timeout', 'cancelled'];
+const STATUSES = ['', 'queued', 'running', 'awaiting_approval', 'success', 'failed', 'timeout', 'cancelled'];
 const TRIGGERS = ['', 'api', 'schedule', 'reply', 'cli', 'retry'];
 
 function RunList() {
@@ -53,6 +55,9 @@ function RunList() {
 function RunDetail({ runId }) {
   const run = useLoad(() => get(`/api/jarvis/runs/${runId}`), [runId]);
   const events = useLoad(() => get(`/api/jarvis/runs/${runId}/events`), [runId]);
+  // Its approvals waiting for the owner (a push notification's body opens this page): answerable here.
+  const waiting = useLoad(() => get('/api/jarvis/approvals').then((l) => cardsForRun(l.approvals, runId)), [runId]);
+  const answered = (a) => waiting.setData((xs) => xs.map((x) => (x.id === a.id ? a : x)));
   const r = run.data;
   const evs = events.data ? events.data.events : [];
   const t0 = evs.length ? evs[0].created_at : null;
@@ -71,6 +76,11 @@ function RunDetail({ runId }) {
             <dt>Duration</dt><dd>{duration(r.duration_ms)}</dd>
             <dt>Tokens</dt><dd>{num(r.tokens_in)} in · {num(r.tokens_out)} out · {usd(r.cost_usd)}</dd>
           </dl>
+          {waiting.data && waiting.data.length > 0 && (
+            <section aria-label="Approvals" class="approvals">
+              {waiting.data.map((a) => <ApprovalCard key={a.id} approval={a} onAnswered={answered} />)}
+            </section>
+          )}
           {r.result && <details open><summary>Answer</summary><pre class="wrap">{r.result}</pre></details>}
           {r.error && <p class="error">{r.error}</p>}
           <h4>Workers</h4>

@@ -198,6 +198,9 @@ class Settings(BaseModel):
                     "then shares for the thread, the memory layer, the evidence mount and the run's messages.",
     )
     map_concurrency: int = Field(default=5, ge=1, le=40, alias="ZERG_MAP_CONCURRENCY")
+    # How long a tool call waits for the owner's approval before the model is told "no answer" (issue 27;
+    # the run machine's input, its AwaitApproval state's TimeoutSecondsPath).
+    approval_timeout_s: int = Field(default=3600, ge=1, le=86400, alias="ZERG_APPROVAL_TIMEOUT_S")
     run_timeout_s: float = Field(
         default=600.0, ge=1, le=3000, alias="ZERG_RUN_TIMEOUT_S",
         description="A run's deadline: near it, unfinished workers are cancelled and the supervisor "

@@ -42,8 +42,14 @@ class JobEvent(BaseModel):
 class WorkerEvent(JobEvent):
     """The worker function's input: a job to run, or one to mark failed after its Lambda crashed."""
 
-    action: Literal["run", "mark_failed"] = "run"
+    action: Literal["run", "mark_failed", "await_approval", "resume_approval"] = "run"
     error: Any = Field(default=None, description="the Catch's error object, for mark_failed")
+    # issue 27: the approval a held worker waits on, the callback task's token and how long it waits
+    approval_id: int | None = Field(default=None, gt=0)
+    task_token: str | None = Field(default=None, min_length=1, max_length=4096)
+    timeout_s: int | None = Field(default=None, gt=0, le=86400)
+    # run/resume: the execution's longest approval wait (the ceiling of the owner's policy expiry)
+    approval_timeout_s: int | None = Field(default=None, gt=0, le=86400)
 
 
 class SupervisorEvent(BaseModel):

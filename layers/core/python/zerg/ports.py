@@ -23,6 +23,23 @@ class RunStarter(Protocol):
     def close(self) -> None: ...
 
 
+# --- callback tasks: an execution waiting on a task token (issue 27: an approval's wait) -----------
+class TaskTokenGone(RuntimeError):
+    """Nothing waits on this task token any more: its task timed out, its execution ended or was
+    stopped, or it was never issued (Step Functions' ``TaskTimedOut``, ``TaskDoesNotExist``, ``InvalidToken``)."""
+
+
+class TaskTokens(Protocol):
+    """Answers a ``.waitForTaskToken`` task (both run starters implement it: Step Functions and the
+    local engine). Each raises :class:`TaskTokenGone` when nothing waits on ``token``."""
+
+    def send_task_success(self, token: str, output: dict[str, Any]) -> None: ...
+
+    def send_task_failure(self, token: str, error: str, cause: str) -> None: ...
+
+    def send_task_heartbeat(self, token: str) -> None: ...
+
+
 # --- escalations: the repeats of a critical alert ----------------------------------------------
 class EscalationStarter(Protocol):
     """Starts and stops the execution that repeats a critical alert (:mod:`zerg.alerts.escalation_starter`);

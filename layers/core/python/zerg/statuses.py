@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-RunStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled", "interrupted"]
+RunStatus = Literal["queued", "running", "awaiting_approval", "success", "failed", "timeout", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 RUN_FINAL: tuple[str, ...] = ("success", "failed", "timeout", "cancelled", "interrupted")
-RUN_UNFINISHED: tuple[str, ...] = ("queued", "running")
+# ``awaiting_approval``: a worker of the run waits for the owner's answer to a tool call (issue 27); its
+# execution waits on a callback task and nothing runs. It goes back to ``running`` when the wait ends.
+RUN_UNFINISHED: tuple[str, ...] = ("queued", "running", "awaiting_approval")
 
 JobStatus = Literal["queued", "running", "success", "failed", "timeout", "cancelled"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)

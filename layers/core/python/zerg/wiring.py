@@ -8,6 +8,8 @@ the runtime they are handed and builds nothing. Here, and only here:
   local engine for runs and escalations, EventBridge Scheduler or the database's rows for
   schedules, SES/SNS or the outbox for email and SMS, the model provider metered by the usage
   ledger with the owner's spending cap checked before every call (:mod:`zerg.alerts.budget`);
+- what approving a directive does is registered by kind (:func:`zerg.approvals.appliers.register`),
+  by dotted path like the subscribers below;
 - what follows a run's close is subscribed by trigger (:func:`zerg.runs.closing.subscribe`): a
   background run's inbox item and alerts, a reply's answer on its channel, the answer mail of every
   other run that asked for it. By dotted path, imported on the first close that needs it, so a
@@ -24,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from zerg.approvals import appliers
 from zerg.config import ConfigError, Settings, get_settings
 from zerg.runs import closing
 from zerg.runtime import Factory, Runtime
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 closing.subscribe("zerg.alerts.background:on_close", triggers=BACKGROUND_TRIGGERS)
 closing.subscribe("zerg.inbound.replies:on_close", triggers=REPLY_TRIGGERS)
 closing.subscribe("zerg.alerts.completion_mail:on_close", triggers=None)
+# A directive the owner approved (by any channel: API, CLI, SMS code, email, web, their "yes") is made
+# by the directives' own code, a layer above the approvals that dispatch it.
+appliers.register("directive", "zerg.inbound.directives:apply_approved")
 
 
 def make_llm(settings: Settings) -> "ChatModel":

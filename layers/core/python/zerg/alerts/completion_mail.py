@@ -68,7 +68,7 @@ def compose(settings: Any, run: dict[str, Any]) -> tuple[str, str]:
     task = one_line(run["task"], 80)
     answer = (run["result"] or "").strip()
     if run["status"] in ("success", "timeout") and answer:
-        from zerg.inbound.pending import split_question
+        from zerg.approvals.question import split_question
 
         text, question = split_question(answer)  # Zerg's question stays whole, word for word
         cut = text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + "\n[... cut: the run's page has it all]"

@@ -88,6 +88,11 @@ FORMATS = {
     "push-endpoint": "An https URL whose host resolves only to public addresses (a browser's push service)",
     "p256dh": "base64url of an uncompressed P-256 point (65 bytes starting 0x04) on the curve",
     "push-auth": "base64url of 16 bytes",
+    "ssh-allow-host": "An SSH host alias of 1-100 characters with no space at either end, or '*' for every host",
+    "ssh-command-pattern": "1-200 characters of letters, digits, spaces and ._/:=,@+%- (and *?[] in arguments): a "
+                           "program name, then words each matching one word of a command ('**' last: any further "
+                           "words); no shell operator, and no word naming a shell, an interpreter or a command "
+                           "wrapper (sh, bash, python3, env, sudo, xargs...)",
 }
 UNSAFE_METHODS = ("post", "put", "patch", "delete")
 ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}

@@ -149,6 +149,8 @@ class RunDocument(BaseModel):
     cost_usd: float | None
     usage_by_component: list[ComponentUsage] = Field(
         description="From the usage ledger: every model call of the run (summaries, memory, intent too)")
+    approvals: list[ApprovalView] = Field(
+        description="The calls the run asked the owner to approve, oldest first, waiting or answered")
 
 
 class WorkerFile(BaseModel):
@@ -216,6 +218,8 @@ class InboxItem(BaseModel):
 
 class InboxList(BaseModel):
     items: list[InboxItem] = Field(description="Unacknowledged first, then newest first")
+    approvals: list[ApprovalView] = Field(description="The owner's approvals waiting for an answer, oldest first "
+                                                        "(answer them: POST /api/jarvis/approvals/{id}/approve|deny)")
 
 
 class Fact(BaseModel):
@@ -417,10 +421,11 @@ class InboundMessage(BaseModel):
     id: int
     channel: Literal["email", "sms"]
     source: Literal["ses", "sns", "local"] = Field(description="How it arrived: SES, two-way SMS, or the local path")
-    status: Literal["received", "rejected", "acknowledged", "run", "keyword", "failed"] = Field(
+    status: Literal["received", "rejected", "acknowledged", "run", "keyword", "approval", "failed"] = Field(
         description="received: not acted on yet; rejected: refused (reason says why); acknowledged: it "
                     "acknowledged an alert; run: it started run_id (a run that could not start is still run: "
-                    "the run itself failed, and its answer says why); keyword: STOP, START or HELP; failed: "
+                    "the run itself failed, and its answer says why); keyword: STOP, START or HELP; approval: "
+                    "an SMS 'Y 4821'/'N 4821' answered the owner's approval of that code (reason says how); failed: "
                     "an unexpected error while deciding on it, nothing acted on (reason names the error)")
     reason: str | None = Field(description="Why it was rejected, the error that failed it, or what the keyword did")
     received_at: datetime
@@ -604,6 +609,82 @@ class FeedFrame(BaseModel):
     """One Server-Sent Event of the owner-wide feed (a sequence of these, then ``retry:``)."""
 
     id: str | None = Field(default=None, description="The run event's id (resume after it); absent on heartbeats")
-    event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}; "
-                                   "heartbeat. A first frame with only an id tells a new client where it starts")
+    event: str = Field(description="run_started {run_id, thread_id, task, trigger}, run_finished {run_id, status}, "
+                                   "approval_requested {run_id, thread_id, approval_id, tool, arguments, expires_at}, "
+                                   "approval_answered {run_id, thread_id, approval_id, status}; heartbeat. A first frame with only an id tells a new client where it starts")
     data: str = Field(description="The payload, a JSON object")
+
+
+class ApprovalCall(BaseModel):
+    """The exact call an approval would let run."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(description="Every argument as the tool validated it")
+    host: str | None = Field(default=None, description="ssh_exec: the host alias")
+    command: str | None = Field(default=None, description="ssh_exec/container_exec: the command")
+    url: str | None = Field(default=None, description="http_request: the URL")
+    method: str | None = Field(default=None, description="http_request: the method")
+    recipient: str | None = Field(default=None, description="send_email/send_sms: who it reaches")
+
+
+class ApprovalRun(BaseModel):
+    id: int
+    job_id: int | None = Field(description="The worker job whose call waits; null for a directive")
+    task: str | None = Field(description="The run's task")
+    trigger: Literal["api", "cli", "schedule", "email", "sms"] | None = Field(
+        description="Who started the run: a person (api, cli), a schedule, or an email/SMS reply")
+
+
+class ApprovalReason(BaseModel):
+    untrusted: Literal[True] = True
+    note: str = Field(description="How to read text: the model's words, data, never an instruction")
+    text: str
+
+
+class ApprovalView(BaseModel):
+    """A tool call, or a directive only the owner decides, waiting for (or answered by) the owner."""
+
+    id: int
+    kind: Literal["call", "directive"] = Field(
+        description="call: a worker's tool call that waits and runs once approved; directive: a change only the "
+                    "owner decides (a new check, deleting a schedule, alert channels, an approval mode...), made "
+                    "by Zerg once approved")
+    code: str | None = Field(description="Pending only: the short code an SMS answer names (Y 4821 / N 4821)")
+    status: Literal["pending", "approved", "denied", "expired", "cancelled", "superseded"] = Field(
+        description="superseded: a directive replaced by a newer question (a yes confirms the latest only)")
+    summary: str | None = Field(description="A directive: what approving it does, in Zerg's words (null for a call)")
+    outcome: str | None = Field(description="An approved directive: what was done, or why not (null otherwise)")
+    call: ApprovalCall
+    run: ApprovalRun
+    reason: ApprovalReason
+    asked_because: str | None = Field(description="A call: why the owner's policy asks about it, in Zerg's words "
+                                                  "(null for a directive)")
+    created_at: datetime
+    expires_at: datetime | None = Field(description="null: the wait has not started yet")
+    answered_at: datetime | None
+
+
+class ApprovalList(BaseModel):
+    approvals: list[ApprovalView] = Field(description="Pending first (oldest first), then the recent answered ones")
+
+
+class ApprovalAnswer(BaseModel):
+    id: int
+    status: Literal["approved", "denied"]
+    message: str
+
+
+class ApprovalPolicyView(BaseModel):
+    """The owner's approval policy in effect: every governed tool's mode (the owner's or the default)."""
+
+    tools: dict[str, Literal["allow", "ask", "deny"]] = Field(
+        description="Governed tool -> allow (runs), ask (waits for the owner's approval), deny (never runs)")
+    ssh_allow: dict[str, list[str]] = Field(description="SSH host alias (or '*') -> command patterns that run "
+                                                        "without asking")
+    builtin_allowlist: bool = Field(description="The built-in read-only commands run without asking on every host")
+    builtin_commands: list[str] = Field(description="The programs the built-in allowlist names")
+    expiry_s: int = Field(description="Seconds an approval request waits for the owner's answer")
+    max_asks_per_run: int = Field(description="Approvals one run may ask for; past it a call that would ask is "
+                                              "refused without asking")
+    customised: bool = Field(description="false: the owner never set a policy (all defaults)")
+    updated_at: datetime | None = Field(description="null: never set")

@@ -277,6 +277,20 @@ class WorkerArtifactStore(ABC):
 
         return self._update_metadata(worker_id, apply)
 
+    def set_paused(self, worker_id: str, state: dict[str, Any] | None) -> dict[str, Any]:
+        """Record (``state``) or clear (None) what a worker that waits for the owner's approval must
+        resume with (its usage so far, its tool-call index): the worker's step ended, its job did not."""
+
+        def apply(meta: dict[str, Any]) -> None:
+            if meta.get("status") in JOB_FINISHED:
+                raise ArtifactError(f"worker {worker_id} is already complete ({meta['status']})")
+            if state is None:
+                meta.pop("paused", None)
+            else:
+                meta["paused"] = state
+
+        return self._update_metadata(worker_id, apply)
+
     def update_summary(
         self, worker_id: str, summary: str, summary_meta: dict[str, Any]
     ) -> bool:

@@ -637,6 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.cli.agents import add_commands as add_agent_commands
 
     add_agent_commands(groups, _add_owner_option, _owner)  # zerg agents show|set|reset
+    from zerg.cli.approvals import add_commands as add_approval_commands
+
+    add_approval_commands(groups, _add_owner_option, _owner)  # zerg approvals policy show|set|reset
     return parser
 
 

@@ -8,5 +8,6 @@ the API.
 - :mod:`~zerg.inbound.replies`: the one path from an :class:`Inbound` to its outcome, and the answer
   back on the same channel; :mod:`~zerg.inbound.reply_context`: what a reply's run is shown of what
   the reply answers (the ``[REPLY CONTEXT]`` layer).
-- :mod:`~zerg.inbound.pending` and :mod:`~zerg.inbound.directives`: what the directive tools do.
+- :mod:`~zerg.inbound.directives`: what the directive tools do (what only the owner decides is a
+  directive approval, :mod:`zerg.approvals.requests`).
 """

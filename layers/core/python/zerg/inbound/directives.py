@@ -12,14 +12,19 @@ Invariants:
 - What only the owner decides (a new check, which runs commands unattended; deleting a schedule;
   a schedule's alert channels; the notification channels, quiet hours and the spending cap) is
   never done in the run that asks for it, whatever the model or the text it read says. It is
-  recorded as a question (``pending_directives``, :mod:`zerg.inbound.pending`) whose words Zerg
+  recorded as a question, a ``directive`` approval of the one approvals table
+  (:func:`zerg.approvals.requests.ask_directive`), whose words Zerg
   writes (:func:`question_text`, from the validated arguments and the rows they name, never from
   the model's prose) and appends, word for word, to that run's answer when the run closes
   (:func:`questions_of`, called by ``finalize``; the email or SMS that carries the answer carries it
-  too, whole: :func:`zerg.inbound.pending.split_question`). A model's answer that imitates the
-  question's opening has it quoted (:func:`zerg.inbound.pending.disarm`), so the last one is Zerg's. A run's
-  questions are one question; asking supersedes the owner's older ones.
-- Only the owner's yes confirms, decided here and never by a model (:func:`confirm`, called before
+  too, whole: :func:`zerg.approvals.question.split_question`). A model's answer that imitates the
+  question's opening has it quoted (:func:`zerg.approvals.question.disarm`), so the last one is Zerg's. A run's
+  questions are one question; asking supersedes the owner's older ones. The question also says how
+  else to answer it (its SMS code, ``zerg approvals approve ID``, the approvals list): every channel
+  answers it through :func:`zerg.approvals.wait.approve` / ``deny``, which makes the change through
+  :func:`apply_approved` (registered as the ``directive`` applier by :mod:`zerg.wiring`).
+- Only the owner decides: by approving the question's approval from any of their channels, or by a
+  yes, decided here and never by a model (:func:`confirm`, called before
   the supervisor's first inference): the run was started by a person, its task (the owner's own
   words, :func:`zerg.runs.owner_words.owner_words`: never a worker retry's model-written task) is
   a yes as the whole message (:func:`zerg.inbound.words.is_affirmative`),
@@ -27,7 +32,7 @@ Invariants:
   between), it has read no untrusted text (``runs.read_untrusted``), and the question is the
   owner's latest, shown and unexpired. The confirmation names what was done. No tool takes a
   ``confirm``: a model, or text it read, can only ask.
-- Order of a confirmation: each row is claimed (``pending`` → ``done``, conditional) before its
+- Order of a confirmation: each row is claimed (``pending`` → ``approved``, conditional) before its
   change is made, so two confirmations never do a change twice; a change that fails then (the
   schedule is gone, the name taken, Scheduler down) is said in the confirmation and not retried:
   the owner asks again.
@@ -197,11 +202,55 @@ def _effect(policy: Policy, key: str) -> str:
 
 
 OWNER_ONLY_KEYS = ("channels.info", "channels.warning", "channels.critical", "quiet_hours", "daily_usd_cap")
+# ``approval.<tool>``: the owner's approval policy of one governed tool (docs/approvals.md). Always
+# the owner's decision: it is only ever asked, whatever the value.
+APPROVAL_KEY = "approval."
+
+
+def _approval_preference(key: str, value: str) -> tuple[str, str]:
+    """The governed tool and the mode ``approval.<tool>`` = ``value`` names; DirectiveError naming
+    the tools or the modes."""
+    from zerg.approvals.policy import GOVERNED
+
+    tool = key.strip().lower().removeprefix(APPROVAL_KEY)
+    if tool not in GOVERNED:
+        raise DirectiveError(f"unknown approval key {key.strip()[:60]!r}; give approval.TOOL with TOOL one of: "
+                             f"{', '.join(sorted(GOVERNED))}")
+    mode = value.strip().lower()
+    if mode not in ("allow", "ask", "deny"):
+        raise DirectiveError(f"{APPROVAL_KEY}{tool}: {value.strip()[:60]!r} is not allow, ask or deny")
+    return tool, mode
+
+
+def _ask_approval(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str) -> str:
+    from zerg import approvals
+
+    tool, mode = _approval_preference(key, value)
+    with rt.pool.connection() as conn:
+        was = approvals.load_policy(conn, owner_id).mode(tool)
+        if was == mode:
+            return f"Approval of {tool} stays {was} (unchanged)."
+        return _ask(conn, owner_id, run, "set_preference", {"key": f"{APPROVAL_KEY}{tool}", "value": mode},
+                    f"set {APPROVAL_KEY}{tool} to {mode} (now {was})")
+
+
+def _set_approval(rt: Runtime, owner_id: int, key: str, value: str) -> str:
+    from zerg import approvals
+
+    tool, mode = _approval_preference(key, value)
+    with rt.pool.connection() as conn:
+        policy = approvals.load_policy(conn, owner_id)
+        was = policy.mode(tool)
+        approvals.set_policy(conn, owner_id, policy.model_copy(update={"tools": {**policy.tools, tool: mode}}))
+        conn.commit()
+    return f"Approval of {tool} is now {mode} (was {was})."
 
 
 def set_preference(rt: Runtime, owner_id: int, run: dict[str, Any], key: str, value: str) -> str:
     """Apply the preference (the time zone), or ask the owner first (channels, quiet hours, the
-    spending cap: module rules)."""
+    spending cap, an ``approval.<tool>``: module rules)."""
+    if key.strip().lower().startswith(APPROVAL_KEY):
+        return _ask_approval(rt, owner_id, run, key, value)
     pref = parse_preference(key, value)
     with rt.pool.connection() as conn:
         before = get_policy(conn, owner_id)
@@ -226,42 +275,55 @@ def _preference_changed(before: Policy, after: Policy, key: str) -> str:
 # --- the owner's question and their yes -----------------------------------------------------------
 
 def _ask(conn: Connection, owner_id: int, run: dict[str, Any], action: str, args: dict[str, Any], summary: str) -> str:
-    from zerg.inbound import pending
+    from zerg.approvals import requests as approvals
+    from zerg.approvals.question import TTL
 
-    pending.expire_overdue(conn, owner_id)
-    pending.ask(conn, owner_id, run["id"], action, args, summary)
+    approvals.expire_directives(conn, owner_id)
+    approvals.ask_directive(conn, owner_id, run["id"], action, args, summary, TTL)
     conn.commit()
     return (f"Not done: only the user can decide this. Zerg itself appends this question, word for word, to "
-            f"the end of your answer: '{summary}'. It is done only if their next message is yes. Do not ask "
-            "it again or reword it; say in one sentence that it waits for their yes.")
+            f"the end of your answer: '{summary}'. It is done only if the user approves it (their next message "
+            "is yes, or they approve it in their approvals). Do not ask it again or reword it; say in one sentence "
+            "that it waits for their yes.")
 
 
 def question_text(rows: list[dict[str, Any]]) -> str:
-    """The question Zerg appends to the asking run's answer, from the rows' summaries (Zerg's words)."""
-    from zerg.inbound.pending import QUESTION_START, TTL
+    """The question Zerg appends to the asking run's answer, from the rows (pending directive
+    approvals: their summaries, ids and SMS codes; Zerg's words, never the model's)."""
+    from zerg.approvals.question import QUESTION_START, TTL
 
     hours = int(TTL.total_seconds() // 3600)
     if len(rows) == 1:
-        return (f"{QUESTION_START}: {rows[0]['summary']}. Reply yes as your next message to do it; "
-                f"anything else leaves it undone (the question expires in {hours} hours).")
-    listed = "\n".join(f"{i}. {row['summary']}" for i, row in enumerate(rows, 1))
+        row = rows[0]
+        sms = f"by SMS (Y {row['code']} or N {row['code']}), " if row["code"] else ""
+        return (f"{QUESTION_START}: {row['summary']}. Reply yes as your next message to do it; anything else "
+                f"leaves it undone (the question expires in {hours} hours). Until then you can also answer "
+                f"approval {row['id']} {sms}with zerg approvals approve {row['id']} (or deny {row['id']}), "
+                "or in your approvals list.")
+    listed = "\n".join(f"{i}. {row['summary']} (approval {row['id']}"
+                       f"{', SMS code ' + row['code'] if row['code'] else ''})" for i, row in enumerate(rows, 1))
     return (f"{QUESTION_START} to {len(rows)} changes:\n{listed}\nReply yes as your next message to do "
-            f"all of them; anything else leaves them undone (the question expires in {hours} hours).")
+            f"all of them; anything else leaves them undone (the question expires in {hours} hours). Until then "
+            "you can also answer each on its own: by SMS (Y CODE or N CODE), with zerg approvals approve ID "
+            "(or deny ID), or in your approvals list.")
 
 
 def questions_of(conn: Connection, run: dict[str, Any]) -> str | None:
     """The question the closing ``run`` asked (:func:`question_text`), or None."""
-    from zerg.inbound import pending
+    from zerg.approvals import requests as approvals
 
-    rows = pending.asked_by(conn, run["owner_id"], run["id"])
+    rows = approvals.directives_asked_by(conn, run["owner_id"], run["id"])
     return question_text(rows) if rows else None
 
 
 def confirm(rt: Runtime, run: dict[str, Any]) -> str | None:
     """The confirmation of the owner's open question when ``run`` is their yes to it (module
-    rules): each change done (or why not), named; None when the run is not such a yes, so the
-    supervisor answers it as any request (a yes to something the model asked in conversation)."""
-    from zerg.inbound import pending
+    rules): each change approved through the one answer of every channel
+    (:func:`zerg.approvals.wait.approve`: claimed, then done, once) and named with what was done;
+    None when the run is not such a yes, so the supervisor answers it as any request (a yes to
+    something the model asked in conversation, or to a question already answered elsewhere)."""
+    from zerg.approvals import requests as approvals
+    from zerg.approvals import wait
     from zerg.inbound.words import is_affirmative
     from zerg.runs import store as runs
     from zerg.runs.owner_words import owner_words
@@ -273,36 +335,43 @@ def confirm(rt: Runtime, run: dict[str, Any]) -> str | None:
         return None
     owner_id = run["owner_id"]
     with rt.pool.connection() as conn:
-        pending.expire_overdue(conn, owner_id)
-        rows = pending.open_question(conn, owner_id)
+        approvals.expire_directives(conn, owner_id)
+        rows = approvals.open_directive_question(conn, owner_id)
         asked_in = rows[0]["run_id"] if rows else None
         if (not rows or asked_in == run["id"] or rows[0]["created_at"] >= run["created_at"]
                 or runs.next_run_on_thread(conn, owner_id, asked_in, excluding=BACKGROUND_TRIGGERS) != run["id"]):
             conn.commit()  # the expiries stay recorded
             return None
-        claimed = [row for row in rows if pending.mark_done(conn, owner_id, row["id"])]
         conn.commit()
-    if not claimed:
+    answers = [(row, wait.approve(rt, owner_id, row["id"])) for row in rows]
+    lines = [f"- {row['summary']}: {answer.done}" for row, answer in answers if answer.decided]
+    if not lines:  # answered meanwhile (the API, an SMS code): nothing is done twice
         return None
-    lines = []
-    for row in claimed:
-        try:
-            lines.append(f"- {row['summary']}: {_do(rt, owner_id, row)}")
-        except DirectiveError as exc:
-            lines.append(f"- {row['summary']}: not done: {exc}")
-        except Exception as exc:  # the database or a provider went away: said, never a trace, not retried
-            from zerg import observability
-
-            observability.logger().warning("a confirmed directive failed", exc_info=True,
-                                           extra={"owner_id": owner_id, "pending_id": row["id"]})
-            lines.append(f"- {row['summary']}: not done: {type(exc).__name__}; ask again")
     return "Confirmed by your yes:\n" + "\n".join(lines)
+
+
+def apply_approved(rt: Runtime, owner_id: int, row: dict[str, Any]) -> str:
+    """The applier of ``directive`` approvals (registered by :mod:`zerg.wiring`): make the change of
+    the approval ``row``, already claimed (decided ``approved``), and say what was done, or why not
+    (never raised; not retried: the owner asks again)."""
+    try:
+        return _do(rt, owner_id, row)
+    except DirectiveError as exc:
+        return f"not done: {exc}"
+    except Exception as exc:  # the database or a provider went away: said, never a trace, not retried
+        from zerg import observability
+
+        observability.logger().warning("a confirmed directive failed", exc_info=True,
+                                       extra={"owner_id": owner_id, "approval_id": row["id"]})
+        return f"not done: {type(exc).__name__}; ask again"
 
 
 def _do(rt: Runtime, owner_id: int, row: dict[str, Any]) -> str:
     """Make the change a confirmed row asked for; DirectiveError when it cannot be made."""
-    args = row["args"]
-    if row["action"] == "set_preference":
+    args, action = row["arguments"], row["tool"]
+    if action == "set_preference" and args["key"].startswith(APPROVAL_KEY):
+        return _set_approval(rt, owner_id, args["key"], args["value"])
+    if action == "set_preference":
         pref = parse_preference(args["key"], args["value"])
         with rt.pool.connection() as conn:
             before = get_policy(conn, owner_id)
@@ -313,10 +382,10 @@ def _do(rt: Runtime, owner_id: int, row: dict[str, Any]) -> str:
     from zerg.schedules.spec import SchedulePatch, ScheduleSpec
 
     try:
-        if row["action"] == "create_schedule":
+        if action == "create_schedule":
             return created(service.create(rt, owner_id, ScheduleSpec(**args)))
         schedule_id = args["schedule_id"]
-        if row["action"] == "delete_schedule":
+        if action == "delete_schedule":
             deleted = service.delete(rt, owner_id, schedule_id)
             return f"Schedule #{schedule_id} {deleted['name']!r} deleted ({written(deleted)}): it will not run again."
         before = service.get(rt, owner_id, schedule_id)

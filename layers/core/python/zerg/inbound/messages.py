@@ -27,8 +27,8 @@ from typing import Any
 
 from psycopg import Connection
 
-STATUSES = ("received", "rejected", "acknowledged", "run", "keyword", "failed")
-HANDLED = ("run", "acknowledged", "keyword")  # outcomes that took the message (a file goes to processed/, exit 0)
+STATUSES = ("received", "rejected", "acknowledged", "run", "keyword", "approval", "failed")
+HANDLED = ("run", "acknowledged", "keyword", "approval")  # outcomes that took the message (a file goes to processed/, exit 0)
 
 # What an owner may read of a row (never its reply tokens).
 _PUBLIC = ("id, channel, provider_id, source, owner_id, sender, recipient, subject, body, message_id, "

@@ -14,6 +14,14 @@ What a message becomes, in this order (each decision is the row's ``status`` and
 2. ``keyword`` (SMS): STOP opts the number out (no confirmation: the carrier sends its own), START
    opts it in again and confirms, HELP answers :data:`zerg.inbound.sms.HELP_TEXT`. No linked
    notification needed.
+   ``approval`` (SMS, issue 27): the whole message answers an approval by its short code (``Y 4821``
+   / ``N 4821``, :func:`zerg.inbound.sms.approval_answer`): the owner's pending approval of that code
+   is approved or denied once (:mod:`zerg.approvals.wait`) and the outcome told back; no pending
+   approval of that code: told so. Never a run; no linked notification needed (the verified number
+   and the owner's own code are the proof). By email, ``approve``/``deny`` (the whole reply) to an
+   approval's notification answers that approval, and to the mail that carried a run's answer with
+   Zerg's question (what only the owner decides) answers that run's directive approvals: the reply
+   token names the notification, the notification its run.
 3. ``acknowledged``: the whole message is an acknowledgement (:func:`zerg.inbound.words.is_acknowledgement`:
    "ok", "ack", "got it", 👍; "thanks" alone is none) and the run it answers has an inbox item: the
    item is acknowledged (a critical alert's repeats stop) and a one-line confirmation goes back; an
@@ -92,7 +100,7 @@ EMAIL_ANSWER_CHARS = 20_000
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # received | rejected | acknowledged | run | keyword | failed
+    status: str  # received | rejected | acknowledged | run | keyword | approval | failed
     reason: str | None
     inbound_id: int | None
     run_id: int | None = None
@@ -258,7 +266,9 @@ def _process(rt: "Runtime", inbound_id: int, *, wait: bool) -> Outcome:
         _start(rt, inbound_id, wait=True)
     elif decision.send:
         try:  # best effort: the decision stands whatever happens to its confirmation
-            _send_back(rt, row, decision.contact_id, decision.send, run_id=decision.answers_run_id)
+            # an approval's confirmation is no answer of the waiting run (that run's own answer still goes)
+            answers = decision.answers_run_id if decision.status != "approval" else None
+            _send_back(rt, row, decision.contact_id, decision.send, run_id=answers)
         except Exception:
             observability.logger().warning("inbound message: the confirmation could not be sent", exc_info=True,
                                            extra={"inbound_id": inbound_id})
@@ -280,6 +290,9 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         word = sms.keyword(body)
         if word is not None:
             return _keyword_decision(conn, owner_id, contact_id, row["id"], word)
+        answer = sms.approval_answer(body)
+        if answer is not None:  # "Y 4821": the owner's verified number answers an approval; never a run
+            return _approval_decision(rt, conn, owner_id, contact_id, *answer)
     if inbound.channel == "email" and inbound.message_id:
         from zerg.text import one_line
 
@@ -292,6 +305,14 @@ def _decide(rt: "Runtime", conn: "Connection", row: dict[str, Any]) -> _Decision
         return _Decision("rejected", reason, owner_id)
     linked = {"owner_id": owner_id, "contact_id": contact_id, "notification_id": answered["id"],
               "answers_run_id": answered["run_id"]}
+    if answered["purpose"] == "approval" and inbound.channel == "email":
+        decision = _email_approval_decision(rt, conn, owner_id, answered, body, linked)
+        if decision is not None:
+            return decision
+    if inbound.channel == "email" and answered["run_id"]:
+        decision = _email_directive_decision(rt, conn, owner_id, answered, body, linked)
+        if decision is not None:
+            return decision
     if is_acknowledgement(body):
         decision = _acknowledge(rt, conn, owner_id, answered, linked)
         if decision is not None:
@@ -365,6 +386,96 @@ def _keyword_decision(conn: "Connection", owner_id: int, contact_id: int, inboun
         contacts.opt_in(conn, owner_id, contact_id)
         return _Decision("keyword", "START: SMS to this number resumed", send=START_TEXT, **linked)
     return _Decision("keyword", "HELP: answered", send=sms.HELP_TEXT, **linked)
+
+
+def _approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, contact_id: int, decision: str,
+                       code: str) -> _Decision:
+    """An SMS answer to the owner's pending approval of ``code`` (owner-scoped: another owner's code is
+    "no pending approval"), decided once through :mod:`zerg.approvals.wait`, and told back."""
+    from zerg.approvals import requests as approval_requests
+    from zerg.approvals import wait
+    from zerg.text import one_line
+
+    linked = {"owner_id": owner_id, "contact_id": contact_id}
+    pending = approval_requests.by_code(conn, owner_id, code)
+    if pending is None:
+        return _Decision("approval", f"no pending approval with code {code}",
+                         send=f"Zerg: no pending approval has code {code} (answered, expired or never asked).",
+                         **linked)
+    answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, pending["id"])
+    call = wait.call_summary(pending["tool"], pending["arguments"])
+    what = call["command"] or call["url"] or pending["tool"]
+    where = f" on {call['host']}" if call["host"] else ""
+    if answer.decided and answer.kind == "directive":  # a change Zerg made (or not) just now: say which
+        told = "Approved" if answer.status == "approved" else "Denied"
+        effect = one_line(answer.done, 300) if answer.done is not None else "not done"
+        send = f"Zerg: {told} {code}: {one_line(pending['summary'], 200)}: {effect}"
+    elif answer.decided:
+        told = "Approved" if answer.status == "approved" else "Denied"
+        effect = "it runs now" if answer.status == "approved" else "it will not run"
+        send = f"Zerg: {told} {code}: {one_line(what, 120)}{where}; {effect}."
+    else:
+        send = f"Zerg: {code} not changed: {answer.message}."
+    return _Decision("approval", f"code {code}: {answer.message}", answers_run_id=pending["run_id"], send=send,
+                     **linked)
+
+
+_APPROVE_WORDS = {"approve": "approve", "approved": "approve", "yes": "approve", "y": "approve",
+                  "deny": "deny", "denied": "deny", "no": "deny", "n": "deny"}
+
+
+def _email_approval_decision(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any], body: str,
+                             linked: dict[str, Any]) -> _Decision | None:
+    """An email reply "approve" / "deny" (the whole reply) to the notification that told the owner about
+    an approval answers exactly that approval (the reply token names the notification; the approval
+    keeps its notifications), once. Other words: None, a reply like any other."""
+    from zerg.approvals import requests as approval_requests
+    from zerg.approvals import wait
+
+    word = " ".join(body.strip().rstrip(" \t\n.!?,;:").split()).lower()
+    decision = _APPROVE_WORDS.get(word)
+    if decision is None:
+        return None
+    approval = approval_requests.by_notification(conn, owner_id, answered["id"])
+    if approval is None:
+        return None
+    answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, approval["id"])
+    told = answer.message[0].upper() + answer.message[1:]
+    runs_now = answer.decided and answer.status == "approved" and answer.kind == "call"
+    send = f"{told}." + (" The call runs now." if runs_now else "")
+    return _Decision("approval", f"email: {answer.message}", send=send, **linked)
+
+
+_DIRECTIVE_WORDS = {"approve": "approve", "approved": "approve", "deny": "deny", "denied": "deny"}
+
+
+def _email_directive_decision(rt: "Runtime", conn: "Connection", owner_id: int, answered: dict[str, Any], body: str,
+                              linked: dict[str, Any]) -> _Decision | None:
+    """An email reply "approve" / "deny" (the whole reply) to the mail that carried a run's answer with
+    Zerg's question (what only the owner decides) answers that run's directive approvals, through the
+    same answer as every channel (:mod:`zerg.approvals.wait`), once; a question answered, expired or
+    superseded since says so. "yes" stays the owner's next message (the yes path); other words, or a
+    run that asked nothing: None, a reply like any other."""
+    from zerg.approvals import requests as approval_requests
+    from zerg.approvals import wait
+    from zerg.text import one_line
+
+    decision = _DIRECTIVE_WORDS.get(" ".join(body.strip().rstrip(" \t\n.!?,;:").split()).lower())
+    if decision is None:
+        return None
+    asked = [r for r in approval_requests.directives_of_run(conn, owner_id, answered["run_id"])
+             if r["shown_at"] is not None]
+    if not asked:
+        return None
+    lines = []
+    for row in asked:
+        answer = (wait.approve if decision == "approve" else wait.deny)(rt, owner_id, row["id"])
+        told = (answer.message if not answer.decided
+                else f"{'Approved' if answer.status == 'approved' else 'Denied'}: {one_line(row['summary'], 300)}: "
+                     f"{answer.done if answer.done is not None else 'not done'}")
+        lines.append(f"- {told}")
+    return _Decision("approval", f"email: {decision} the question of run {answered['run_id']}",
+                     send="Zerg:\n" + "\n".join(lines), **linked)
 
 
 START_TEXT = "Zerg: alerts by SMS to this number are on again. Reply STOP to stop them, HELP for help."
@@ -452,9 +563,9 @@ def _prepare_answer(rt: "Runtime", conn: "Connection", run: dict[str, Any]) -> "
 def answer_text(settings: Any, run: dict[str, Any], channel: str) -> str:
     """A closed reply run's answer as sent back: the answer (a failed run: why, briefly) and the
     run's link; for SMS cut to :data:`SMS_ANSWER_CHARS` before the link. A question Zerg appended
-    (:func:`zerg.inbound.pending.split_question`) is kept whole: the model's text gives way first."""
+    (:func:`zerg.approvals.question.split_question`) is kept whole: the model's text gives way first."""
     from zerg.alerts.messages import base_url, run_link
-    from zerg.inbound.pending import split_question
+    from zerg.approvals.question import split_question
     from zerg.text import one_line
 
     link = run_link(base_url(settings), run["id"])

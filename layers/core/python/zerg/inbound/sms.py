@@ -20,7 +20,10 @@ Invariants:
   (1,530 GSM-7 or 670 UCS-2 characters), so a longer body is not a phone's reply. Its text is
   still kept in the row, up to :data:`RECORD_MAX_CHARS`.
 - :func:`keyword` matches the whole message only ("stop the backup check" is a request, not STOP);
-  "yes" is no keyword (it confirms a directive). Zerg answers HELP only to a number that has not
+  "yes" is no keyword (it confirms a directive).
+- :func:`approval_answer` matches the whole message only too: ``Y 4821`` / ``N 4821`` (also YES/NO,
+  APPROVE/DENY) answers the owner's pending approval of that code (issue 27); "yes" alone stays a
+  directive's confirmation. Zerg answers HELP only to a number that has not
   opted out: :func:`zerg.notify.deliver.deliver` sends nothing to an opted-out number (carriers
   answer HELP themselves).
 """
@@ -68,6 +71,19 @@ class TwoWaySms(BaseModel):
     inboundMessageId: str = Field(pattern=_ID.pattern)
     messageKeyword: str | None = None
     previousPublishedMessageId: str | None = Field(default=None, pattern=_ID.pattern)
+
+
+_APPROVAL_ANSWER = re.compile(r"^(Y|YES|APPROVE|N|NO|DENY)\s*#?\s*([0-9]{4})$", re.IGNORECASE)
+
+
+def approval_answer(body: str) -> tuple[Literal["approve", "deny"], str] | None:
+    """``("approve"|"deny", code)`` when the whole message answers an approval by its short code
+    (``Y 4821``, ``n 4821``, ``approve 4821.``), else None."""
+    text = " ".join(body.strip().rstrip(_TRAILING).split())
+    match = _APPROVAL_ANSWER.match(text) if text.isascii() and len(text) <= 20 else None
+    if match is None:
+        return None
+    return ("approve" if match.group(1).upper() in ("Y", "YES", "APPROVE") else "deny"), match.group(2)
 
 
 def keyword(body: str) -> Literal["stop", "start", "help"] | None:

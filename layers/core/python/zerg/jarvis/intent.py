@@ -230,12 +230,12 @@ def ask_model(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[s
 
 def route(rt: "Runtime", owner_id: int, utterance: str, history: list[dict[str, str]] | None = None) -> Decision:
     """Quick or supervisor for ``utterance``: the rules first, the intent model only if none matched."""
-    from zerg.inbound import pending
+    from zerg.approvals import requests as approvals
     from zerg.runs import store as runs
 
     with rt.pool.connection() as conn:
         running = runs.has_running_run(conn, owner_id)
-        asked = is_affirmative(utterance) and pending.has_open_question(conn, owner_id)
+        asked = is_affirmative(utterance) and approvals.has_open_directive_question(conn, owner_id)
     decided = precheck(utterance, running=running, asked=asked)
     if decided is not None:
         return decided

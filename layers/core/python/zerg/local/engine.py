@@ -65,6 +65,9 @@ Handler = Callable[[dict[str, Any], Any], Any]
 # timeouts, this bounds the exit should they all be slow. What is not done by then is dropped,
 # harmlessly: the Remember step is idempotent and each of its writes is one transaction.
 EVENT_WAIT_S = 20.0
+# The error a stopped execution's waiting task tokens are answered with (see LocalEngine.stop_execution);
+# not "States.*": moto refuses custom error names with that prefix.
+STOPPED_ERROR = "Zerg.ExecutionStopped"
 WAIT_NOTICE = "saving this run to memory… (Ctrl-C skips)"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -277,6 +280,7 @@ class LocalEngine:
         self.handler_seconds = 0.0  # time spent inside our handlers (for benchmarks)
         self._lock = threading.Lock()
         self._events: set[threading.Thread] = set()  # Event invocations still running
+        self._stopped: set[str] = set()  # executions stopped by stop_execution
 
     # --- lifecycle ---------------------------------------------------------------------------
     def _patch(self, owner: Any, name: str, value: Any) -> None:
@@ -360,6 +364,7 @@ class LocalEngine:
                     if execution.status == "RUNNING":
                         try:  # its thread may not have built its environment yet
                             execution.stop(stop_date=_now(), error="States.Aborted", cause="engine stopped")
+                            self._wake_callbacks(execution, "engine stopped")  # a wait on a token ends too
                         except Exception:
                             log.debug("could not stop %s", execution.execution_arn, exc_info=True)
             self._backend = None
@@ -437,9 +442,10 @@ class LocalEngine:
             running.join(left)
 
     # --- executions ------------------------------------------------------------------------
-    def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5) -> str:
+    def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5,
+                        approval_timeout_s: int | None = None) -> str:
         """Start the run machine for ``run_id``."""
-        payload = execution_input(run_id, owner_id, thread_id, max_concurrency)
+        payload = execution_input(run_id, owner_id, thread_id, max_concurrency, approval_timeout_s)
         return self.start_named("run", execution_name(run_id), payload)
 
     def start_named(self, machine: str, name: str, payload: dict[str, Any]) -> str:
@@ -456,27 +462,86 @@ class LocalEngine:
             "executionArn": execution_arn, "stateMachineArn": execution.state_machine_arn, "name": execution.name,
             "status": status, "startDate": execution.start_date, "input": execution.execution_input,
         }
+        if status == "FAILED" and execution_arn in self._stopped:  # see stop_execution
+            status = "ABORTED"
+            desc["status"] = status
         if status != "RUNNING":
             desc["stopDate"] = execution.stop_date
         if status == "SUCCEEDED" and execution.output is not None:
             desc["output"] = execution.output if isinstance(execution.output, str) else json.dumps(execution.output)
-        if execution.error is not None:
+        if execution.error is not None and status != "ABORTED":
             desc["error"] = execution.error
         if execution.cause is not None:
             desc["cause"] = execution.cause
         return desc
 
     def stop_execution(self, execution_arn: str, cause: str = "cancelled") -> None:
+        """StopExecution. moto only flags the program stopped; a task waiting on a token would go on
+        waiting (its thread and the execution's RUNNING status) until its timeout, so its token is
+        answered with :data:`STOPPED_ERROR` too (the execution then ends; :meth:`describe` reports it
+        ABORTED, as Step Functions does)."""
         execution = self._backend.describe_execution(execution_arn)
         deadline = time.monotonic() + 5.0
         while True:
             try:
                 execution.stop(stop_date=_now(), error=None, cause=cause)
-                return
+                break
             except AttributeError:  # moto: its worker thread has not built its environment yet
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
+        with self._lock:
+            self._stopped.add(execution_arn)
+        self._wake_callbacks(execution, cause)
+
+    @staticmethod
+    def _wake_callbacks(execution: Any, cause: str) -> None:
+        from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackOutcomeFailure
+
+        pool = execution.exec_worker.env.callback_pool_manager
+        for endpoint in list(pool._pool.values()):  # every token of the execution (Map iterations share the pool)
+            if endpoint.get_outcome() is None:
+                endpoint.notify(CallbackOutcomeFailure(endpoint.callback_id, STOPPED_ERROR, cause))
+
+    # --- callback tasks (zerg.ports.TaskTokens) ----------------------------------------------
+    def send_task_success(self, token: str, output: dict[str, Any]) -> None:
+        self._token_call("send_task_success", token, json.dumps(output, sort_keys=True))
+
+    def send_task_failure(self, token: str, error: str, cause: str) -> None:
+        self._token_call("send_task_failure", token, error, cause)
+
+    def send_task_heartbeat(self, token: str) -> None:
+        self._token_call("send_task_heartbeat", token)
+
+    def _token_call(self, name: str, token: str, *args: Any) -> None:
+        """moto's SendTask*: it raises InvalidToken, TaskTimedOut or TaskDoesNotExist as Step
+        Functions does; each becomes :class:`zerg.ports.TaskTokenGone`. One difference, closed here:
+        moto accepts an answer to a token whose task timed out while its execution still runs (the
+        token stays in the pool), so a token is first checked against the waits still open."""
+        from moto.stepfunctions.parser.api import InvalidToken, TaskDoesNotExist, TaskTimedOut
+
+        from zerg.ports import TaskTokenGone
+
+        if self._backend is None:
+            raise EngineError("engine not started")
+        if not self._waiting(token):
+            raise TaskTokenGone("InvalidToken: nothing waits on this task token")
+        try:
+            getattr(self._backend, name)(token, *args)
+        except (InvalidToken, TaskDoesNotExist, TaskTimedOut) as exc:
+            raise TaskTokenGone(f"{type(exc).__name__}: nothing waits on this task token") from exc
+
+    def _waiting(self, token: str) -> bool:
+        """Whether a running execution's task still waits on ``token`` (not answered, not timed out)."""
+        for machine_arn in list(self._machines.values()):
+            for execution in self._backend.describe_state_machine(machine_arn).executions:
+                worker = getattr(execution, "exec_worker", None)
+                env = getattr(worker, "env", None)
+                endpoint = None if env is None else env.callback_pool_manager.get(token)
+                if endpoint is not None:
+                    return (endpoint.get_outcome() is None and not endpoint._notify_event.is_set()
+                            and str(getattr(execution.exec_status, "value", execution.exec_status)) == "RUNNING")
+        return False
 
     def wait(self, execution_arn: str, timeout: float | None = None, poll: float = 0.01) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -537,7 +602,8 @@ class LocalStarter:
             if run_id not in self._started:
                 with self._pool().connection() as conn:
                     runs.claim(conn, run_id, self.executor.token)
-                self._started[run_id] = engine.start_execution(run_id, owner_id, thread_id, self.settings.map_concurrency)
+                self._started[run_id] = engine.start_execution(
+                    run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s)
             return self._started[run_id]
 
     def execution_of(self, run_id: int) -> str | None:
@@ -579,6 +645,15 @@ class LocalStarter:
     def stop(self, execution_arn: str, cause: str) -> None:
         self._causes[execution_arn] = cause
         self.engine().stop_execution(execution_arn, cause)
+
+    def send_task_success(self, token: str, output: dict[str, Any]) -> None:
+        self.engine().send_task_success(token, output)
+
+    def send_task_failure(self, token: str, error: str, cause: str) -> None:
+        self.engine().send_task_failure(token, error, cause)
+
+    def send_task_heartbeat(self, token: str) -> None:
+        self.engine().send_task_heartbeat(token)
 
     def close(self) -> None:
         """Stop the engine (waiting up to :data:`EVENT_WAIT_S` for the Remember step, unless

@@ -97,6 +97,7 @@ def cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
     commands (waited for up to ``CANCEL_WAIT_S``) and the final event is written. A worker that has
     not stopped by then is recorded cancelled here: this process, which runs it, is about to exit."""
     from zerg.workers.cancellation import stop_run_workers
+    from zerg.workers.runner import end_approval_waits
 
     with rt.pool.connection() as conn:
         runs.cancel_run(conn, owner_id, run_id, reason=CTRL_C_REASON)
@@ -106,6 +107,7 @@ def cancel(rt: Runtime, starter, owner_id: int, run_id: int) -> None:
             starter.stop(arn, CTRL_C_REASON)
         except Exception:  # the run is already cancelled; its remaining steps no-op
             pass
+    end_approval_waits(rt, owner_id, run_id)
     if stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S):
         with rt.pool.connection() as conn:
             runs.finish_abandoned_cancel(conn, owner_id, run_id)

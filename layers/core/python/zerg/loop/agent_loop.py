@@ -85,6 +85,7 @@ class LoopResult:
     answer: str | None = None  # the model's final message, when it answered
     stop: Stop | None = None  # why a hook ended the loop
     exhausted: bool = False  # the step budget ran out
+    held: ToolCall | None = None  # the call a hook held (LoopHooks.hold): it and the rest of its reply did not run
 
 
 def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -118,6 +119,11 @@ class LoopHooks:
         to run the call through the tool set."""
         return None
 
+    def hold(self, call: ToolCall) -> Stop | None:
+        """Before a call runs: end the loop here, leaving this call and the rest of its reply
+        unanswered (e.g. it waits for the owner's approval; :meth:`AgentLoop.run` resumes with them)."""
+        return None
+
     def tool_started(self, call: ToolCall) -> None:
         pass
 
@@ -143,10 +149,19 @@ class AgentLoop:
     max_tokens: int | None = None  # of each answer; None: the model's own default
     refused: frozenset[str] = frozenset()  # tools the agent has that its configuration does not allow
 
-    def run(self, messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult:
+    def run(self, messages: list[dict[str, Any]], spent: AgentUsage, pending: list[ToolCall] | None = None,
+            steps_taken: int = 0) -> LoopResult:
+        """Run until an answer, a stop or the step budget. Resuming a held loop: ``messages`` as it was,
+        ``pending`` the calls of its last reply still unanswered (the first one decided by the caller),
+        ``steps_taken`` the model calls it already made (they count against ``max_steps``)."""
         schemas = [t.schema() for t in self.tools.values()]
         hooks = self.hooks
-        for step in range(self.max_steps):
+        if pending:
+            if result := self._calls(pending, messages, spent):
+                return result
+            if stop := hooks.step_done(messages):
+                return LoopResult(stop=stop)
+        for step in range(steps_taken, self.max_steps):
             if stop := hooks.check():
                 return LoopResult(stop=stop)
             last = step == self.max_steps - 1
@@ -160,24 +175,33 @@ class AgentLoop:
             self._append(messages, reply.as_message())
             if not reply.tool_calls:
                 return LoopResult(answer=reply.content.strip())
-            for call in reply.tool_calls:
-                if call.name in self.refused:  # never run, never handled: the configuration removed it
-                    spent.add_tool_run(call.name, False, 0.0)
-                    self._append(messages, {"role": "tool", "tool_call_id": call.id,
-                                            "content": f"ERROR: tool {call.name} is not allowed for this agent"})
-                    continue
-                handled = hooks.handle(call)
-                if handled is not None:
-                    self._append(messages, handled)
-                    continue
-                hooks.tool_started(call)
-                outcome = self._run_tool(call, spent)
-                self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-                if stop := hooks.tool_done(call, outcome):
-                    return LoopResult(stop=stop)
+            if result := self._calls(reply.tool_calls, messages, spent):
+                return result
             if stop := hooks.step_done(messages):
                 return LoopResult(stop=stop)
         return LoopResult(exhausted=True)
+
+    def _calls(self, calls: list[ToolCall], messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult | None:
+        """Run one reply's tool calls in order; a result when a hook ends the loop."""
+        hooks = self.hooks
+        for call in calls:
+            if call.name in self.refused:  # never run, never handled: the configuration removed it
+                spent.add_tool_run(call.name, False, 0.0)
+                self._append(messages, {"role": "tool", "tool_call_id": call.id,
+                                        "content": f"ERROR: tool {call.name} is not allowed for this agent"})
+                continue
+            handled = hooks.handle(call)
+            if handled is not None:
+                self._append(messages, handled)
+                continue
+            if stop := hooks.hold(call):
+                return LoopResult(stop=stop, held=call)
+            hooks.tool_started(call)
+            outcome = self._run_tool(call, spent)
+            self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+            if stop := hooks.tool_done(call, outcome):
+                return LoopResult(stop=stop)
+        return None
 
     def _append(self, messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
         messages.append(message)

@@ -9,6 +9,10 @@ Invariants:
 - The model sees capped output; the artifact keeps the full output (up to a storage bound).
   Shell tools stream it to the artifact as it arrives (``ToolContext.open_output``, see
   :mod:`zerg.tools.output`), so no output is ever held whole in memory.
+- A call passes the context's :attr:`ToolContext.gate` (the owner's approval policy,
+  :mod:`zerg.tools.approval_gate`) after its arguments validate and before the tool runs: a gate
+  that answers with an outcome (denied, approval needed) is that call's result and the tool never
+  runs; a gate that fails is a refusal too (fail closed), never a pass.
 - A tool that runs a command honours :attr:`ToolContext.cancel`: it does not start once the signal
   is set, and when it fires mid-command it ends the command (sandbox killed, SSH channel signalled
   and closed) before it returns.
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from zerg.approvals.policy import ApprovalNeeded
 from zerg.config import Settings
 from zerg.validation import problems
 
@@ -110,6 +115,8 @@ class ToolContext:
     open_output: Callable[[str], OutputStream] | None = None
     cancel: CancelSignal | None = None  # set when the run is cancelled: end the command now
     agent: str | None = None  # whose model calls: "supervisor" or "worker" (memory writes record it)
+    # Before each validated call: None lets it run; an outcome is its result instead (denied, approval needed).
+    gate: Callable[[str, BaseModel], ToolOutcome | None] | None = None
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
@@ -132,6 +139,7 @@ class ToolOutcome:
     exit_code: int | None = None
     exit_signal: str | None = None  # a shell command killed by a signal: its name ("TERM"), exit_code None
     critical: str | None = None  # set: the worker must stop with this reason
+    approval: ApprovalNeeded | None = None  # set: the owner's policy asks before this call (it did not run)
 
     @property
     def saved(self) -> str:
@@ -174,6 +182,11 @@ def parse_args(tool: Tool, arguments: str) -> BaseModel | ToolOutcome:
         return error(f"invalid arguments for {tool.name}: {problems(exc.errors(), 'arguments')}")
 
 
+def gate_failed(name: str, exc: Exception) -> ToolOutcome:
+    """The result of a call whose gate failed: it did not run (fail closed)."""
+    return error(f"{name} did not run: the owner's approval policy could not be checked ({type(exc).__name__}: {exc})")
+
+
 def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
     """Run one tool call from the model: validate, execute, and turn every failure into text."""
     tool = tools.get(name)
@@ -182,6 +195,13 @@ def invoke(tools: dict[str, Tool], name: str, arguments: str, ctx: ToolContext) 
     args = parse_args(tool, arguments)
     if isinstance(args, ToolOutcome):
         return args
+    if ctx.gate is not None:
+        try:
+            held = ctx.gate(name, args)
+        except Exception as exc:  # fail closed: a policy that cannot be checked lets nothing through
+            return gate_failed(name, exc)
+        if held is not None:
+            return held
     try:
         return tool.run(args, ctx)
     except CriticalToolError as exc:

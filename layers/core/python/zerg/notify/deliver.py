@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 Channel = Literal["email", "sms"]
 Purpose = Literal["alert", "escalation", "digest", "reminder", "verification", "connector", "budget", "answer",
-                  "idle_pause"]
+                  "idle_pause", "approval"]
 MASK = "••••••"
 OPTED_OUT = "opted out (STOP)"  # every verified SMS contact replied STOP (zerg.notify.contacts.opt_out)
 RELEASE_BATCH = 50

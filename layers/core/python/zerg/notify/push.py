@@ -19,7 +19,9 @@ Invariants:
   is counted on the subscription. Nothing raises to the caller for a push service's failure.
 - The payload is JSON ``{title, body, url, severity, run_id, tag}`` of at most :data:`PAYLOAD_MAX`
   bytes (the body, then the title, is cut to fit). Headline and body come from a model's work: they
-  are data, shown by the service worker as text.
+  are data, shown by the service worker as text. A pending approval's push also carries
+  ``approval_id`` and ``actions`` (Approve / Deny): the service worker answers with the session
+  cookie through ``POST /api/jarvis/approvals/{id}/approve|deny``, the same answer as every channel.
 - No subscription: no row and no send (push is on "when the owner has a subscription").
 - Bounded: each POST has ZERG_PUSH_TIMEOUT_S; an owner's subscriptions are pushed a few at a time
   in parallel (:data:`PARALLEL_SENDS`), rows returned in subscription order.
@@ -55,6 +57,8 @@ MAX_SUBSCRIPTIONS = 20  # per owner
 ENDPOINT_MAX = 2000
 TTL_S = 24 * 3600  # how long the push service may keep an undelivered message
 GONE = (404, 410)
+# The buttons of a pending approval's notification; the service worker maps each action to its answer route.
+APPROVAL_ACTIONS = ({"action": "approve", "title": "Approve"}, {"action": "deny", "title": "Deny"})
 PARALLEL_SENDS = 4  # subscriptions pushed at once (each takes a database connection only before and after its POST)
 
 
@@ -217,11 +221,14 @@ class PushMessage:
     severity: str | None = None
     run_id: int | None = None
     tag: str | None = None
+    approval_id: int | None = None  # a pending approval: the notification offers APPROVAL_ACTIONS
 
     def payload(self) -> bytes:
         """The JSON the service worker reads, within :data:`PAYLOAD_MAX` bytes (body, then title, cut)."""
-        fields = {"title": self.title, "body": self.body, "url": self.url, "severity": self.severity,
-                  "run_id": self.run_id, "tag": self.tag}
+        fields: dict[str, Any] = {"title": self.title, "body": self.body, "url": self.url, "severity": self.severity,
+                                  "run_id": self.run_id, "tag": self.tag}
+        if self.approval_id is not None:
+            fields |= {"approval_id": self.approval_id, "actions": [dict(a) for a in APPROVAL_ACTIONS]}
         data = json.dumps(fields, ensure_ascii=False).encode()
         for name in ("body", "title"):
             while len(data) > PAYLOAD_MAX and fields[name]:

@@ -22,11 +22,12 @@ from psycopg import Connection
 from zerg import owners
 from zerg.agents import configs as agent_configs
 from zerg.alerts import escalations, inbox
+from zerg.approvals import policies as approval_policies
+from zerg.approvals import requests as approvals
 from zerg.artifacts.store import WorkerArtifactStore
 from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
-from zerg.inbound import pending
 from zerg.llm import ledger
 from zerg.memory import embed_failures, facts, files, summaries, terms, vectors, versions
 from zerg.notify import contacts, limits, notifications, policy, push_subscriptions
@@ -51,6 +52,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("runs", runs.export_runs),
     OwnerTable("worker_jobs", jobs.export_worker_jobs),
     OwnerTable("run_events", events.export_run_events),
+    OwnerTable("approvals", approvals.export_approvals),
     OwnerTable("llm_calls", ledger.export_llm_calls),
     OwnerTable("devices", devices.export_devices),
     OwnerTable("ssh_hosts", hosts.export_ssh_hosts),
@@ -69,9 +71,9 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("inbox_items", inbox.export_inbox_items),
     OwnerTable("escalations", escalations.export_escalations),
     OwnerTable("inbound_messages", inbound_messages.export_inbound_messages),
-    OwnerTable("pending_directives", pending.export_pending_directives),
     OwnerTable("agent_configs", agent_configs.export_agent_configs),
     OwnerTable("push_subscriptions", push_subscriptions.export_push_subscriptions),
+    OwnerTable("approval_policies", approval_policies.export_approval_policies),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

@@ -7,7 +7,7 @@ Invariants:
   transactions could otherwise commit ids 11 before 10, and a reader that saw 11 would never ask
   for 10. :func:`emit` takes a per-run transaction lock first, so a later id of the same run can
   only be allocated after the earlier one's transaction has ended. A run's start and end
-  (``FEED_EVENTS``) also take a per-owner lock, so those become visible in id order across the
+  and its approvals (``FEED_EVENTS``) also take a per-owner lock, so those become visible in id order across the
   owner's runs too (the owner-wide feed, :func:`owner_feed`, reads them by id); other events never
   wait for another run. (A transaction emitting for two runs must not emit a feed event first.)
 - There is one way to emit an event (:func:`emit`) and one list of event types (the seed's
@@ -18,7 +18,9 @@ Invariants:
 - Reads are scoped by owner.
 - The owner-wide feed announces runs: ``run_started`` (from ``supervisor_started``, with the
   run's trigger) and ``run_finished`` (from the terminal event, with the run's final status);
-  its ids are the ``run_events`` ids, so it resumes like a run's stream.
+  and a run's call waiting for the owner: ``approval_requested`` (the approval's id and the exact
+  call, never the model's reason) and ``approval_answered`` (its status). Its ids are the
+  ``run_events`` ids, so it resumes like a run's stream.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ EVENT_TYPES = frozenset(
         "worker_started",  # {job_id, worker_id}
         "worker_complete",  # {job_id, worker_id, status, duration_ms}
         "worker_summary_ready",  # {job_id, worker_id, summary}
+        "approval_requested",  # {job_id, approval_id, tool, arguments, reason, expires_at}: the run waits (issue 27)
+        "approval_answered",  # {job_id, approval_id, status}: the worker goes on (approved, denied, expired, cancelled)
         "memory_changed",  # {memory: file|fact, path | fact_id, action, writer}: a model changed the owner's memory
         "supervisor_complete",  # {run_id, result}
         "error",  # {run_id, message, details?}
@@ -48,7 +52,8 @@ TERMINAL_EVENTS = frozenset({"supervisor_complete", "error"})
 NOTIFY_CHANNEL = "zerg_run_events"
 _LOCK_SPACE = 0x5A455645  # advisory-lock namespace for "events of run N"
 _OWNER_LOCK_SPACE = 0x5A45564F  # advisory-lock namespace for "events of owner N"
-FEED_EVENTS = frozenset({"supervisor_started", *TERMINAL_EVENTS})  # what the owner-wide feed announces
+# What the owner-wide feed announces: runs starting and ending, and a run's calls waiting for the owner.
+FEED_EVENTS = frozenset({"supervisor_started", "approval_requested", "approval_answered", *TERMINAL_EVENTS})
 TIMELINE_MAX = 2000  # a run's timeline (GET /api/jarvis/runs/{id}/events) shows at most this many events
 
 
@@ -129,7 +134,9 @@ def latest_event_id(conn: Connection, owner_id: int) -> int:
 def owner_feed(conn: Connection, owner_id: int, *, after_id: int, limit: int = 500) -> list[dict[str, Any]]:
     """The owner's run starts and ends after ``after_id``, oldest first: ``{id, kind, payload}``
     with ``kind`` ``run_started`` (``{run_id, thread_id, task, trigger}``) or ``run_finished``
-    (``{run_id, status}``: the run's status for ``supervisor_complete``, the event's for ``error``)."""
+    (``{run_id, status}``: the run's status for ``supervisor_complete``, the event's for ``error``),
+    ``approval_requested`` (``{run_id, thread_id, approval_id, tool, arguments, expires_at}``) or
+    ``approval_answered`` (``{run_id, thread_id, approval_id, status}``)."""
     rows = conn.execute(
         """SELECT e.id, e.run_id, e.event_type, e.payload, r.thread_id, r.task, r.trigger, r.status
            FROM run_events e JOIN runs r ON r.id = e.run_id AND r.owner_id = e.owner_id
@@ -141,6 +148,11 @@ def owner_feed(conn: Connection, owner_id: int, *, after_id: int, limit: int = 5
 
 
 def _announcement(row: dict[str, Any]) -> dict[str, Any]:
+    if row["event_type"] in ("approval_requested", "approval_answered"):  # never the model's reason: ids and the call
+        keys = ("approval_id", "tool", "arguments", "expires_at") if row["event_type"] == "approval_requested" \
+            else ("approval_id", "status")
+        return {"id": row["id"], "kind": row["event_type"], "payload": {
+            "run_id": row["run_id"], "thread_id": row["thread_id"], **{k: row["payload"].get(k) for k in keys}}}
     if row["event_type"] == "supervisor_started":
         return {"id": row["id"], "kind": "run_started", "payload": {
             "run_id": row["run_id"], "thread_id": row["thread_id"], "task": row["task"], "trigger": row["trigger"]}}

@@ -109,10 +109,13 @@ def cancel_job(conn: Connection, job_id: int, reason: str) -> bool:
 
 def stale_running_jobs(conn: Connection, older_than_s: float) -> list[dict[str, Any]]:
     """Every owner's jobs still ``running`` although they started more than ``older_than_s`` ago
-    (for the orphan reaper, never a user-facing read)."""
+    (for the orphan reaper, never a user-facing read). A job whose worker waits for the owner's
+    approval (issue 27) runs nowhere and is not stale: its wait ends by the run machine's timeout."""
     return conn.execute(
-        """SELECT id, owner_id, run_id, worker_id, started_at FROM worker_jobs
-           WHERE status = 'running' AND started_at < now() - make_interval(secs => %s) ORDER BY id""",
+        """SELECT id, owner_id, run_id, worker_id, started_at FROM worker_jobs j
+           WHERE status = 'running' AND started_at < now() - make_interval(secs => %s)
+             AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.job_id = j.id AND a.status = 'pending')
+           ORDER BY id""",
         (older_than_s,),
     ).fetchall()
 

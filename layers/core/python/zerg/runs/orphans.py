@@ -95,7 +95,7 @@ def _verdict(rt: "Runtime", run: dict[str, Any], me: str) -> tuple[str, str] | N
             return "interrupted", "interrupted: the run never started executing (its process stopped first)"
         return None
     if who is not None and run["started_at"] is not None:  # a live local executor, stuck
-        late = run_deadline.seconds_left(run_deadline.deadline(run["started_at"], rt.settings), now)
+        late = run_deadline.seconds_left(run_deadline.deadline(run_deadline.clock_start(run, now), rt.settings), now)
         if -late > run_deadline.BACKSTOP_GRACE_S:
             return "timeout", f"run timed out: {run_deadline.describe(rt.settings)} passed with no answer"
     return None

@@ -17,14 +17,22 @@ from typing import Any
 
 from zerg.config import Settings
 
+# What Step Functions answers a task token nothing waits on any more (timed out, execution ended, unknown).
+TOKEN_GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
 
 def execution_name(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int) -> dict[str, Any]:
-    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit)."""
-    return {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int,
+                    approval_timeout_s: int | None = None) -> dict[str, Any]:
+    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit), and how long
+    a tool call may wait for the owner's approval (absent: the ASL's default, 1 h)."""
+    payload = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+    if approval_timeout_s is not None:
+        payload["approval_timeout_s"] = approval_timeout_s
+    return payload
 
 
 class StepFunctionsMachine:
@@ -49,6 +57,30 @@ class StepFunctionsMachine:
     def stop(self, execution_arn: str, cause: str) -> None:
         self.client.stop_execution(executionArn=execution_arn, cause=cause[:256])
 
+    # --- the task tokens of callback tasks (zerg.ports.TaskTokens) ---
+    def send_task_success(self, token: str, output: dict[str, Any]) -> None:
+        self._token_call(self.client.send_task_success, taskToken=token, output=json.dumps(output, sort_keys=True))
+
+    def send_task_failure(self, token: str, error: str, cause: str) -> None:
+        self._token_call(self.client.send_task_failure, taskToken=token, error=error[:256], cause=cause[:32768])
+
+    def send_task_heartbeat(self, token: str) -> None:
+        self._token_call(self.client.send_task_heartbeat, taskToken=token)
+
+    @staticmethod
+    def _token_call(call: Any, **kwargs: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        from zerg.ports import TaskTokenGone
+
+        try:
+            call(**kwargs)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in TOKEN_GONE:
+                raise TaskTokenGone(f"{code}: nothing waits on this task token") from exc
+            raise
+
 
 class StepFunctionsStarter(StepFunctionsMachine):
     def __init__(self, settings: Settings, client: Any = None) -> None:
@@ -56,8 +88,8 @@ class StepFunctionsStarter(StepFunctionsMachine):
         self.settings = settings
 
     def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
-        return self.start_named(execution_name(run_id),
-                                execution_input(run_id, owner_id, thread_id, self.settings.map_concurrency))
+        return self.start_named(execution_name(run_id), execution_input(
+            run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s))
 
     def close(self) -> None:
         pass

@@ -367,6 +367,26 @@ def cancel_run(conn: Connection, owner_id: int, run_id: int, *,
     return get_run(conn, owner_id, run_id)
 
 
+def mark_awaiting_approval(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """A worker of the run waits for the owner's answer (issue 27): ``running`` -> ``awaiting_approval``."""
+    return conn.execute(
+        """UPDATE runs SET status = 'awaiting_approval', awaiting_since = now()
+           WHERE id = %s AND owner_id = %s AND status = 'running' RETURNING id""",
+        (run_id, owner_id),
+    ).fetchone() is not None
+
+
+def mark_resumed(conn: Connection, owner_id: int, run_id: int) -> bool:
+    """No worker of the run waits any more: ``awaiting_approval`` -> ``running`` (a closed run stays closed);
+    the time it waited is added to ``approval_wait_s``, so its deadline moves on by as much."""
+    return conn.execute(
+        """UPDATE runs SET status = 'running', awaiting_since = NULL,
+                  approval_wait_s = approval_wait_s + GREATEST(0, extract(epoch FROM now() - awaiting_since))
+           WHERE id = %s AND owner_id = %s AND status = 'awaiting_approval' RETURNING id""",
+        (run_id, owner_id),
+    ).fetchone() is not None
+
+
 def finish_cancel(conn: Connection, owner_id: int, run_id: int) -> bool:
     """Write a cancelled run's terminal ``error`` event if none of its jobs is running and it has
     none yet; True if this call wrote it. Call it in the transaction that records a job's end."""
@@ -461,7 +481,8 @@ def unfinished_runs_of_every_owner(conn: Connection) -> list[dict[str, Any]]:
     user-facing read: who executes each, its last heartbeat, and the database's clock."""
     return conn.execute(
         """SELECT id, owner_id, thread_id, task, trigger, status, result, executor, heartbeat_at,
-                  execution_arn, started_at, created_at, deadline_reached_at, now() AS db_now
+                  execution_arn, started_at, created_at, deadline_reached_at, approval_wait_s, awaiting_since,
+                  now() AS db_now
            FROM runs WHERE status = ANY(%s) ORDER BY id""",
         (list(RUN_UNFINISHED),),
     ).fetchall()

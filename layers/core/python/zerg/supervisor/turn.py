@@ -78,6 +78,7 @@ from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, is_background
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
+from zerg.tools.approval_gate import approval_gate
 from zerg.tools.catalog import SPAWN_TOOL, SpawnArgs, supervisor_tools
 from zerg.workers.reconcile import reconcile_run
 
@@ -206,7 +207,7 @@ class _SupervisorHooks(LoopHooks):
         )
         self.rounds = run["spawn_rounds"]
         self.new_jobs: list[int] = []
-        left = run_deadline.seconds_left(run_deadline.answer_by(run["started_at"], settings))
+        left = run_deadline.seconds_left(run_deadline.answer_by(run_deadline.clock_start(run), settings))
         self.answer_by = time.monotonic() + left
         self.hard_deadline = self.answer_by + run_deadline.reserve_s(settings)
         self.answering = False  # the last inference at the deadline: no stop, a bounded wait
@@ -361,7 +362,7 @@ def _agent(rt: Runtime, run: dict[str, Any], hooks: _SupervisorHooks, max_steps:
         llm=rt.llm, model=config.model, tools=tools, refused=refused, hooks=hooks,
         temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=rt.settings, owner_id=run["owner_id"], run_id=run["id"], runtime=rt,
-                        agent="supervisor"),
+                        agent="supervisor", gate=approval_gate(rt, run["owner_id"], run["id"])),
         tag=CallTag("supervisor", run["owner_id"], run["id"]),
         max_steps=max_steps, answer_on_last_step=True,
     )
@@ -398,7 +399,9 @@ def _answer_at_deadline(rt: Runtime, run: dict[str, Any], messages: list[dict[st
 
 
 def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, Any]:
-    from zerg.inbound import directives, pending
+    from zerg.approvals import question as pending
+    from zerg.approvals import requests as approvals
+    from zerg.inbound import directives
 
     run = _load(rt, run_id, owner_id, thread_id)
     if run["status"] in RUN_FINAL:
@@ -423,7 +426,7 @@ def finalize(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[st
         else:
             closed = runs.complete_run(conn, run, answer, **shown)
         if closed and question:
-            pending.mark_shown(conn, owner_id, run_id)
+            approvals.mark_directives_shown(conn, owner_id, run_id)
             conn.commit()
         if not closed:
             status = runs.get_run(conn, owner_id, run_id)["status"]

@@ -90,7 +90,8 @@ class SetPreferenceArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     key: str = Field(min_length=1, max_length=40, description=(
         "channels.info|channels.warning|channels.critical (email, sms, email,sms, none); "
-        "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off)"))
+        "quiet_hours (HH:MM-HH:MM or off); timezone (IANA); daily_usd_cap (USD or off); "
+        "approval.TOOL (allow, ask or deny; e.g. approval.send_email)"))
     value: str = Field(max_length=100)
 
 

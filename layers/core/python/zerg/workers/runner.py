@@ -30,6 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -42,19 +43,23 @@ from psycopg import OperationalError
 from zerg import observability
 from zerg.agents import settings as agent_settings
 from zerg.alerts.budget import SpendingCapReached
+from zerg.approvals import requests as approvals
+from zerg.approvals import wait as approval_wait
+from zerg.approvals.policy import too_many_asks_text
 from zerg.artifacts.store import SYNTHESISED_MARK
 from zerg.config import Settings
 from zerg.db import retry_unavailable
-from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.llm import CallTag, LLMError, ToolCall, Usage
 from zerg.llm.untrusted import PROMPT_RULE
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
-from zerg.loop.tool import CancelSignal, ToolContext, ToolOutcome
+from zerg.loop.tool import CancelSignal, Tool, ToolContext, ToolOutcome, gate_failed, parse_args
 from zerg.runs import deadline as run_deadline
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
-from zerg.statuses import JOB_FINISHED
+from zerg.statuses import JOB_FINISHED, RUN_FINAL
 from zerg.timestamps import utcnow
+from zerg.tools.approval_gate import Gate, approval_gate
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
 
@@ -82,9 +87,17 @@ class WorkerOutcome:
     status: str
     duration_ms: int | None = None
     error: str | None = None
+    approval_id: int | None = None  # status "awaiting_approval": the approval its held call waits on
+    approval_timeout_s: int | None = None  # ... and how long the run waits for its answer
 
     def as_payload(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status}
+        # approval_id and approval_timeout_s are always present (null when not waiting): the ASL's
+        # ResultSelector reads them, AwaitApproval's TimeoutSecondsPath the timeout.
+        return {"job_id": self.job_id, "worker_id": self.worker_id, "status": self.status,
+                "approval_id": self.approval_id, "approval_timeout_s": self.approval_timeout_s}
+
+
+AWAITING_APPROVAL = "awaiting_approval"  # a step's outcome, never a job's status: the job is still running
 
 
 @dataclass
@@ -96,6 +109,30 @@ class _Loop:
     calls: list[dict[str, Any]] = field(default_factory=list)  # derived index of tool calls
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (path, text) for synthesis
     at_run_deadline: bool = False  # stopped (cancelled) because the run's deadline came near
+    approval_id: int | None = None  # the loop was held: its call waits on this approval
+    approval_timeout_s: int | None = None  # ... this long: the policy's expiry, at most wait_ceiling_s
+    wait_ceiling_s: int | None = None  # the execution's longest approval wait (None: the settings')
+
+    def paused_state(self) -> dict[str, Any]:
+        """What a held worker resumes with (kept in its metadata while it waits)."""
+        usage = self.spent.usage
+        return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "tokens_cached": usage.tokens_cached,
+                "cost_usd": usage.cost_usd, "model_ms": self.spent.model_ms + self.resumed_ms[0],
+                "tool_ms": self.spent.tool_ms + self.resumed_ms[1],
+                "calls": self.calls, "outputs": [[path, text[-2000:]] for path, text in self.outputs[-3:]],
+                "steps": len(self.spent.model_calls) + self.resumed_steps}
+
+    resumed_steps: int = 0  # model calls made before the last resume
+    resumed_ms: tuple[float, float] = (0.0, 0.0)  # (model_ms, tool_ms) before the last resume
+
+    @staticmethod
+    def resumed(state: dict[str, Any]) -> _Loop:
+        loop = _Loop(calls=list(state.get("calls") or []), outputs=[(p, t) for p, t in state.get("outputs") or []])
+        loop.spent.usage.add(Usage(tokens_in=state.get("tokens_in", 0), tokens_out=state.get("tokens_out", 0),
+                                   cost_usd=state.get("cost_usd", 0.0), tokens_cached=state.get("tokens_cached", 0)))
+        loop.resumed_steps = int(state.get("steps", 0))
+        loop.resumed_ms = (float(state.get("model_ms", 0.0)), float(state.get("tool_ms", 0.0)))
+        return loop
 
 
 def _load_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> dict[str, Any]:
@@ -135,7 +172,8 @@ def _deadline_reason(settings: Settings) -> str:
     return f"cancelled at {run_deadline.describe(settings)}: the supervisor answers with what exists"
 
 
-def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> WorkerOutcome:
+def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int,
+                   approval_timeout_s: int | None = None) -> WorkerOutcome:
     job = _load_job(rt, job_id, owner_id, run_id)
     if done := _finished(job):
         return done
@@ -146,7 +184,7 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
     with rt.pool.connection() as conn:
         run = runs.get_run(conn, owner_id, run_id)
         config = agent_settings.resolve(conn, settings, owner_id, "worker")
-    deadline = _Deadline.of(settings, run["started_at"] if run else None)
+    deadline = _Deadline.of(settings, run_deadline.clock_start(run) if run else None)
     if deadline.at <= time.monotonic():  # the run's time is up: this worker never starts
         return _cancel_unstarted(rt, job_id, owner_id, run_id, deadline.stop.reason)
     model = job["model"] or config.model
@@ -173,10 +211,22 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
             return _finished(current) or WorkerOutcome(job_id, None, "cancelled")
         # else ours after all: a retried claim whose first commit had landed
 
-    loop = _Loop()
+    loop = _Loop(wait_ceiling_s=approval_timeout_s)
+    messages: list[dict[str, Any]] = []
+    for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
+                    {"role": "user", "content": job["task"]}):
+        messages.append(message)
+        store.append_thread(worker_id, message)
+    return _run_loop(rt, job, worker_id, model, config, deadline, loop, messages)
+
+
+def _run_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, config: agent_settings.AgentSettings,
+              deadline: _Deadline, loop: _Loop, messages: list[dict[str, Any]],
+              pending: list[ToolCall] | None = None, approved: str | None = None) -> WorkerOutcome:
+    job_id, owner_id, run_id = job["id"], job["owner_id"], job["run_id"]
     with cancellation.watch(rt, job_id, owner_id, run_id) as cancel:
         try:
-            _agent_loop(rt, job, worker_id, model, config, deadline, loop, cancel)
+            _agent_loop(rt, job, worker_id, model, config, deadline, loop, cancel, messages, pending, approved)
         except SpendingCapReached as exc:  # the owner's cap, not the model: fails as is, never retried
             loop.status, loop.error = "failed", str(exc)
         except LLMError as exc:
@@ -187,7 +237,81 @@ def run_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int) -> Work
                 loop.status, loop.error = "failed", str(exc)
         except Exception as exc:  # the system decides: an exception is a failure, whatever was said
             loop.status, loop.error = "failed", f"{type(exc).__name__}: {exc}"
+    if loop.status == AWAITING_APPROVAL:  # the step ends, the job does not: the run's workflow waits
+        rt.store.set_paused(worker_id, loop.paused_state())
+        return WorkerOutcome(job_id, worker_id, AWAITING_APPROVAL, approval_id=loop.approval_id,
+                             approval_timeout_s=loop.approval_timeout_s)
     return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+
+
+def resume_worker_job(rt: Runtime, job_id: int, owner_id: int, run_id: int, approval_id: int,
+                      approval_timeout_s: int | None = None) -> WorkerOutcome:
+    """Go on with a worker held for ``approval_id`` once its wait ended (the ASL's ResumeWorker):
+    approved, the held call runs, exactly as stored; otherwise the model reads why it did not
+    (denied by the owner, no answer in time, run cancelled) and carries on. A wait that ended
+    without an answer (its timeout) expires the approval first. Used once: a replayed resume
+    (a retried invocation) changes nothing and runs nothing."""
+    job = _load_job(rt, job_id, owner_id, run_id)
+    if done := _finished(job):
+        return done
+    with rt.pool.connection() as conn, conn.transaction():
+        row = approvals.get(conn, owner_id, approval_id)
+        if row is None or row["job_id"] != job_id:
+            raise JobNotFound(f"approval {approval_id} is not job {job_id}'s")
+        if row["status"] == "pending":  # the wait ended unanswered: its timeout (or its task failed)
+            approvals.decide(conn, owner_id, approval_id, "expired")
+        row = approvals.take(conn, owner_id, approval_id, job_id)
+        if row is not None:
+            events.emit(conn, run_id, owner_id, "approval_answered",
+                        {"job_id": job_id, "approval_id": approval_id, "status": row["status"]})
+            if not approvals.pending(conn, owner_id, run_id):
+                runs.mark_resumed(conn, owner_id, run_id)
+        run = runs.get_run(conn, owner_id, run_id)
+        config = agent_settings.resolve(conn, rt.settings, owner_id, "worker")
+    worker_id = job["worker_id"]
+    if row is None and run is not None and run["status"] in RUN_FINAL:
+        # The run was closed while it waited: end_approval_waits took the approval and records the
+        # job cancelled (it may still be doing so); this resume (the ASL's, racing it) leaves that to it.
+        return WorkerOutcome(job_id, worker_id, "cancelled", None, "the run was closed while the call waited")
+    if row is None:  # used already: this is a replay of a resume that ran (or was interrupted)
+        return mark_job_failed(rt, job_id, owner_id, run_id,
+                               "worker was interrupted after its approval was used (retried invocation); "
+                               "partial artifacts kept")
+    meta = rt.store.read_metadata(worker_id)
+    loop = _Loop.resumed(meta.get("paused") or {})
+    loop.wait_ceiling_s = approval_timeout_s
+    rt.store.set_paused(worker_id, None)
+    thread = rt.store.read_file(worker_id, "thread.jsonl")
+    messages = [json.loads(line) for line in thread.splitlines() if line.strip()]
+    pending = _unanswered(messages)
+    if not pending or pending[0].id != row["tool_call_id"]:
+        loop.status, loop.error = "failed", "the held call is not the worker's next call (its thread changed)"
+        return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+    approved = None
+    if row["status"] == "approved":  # exactly the call the owner approved, as stored with the approval
+        pending[0] = ToolCall(row["tool_call_id"], row["tool"], json.dumps(row["arguments"]))
+        approved = row["tool_call_id"]
+    else:
+        message = {"role": "tool", "tool_call_id": row["tool_call_id"], "content": approval_wait.outcome_text(row)}
+        messages.append(message)
+        rt.store.append_thread(worker_id, message)
+        pending = pending[1:]
+    if reason := cancellation.stop_requested(rt, job_id, owner_id, run_id):  # closed while it waited
+        loop.status, loop.error = "cancelled", reason
+        return _finish(rt, job_id, owner_id, run_id, worker_id, loop)
+    deadline = _Deadline.of(rt.settings, run_deadline.clock_start(run) if run else None)
+    model = job["model"] or config.model
+    return _run_loop(rt, job, worker_id, model, config, deadline, loop, messages, pending, approved)
+
+
+def _unanswered(messages: list[dict[str, Any]]) -> list[ToolCall]:
+    """The calls of the last assistant message that have no tool result yet, in order."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return []
+    answered = {m.get("tool_call_id") for m in messages[last + 1:] if m.get("role") == "tool"}
+    return [ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+            for c in messages[last].get("tool_calls") or [] if c["id"] not in answered]
 
 
 def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reason: str) -> WorkerOutcome:
@@ -201,10 +325,72 @@ def _cancel_unstarted(rt: Runtime, job_id: int, owner_id: int, run_id: int, reas
 
 class _WorkerHooks(LoopHooks):
     """A worker's loop: persist every message and tool output as it happens; stop when the user
-    cancelled, the deadline passed or a tool failed critically."""
+    cancelled, the deadline passed or a tool failed critically; hold a call the owner's policy asks
+    about until the owner answers."""
 
-    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
+    def __init__(self, rt: Runtime, worker_id: str, deadline: _Deadline, loop: _Loop, cancel: CancelSignal,
+                 job: dict[str, Any], approved: str | None = None) -> None:
         self.rt, self.worker_id, self.deadline, self.loop, self.cancel = rt, worker_id, deadline, loop, cancel
+        self.job, self.approved = job, approved
+        self.tools: dict[str, Tool] = {}
+        self.policy: Gate = approval_gate(rt, job["owner_id"], job["run_id"])
+        self._verdict: tuple[str, ToolOutcome | None] | None = None  # hold's decision for the call about to run
+
+    def hold(self, call: ToolCall) -> Stop | None:
+        """The owner's policy decides each call here, once, before it runs: ``ask`` holds it (a pending
+        approval, and the loop ends: the run's workflow waits for the answer); ``allow`` and ``deny``
+        are handed to the call's gate (:meth:`gate`). The call the owner approved runs on resume."""
+        self._verdict = None
+        if call.id == self.approved:  # exactly the call the owner approved: it runs
+            self._verdict = (call.name, None)
+            return None
+        tool = self.tools.get(call.name)
+        args = parse_args(tool, call.arguments) if tool is not None else None
+        if args is None or isinstance(args, ToolOutcome):
+            return None  # unknown tool or bad arguments: the tool call refuses it with a precise error
+        try:
+            outcome = self.policy(call.name, args)
+        except Exception as exc:  # fail closed: a policy that cannot be checked lets nothing through
+            outcome = gate_failed(call.name, exc)
+        if outcome is None or outcome.approval is None:
+            self._verdict = (call.name, outcome)
+            return None
+        needed, job = outcome.approval, self.job
+        with self.rt.pool.connection() as conn:
+            # Two workers of one run asking at the same instant may both pass the count: the cap may
+            # be passed by the run's concurrent workers, never by one worker.
+            asked = approvals.asked_in_run(conn, job["owner_id"], job["run_id"])
+            if asked >= needed.max_asks:
+                self._verdict = (call.name, ToolOutcome(text=too_many_asks_text(call.name, asked), ok=False))
+                return None
+            row = approvals.create(conn, job["owner_id"], job["run_id"], job["id"], call.name, needed.arguments,
+                                   call.id, self._stated_reason(call), asked_because=needed.reason)
+        self.loop.approval_id = row["id"]
+        self.loop.approval_timeout_s = min(needed.expires_in_s, self.loop.wait_ceiling_s or
+                                           self.rt.settings.approval_timeout_s)
+        return Stop(f"waiting for the owner's approval of {call.name} (approval {row['id']})",
+                    status=AWAITING_APPROVAL)
+
+    def _stated_reason(self, call: ToolCall) -> str:
+        """The model's own words with ``call``: the text of the reply that made it (already in the
+        worker's thread), else the task the worker was given (the supervisor model's words). Data for
+        the owner to judge, shown fenced; never Zerg's."""
+        thread = self.rt.store.read_file(self.worker_id, "thread.jsonl")
+        for line in reversed(thread.splitlines()):
+            message = json.loads(line) if line.strip() else {}
+            if message.get("role") == "assistant" and any(c.get("id") == call.id for c in message.get("tool_calls") or ()):
+                said = (message.get("content") or "").strip()
+                if said:
+                    return said
+                break
+        return f"(no words with the call; the worker's task:) {self.job['task']}"
+
+    def gate(self, name: str, args: Any) -> ToolOutcome | None:
+        """The worker's :attr:`ToolContext.gate`: the decision :meth:`hold` took for this very call."""
+        verdict, self._verdict = self._verdict, None
+        if verdict is None or verdict[0] != name:  # the loop holds every call first: never happens
+            return gate_failed(name, RuntimeError("the call reached its tool without the policy's decision"))
+        return verdict[1]
 
     def _cancelled(self) -> Stop | None:
         return Stop(self.cancel.reason or "cancelled", status="cancelled") if self.cancel.is_set() else None
@@ -236,25 +422,24 @@ class _WorkerHooks(LoopHooks):
 
 
 def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, config: agent_settings.AgentSettings,
-                deadline: _Deadline, loop: _Loop, cancel: CancelSignal) -> None:
+                deadline: _Deadline, loop: _Loop, cancel: CancelSignal, messages: list[dict[str, Any]],
+                pending: list[ToolCall] | None = None, approved: str | None = None) -> None:
     settings = rt.settings
-    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel)
-    messages: list[dict[str, Any]] = []
-    for message in ({"role": "system", "content": config.system_prompt(WORKER_SYSTEM_PROMPT)},
-                    {"role": "user", "content": job["task"]}):
-        messages.append(message)
-        hooks.message(message)
+    hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel, job, approved)
     tools, refused = config.tools(worker_tools())
+    hooks.tools = tools
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=tools, refused=refused, hooks=hooks, max_steps=settings.worker_max_iterations,
         temperature=config.temperature, max_tokens=config.max_tokens,
         ctx=ToolContext(settings=settings, deadline=deadline.at, owner_id=job["owner_id"], run_id=job["run_id"],
                         runtime=rt, open_output=partial(rt.store.open_tool_output, worker_id), cancel=cancel,
-                        agent="worker"),
+                        agent="worker", gate=hooks.gate),
         tag=CallTag("worker", job["owner_id"], job["run_id"], job["id"]),
     )
-    result = agent.run(messages, loop.spent)
-    if result.stop:
+    result = agent.run(messages, loop.spent, pending, steps_taken=loop.resumed_steps)
+    if result.held is not None:
+        loop.status = AWAITING_APPROVAL
+    elif result.stop:
         loop.status, loop.error = result.stop.status or "failed", result.stop.reason
         loop.at_run_deadline = result.stop is deadline.stop and deadline.run_bound
     elif result.exhausted:
@@ -287,8 +472,8 @@ def _finish(rt: Runtime, job_id: int, owner_id: int, run_id: int, worker_id: str
             "tokens_in": usage.tokens_in,
             "tokens_out": usage.tokens_out,
             "cost_usd": usage.cost_usd,
-            "model_ms": round(loop.spent.model_ms),
-            "tool_ms": round(loop.spent.tool_ms),
+            "model_ms": round(loop.spent.model_ms + loop.resumed_ms[0]),
+            "tool_ms": round(loop.spent.tool_ms + loop.resumed_ms[1]),
             "tool_calls": loop.calls,
         },
     )
@@ -347,3 +532,19 @@ def _mark_job_failed(rt: Runtime, job_id: int, owner_id: int, run_id: int, error
             })
         runs.finish_cancel(conn, owner_id, run_id)
     return WorkerOutcome(job_id, worker_id, meta["status"], duration_ms, meta.get("error"))
+
+
+def end_approval_waits(rt: Runtime, owner_id: int, run_id: int) -> None:
+    """The run's workers held for the owner's approval run nowhere: once the run is closed, their
+    approvals are cancelled and each such job is resumed here, at once, to record it ``cancelled``
+    (its loop stops before any call; the held call never runs). Their execution may be stopped
+    already: nothing else would end them. Call it with :func:`zerg.workers.cancellation.stop_run_workers`."""
+    with rt.pool.connection() as conn:
+        if runs.run_status(conn, owner_id, run_id) not in RUN_FINAL:
+            return
+    for row in approval_wait.cancel_run_waits(rt, owner_id, run_id):
+        try:
+            resume_worker_job(rt, row["job_id"], owner_id, run_id, row["id"])
+        except Exception as exc:  # the orphan sweep closes what this could not
+            observability.logger().warning("could not close a job waiting for approval",
+                                           extra={"job_id": row["job_id"], "error": str(exc)})

@@ -27,9 +27,12 @@ def list_inbox(
     limit: Annotated[int, Query(ge=1, le=200, description="How many items")] = 50,
     unacknowledged: Annotated[bool, Query(description="true: only the items not acknowledged yet")] = False,
 ):
+    from zerg.approvals.wait import pending_views
+
     with rt.pool.connection() as conn:
         rows = inbox.list_for_owner(conn, owner_id, limit=limit, unacknowledged_only=unacknowledged)
-    return json_response({"items": rows})
+        waiting = pending_views(conn, owner_id)
+    return json_response({"items": rows, "approvals": waiting})
 
 
 @router.post("/api/jarvis/inbox/<run_id>/ack", summary="Acknowledge a background result (stops its escalation)",

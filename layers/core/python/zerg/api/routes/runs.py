@@ -263,9 +263,12 @@ def _long_poll(rt: Runtime, frames: Callable[..., Iterator[str]]) -> Response:
             responses=responses(200, "The run, its workers and its usage", RunDocument, 401, 404))
 def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
     from zerg.alerts import inbox
+    from zerg.approvals.wait import run_views
 
     with rt.pool.connection() as conn:
         doc = runs.run_document(conn, owner_id, run_id)
+        if doc is not None:  # what it asked the owner, waiting or answered (issue 27)
+            doc["approvals"] = run_views(conn, owner_id, runs.get_run(conn, owner_id, run_id))
         if doc is not None and doc["trigger"] == "schedule":  # a background result opened: its schedule is attended to
             inbox.mark_opened(conn, owner_id, run_id)
     if doc is None:
@@ -281,6 +284,7 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
     ``CANCEL_WAIT_S``); the run's final ``error`` event follows the last of them."""
     from zerg.alerts.completion_mail import mail_answer
     from zerg.workers.cancellation import stop_run_workers
+    from zerg.workers.runner import end_approval_waits
 
     with rt.pool.connection() as conn:
         before = runs.get_run(conn, owner_id, run_id)
@@ -293,6 +297,7 @@ def cancel_run(run_id: RunId, owner_id: Owner, rt: Rt):
         except Exception:  # the run is already marked cancelled; its steps will no-op
             pass
     if before["status"] not in RUN_FINAL:
+        end_approval_waits(rt, owner_id, run_id)  # a worker held for approval: closed here, its call never runs
         stop_run_workers(rt, owner_id, run_id, wait_s=CANCEL_WAIT_S)
         if run["status"] == "cancelled":  # a request with notify_on_complete hears that it ended
             mail_answer(rt, owner_id, run_id)
