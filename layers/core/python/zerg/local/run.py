@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from zerg import tracing
 from zerg.config import ConfigError
 from zerg.local.progress import describe_event
 from zerg.runs import events, jobs
@@ -48,12 +49,14 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
         raise ConfigError("zerg run executes on the local engine: unset ZERG_STATE_MACHINE_ARN")
     with rt.pool.connection() as conn:
         started = runs.start_run(conn, owner_id, task, trigger="cli")
+        run = runs.get_run(conn, owner_id, started.run_id) if tracing.active() else None
+        traceparent = tracing.traceparent_for(run) if run is not None else None
     if rt.settings.offline:
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
     interrupted = False
     try:
         engine = starter.engine()
-        arn = starter.start(started.run_id, owner_id, started.thread_id)
+        arn = starter.start(started.run_id, owner_id, started.thread_id, traceparent)
         follow_events(rt, owner_id, started.run_id, lambda: engine.describe(arn)["status"] != "RUNNING", out, poll_s)
     except KeyboardInterrupt:
         interrupted = True
