@@ -42,7 +42,9 @@ def traced(runtime_env, receiver):
     """A runtime exporting to the receiver and keeping spans in the database; tracing is removed after."""
 
     def configure(**env: str):
-        return runtime_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, ZERG_TRACE_STORE="on", **env)
+        # Spans are exported in the background (as in `zerg serve`), every 50 ms here.
+        return runtime_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, ZERG_TRACE_STORE="on",
+                           OTEL_BSP_SCHEDULE_DELAY="50", **env)
 
     yield configure
     from zerg.tracing.setup import shutdown
@@ -150,10 +152,12 @@ def test_a_run_is_one_trace_across_the_supervisor_and_its_workers(traced, receiv
     summaries = named(spans, "summarize worker")
     assert len(summaries) == 2 and {s["parent_span_id"] for s in summaries} == {root_id}
 
-    with pool.connection() as conn:  # the same spans kept for the waterfall
-        stored = conn.execute("SELECT span_id, trace_id FROM run_spans WHERE run_id = %s", (run["id"],)).fetchall()
-    assert {r["span_id"] for r in stored} == {s["span_id"] for s in spans}
-    assert {r["trace_id"] for r in stored} == {trace_id}
+    def stored():  # the same spans kept for the waterfall (their own batch processor: waited for too)
+        with pool.connection() as conn:
+            return conn.execute("SELECT span_id, trace_id FROM run_spans WHERE run_id = %s", (run["id"],)).fetchall()
+    wait_for(lambda: len(stored()) >= len(spans), "the run's spans in the database", limit_s=60)
+    assert {r["span_id"] for r in stored()} == {s["span_id"] for s in spans}
+    assert {r["trace_id"] for r in stored()} == {trace_id}
 
 
 def test_two_runs_are_two_traces_and_the_default_conventions_name_the_system(traced, receiver, llm, pool, owner):
@@ -307,3 +311,45 @@ def test_the_trace_route_nests_the_runs_spans_for_its_owner_only(traced, receive
     assert status == 404
     status, body, _ = call("GET", "/api/jarvis/runs/0/trace", token=token)
     assert status == 422  # a bad id is a validation error, never a trace
+
+
+def test_a_collector_that_does_not_answer_never_fails_the_run(runtime_env, llm, pool, owner):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    rt = runtime_env(OTEL_EXPORTER_OTLP_ENDPOINT=dead, OTEL_EXPORTER_OTLP_TIMEOUT="1", ZERG_TRACE_STORE="on",
+                     OTEL_BSP_SCHEDULE_DELAY="50")
+    try:
+        llm.respond_with(run_script(["only task"]))
+        run = run_to_end(rt, pool, owner, "one task")
+        assert run["status"] == "success" and run["result"] == "Both checks are fine."
+
+        def kept():  # the database still gets them: each exporter has its own batch processor
+            with pool.connection() as conn:
+                return {r["name"] for r in conn.execute("SELECT name FROM run_spans WHERE run_id = %s",
+                                                         (run["id"],)).fetchall()}
+        wait_for(lambda: {ROOT, "invoke_agent worker"} <= kept(), "the run's spans in the database", limit_s=60)
+    finally:
+        from zerg.tracing.setup import shutdown
+
+        shutdown()
+
+
+def test_a_malformed_traceparent_is_ignored_and_the_step_runs(traced, receiver, llm, pool, owner, engine):
+    traced(**LATEST)
+    llm.respond_with(run_script(["only task"]))
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "malformed", trigger="cli")
+    arn = engine.start_execution(started.run_id, owner, started.thread_id, traceparent="00-not-a-trace-context")
+    assert engine.wait(arn, timeout=120)["status"] == "SUCCEEDED"
+    assert _run_status(pool, owner, started.run_id) == "success"
+    tracing.flush()
+    # nothing of its steps was traced (the root span alone is written at the close, from the run row)
+    assert {s["name"] for s in receiver.spans if s["attributes"].get(tracing.RUN_ID) == started.run_id} <= {ROOT}
+
+
+def _run_status(pool, owner, run_id):
+    with pool.connection() as conn:
+        return runs.get_run(conn, owner, run_id)["status"]

@@ -37,6 +37,8 @@ class OTLPReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as collectors do (every answer has a Content-Length)
+
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
@@ -47,6 +49,7 @@ class OTLPReceiver:
                     with receiver._changed:
                         receiver.rejected += 1
                     self.send_response(400)
+                    self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
                 receiver._take(request, self.headers.get("Content-Type", ""))
@@ -56,6 +59,13 @@ class OTLPReceiver:
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)
+
+            def do_GET(self) -> None:  # noqa: N802  GET /count: how many spans arrived (another process asks)
+                body = str(len(receiver.spans)).encode()
+                self.send_response(200 if self.path == "/count" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -101,3 +111,13 @@ class OTLPReceiver:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# A receiver in a process of its own (bench.tracing): prints the endpoint, then serves until stdin closes.
+if __name__ == "__main__":
+    import sys
+
+    server = OTLPReceiver()
+    print(server.endpoint, flush=True)
+    sys.stdin.read()
+    server.close()

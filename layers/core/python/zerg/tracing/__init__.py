@@ -59,6 +59,10 @@ OWNER_ID = "zerg.owner.id"
 JOB_ID = "zerg.job.id"
 COST_USD = "zerg.cost_usd"
 
+# The longest an invocation waits for its spans to be exported (Lambda only): a collector that does
+# not answer costs each invocation at most this, never the invocation itself.
+INVOCATION_FLUSH_MS = 5_000
+
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
@@ -66,6 +70,10 @@ _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 class Options:
     latest: bool = False  # OTEL_SEMCONV_STABILITY_OPT_IN names gen_ai_latest_experimental
     capture_content: bool = False  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT opts in
+    # Export what an invocation recorded before it returns: on Lambda, whose sandbox is frozen right
+    # after (a batch left queued would wait for the next invocation, or be lost). Elsewhere the
+    # batch processor exports in the background (OTEL_BSP_SCHEDULE_DELAY) and at shutdown.
+    flush_each_invocation: bool = False
 
     @property
     def semconv(self) -> str:
@@ -176,8 +184,9 @@ def _kind(kind: str) -> Any:
 def invocation(traceparent: str | None, name: str, *, run_id: int, owner_id: int,
                attributes: dict[str, Any] | None = None) -> Iterator["Span | None"]:
     """One Lambda invocation of a run, as a span joining the run's trace (the ``traceparent`` of
-    its event). Spans opened inside (:func:`span`, the model's, the tools') are its descendants. The
-    recorded spans are flushed when it ends. Without tracing or a valid ``traceparent``: ``None``."""
+    its event). Spans opened inside (:func:`span`, the model's, the tools') are its descendants. On
+    Lambda the recorded spans are exported before it returns (:attr:`Options.flush_each_invocation`).
+    Without tracing or a valid ``traceparent``: ``None``."""
     installed = _installed
     if installed is None or trace_id_of(traceparent) is None:
         yield None
@@ -190,7 +199,8 @@ def invocation(traceparent: str | None, name: str, *, run_id: int, owner_id: int
             yield current
     finally:
         _scope.reset(token)
-        flush()
+        if installed.options.flush_each_invocation:
+            flush(INVOCATION_FLUSH_MS)
 
 
 @contextlib.contextmanager
@@ -265,7 +275,8 @@ def end_run(run: dict[str, Any]) -> None:
     except Exception:
         log.warning("run %s: its root span was dropped", run.get("id"), exc_info=True)
         return
-    flush()
+    if installed.options.flush_each_invocation:
+        flush()
 
 
 def mark_error(target: Any, description: str, error_type: str = "_OTHER") -> None:

@@ -20,14 +20,22 @@ PROVIDERS = {"openai": "openai", "openai-chat": "openai", "anthropic": "anthropi
              "offline": "zerg.offline"}
 
 
-def provider_name(llm: Any, model: str) -> str:
-    """The ``gen_ai.provider.name`` of a call: the provider's own ``provider_name`` when it has one,
-    else the model string's ``provider:`` prefix, else OpenAI (Chat Completions, the default)."""
-    while llm is not None:  # through the wrappers (the ledger's, ours) to the provider
+def own_name(llm: Any) -> str | None:
+    """The ``provider_name`` a provider declares, found through the wrappers (the ledger's) around it."""
+    while llm is not None:
         named = getattr(type(llm), "provider_name", None) or getattr(llm, "__dict__", {}).get("provider_name")
         if isinstance(named, str) and named:
             return named
         llm = getattr(llm, "__dict__", {}).get("inner")
+    return None
+
+
+def provider_name(llm: Any, model: str, named: str | None = None) -> str:
+    """The ``gen_ai.provider.name`` of a call: the provider's own ``provider_name`` when it has one,
+    else the model string's ``provider:`` prefix, else OpenAI (Chat Completions, the default)."""
+    named = named if named is not None else own_name(llm)
+    if named:
+        return named
     prefix, sep, _ = model.partition(":")
     return PROVIDERS.get(prefix, prefix) if sep else "openai"
 
@@ -47,6 +55,7 @@ def finish_reasons(result: ChatResult) -> list[str]:
 class TracedChatModel:
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
+        self._named = own_name(inner)  # once: the wrappers do not change
 
     def __getattr__(self, name: str) -> Any:  # the provider's other attributes (e.g. provider_name)
         return getattr(self.inner, name)
@@ -60,7 +69,7 @@ class TracedChatModel:
             return call()
         opts = tracing.options()
         attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "chat", opts.provider_key: provider_name(self.inner, model),
+            "gen_ai.operation.name": "chat", opts.provider_key: provider_name(self.inner, model, self._named),
             "gen_ai.request.model": model, "gen_ai.request.max_tokens": max_tokens,
             "gen_ai.request.temperature": temperature,
             tracing.JOB_ID: tag.job_id if tag is not None else None,

@@ -6,7 +6,8 @@ Tracing is on when ``OTEL_SDK_DISABLED`` is not true and either an OTLP endpoint
 OTLP/HTTP, protobuf; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables itself) or
 ``ZERG_TRACE_STORE`` keeps spans in the database. ``ZERG_TRACE_STORE=auto`` (the default) keeps them
 when an endpoint is set and the runtime is local (no Step Functions machine configured).
-Both exporters batch; every invocation flushes at its end (:func:`zerg.tracing.invocation`).
+Both exporters batch (``OTEL_BSP_*`` tune them): in the background, and on Lambda also at the end of
+every invocation (:attr:`zerg.tracing.Options.flush_each_invocation`), whose sandbox is frozen after.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def wanted(settings: "Settings") -> bool:
 def options_of(settings: "Settings") -> tracing.Options:
     opt_in = {v.strip() for v in (settings.otel_semconv_stability_opt_in or "").split(",")}
     return tracing.Options(latest=tracing.OPT_IN in opt_in,
-                           capture_content=(settings.otel_capture_message_content or "").lower() in CONTENT_ON)
+                           capture_content=(settings.otel_capture_message_content or "").lower() in CONTENT_ON,
+                           flush_each_invocation=settings.lambda_function_name is not None)
 
 
 def configure(settings: "Settings", pool: Callable[[], "ConnectionPool"]) -> bool:
