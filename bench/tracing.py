@@ -142,8 +142,9 @@ def main(smoke: bool = False) -> None:
               f"{r['cpu_invocation']:14.2f} ms + {r['cpu_export']:5.2f} ms = {r['cpu']:5.2f} ms"
               f" {100 * r['cpu'] / r['off']:+10.1f}%")
     print(f"spans exported per traced run: {spans_per_run:.1f} (invoke_agent, chat x2, execute_tool)")
-    print("(wall: medians, as noisy as the A/A row shows; CPU added: the invocation thread's CPU, traced minus untraced "
-          "medians, plus the SDK's export threads' CPU per traced run, as a share of the untraced run's wall time)")
+    print("(wall: medians, as noisy as the A/A row shows; CPU added: the invocation thread's CPU, traced minus "
+          "untraced medians, plus the SDK's export threads' CPU per traced run, as a share of the untraced run's "
+          "wall time)")
 
 
 if __name__ == "__main__":
