@@ -29,13 +29,13 @@ def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency:
                     approval_timeout_s: int | None = None, traceparent: str | None = None) -> dict[str, Any]:
     """What the run state machine starts with: ids only (Step Functions' 256 KiB limit), how long
     a tool call may wait for the owner's approval (absent: the ASL's default, 1 h) and the run's
-    trace context when tracing is on (absent: the ASL hands every step an empty one)."""
+    trace context (``""`` while tracing is off: always present, so the ASL's default for an input
+    without one, an execution started elsewhere, is never needed here)."""
     payload: dict[str, Any] = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id,
                                "max_concurrency": max_concurrency}
     if approval_timeout_s is not None:
         payload["approval_timeout_s"] = approval_timeout_s
-    if traceparent:
-        payload["traceparent"] = traceparent
+    payload["traceparent"] = traceparent or ""
     return payload
 
 
