@@ -109,6 +109,12 @@ def test_without_tracing_every_helper_is_a_no_op():
     assert tracing.current_trace_id() is None
 
 
+def test_captured_content_is_cut_and_says_so():
+    assert tracing.content("short") == "short"
+    long = "x" * (tracing.CONTENT_MAX_CHARS + 5)
+    assert tracing.content(long) == "x" * tracing.CONTENT_MAX_CHARS + "… [5 more characters not recorded]"
+
+
 def _row(span_id, parent, name, start_ms, duration_ms, **attrs):
     start = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=start_ms)
     return {"trace_id": "t" * 32, "span_id": span_id, "parent_span_id": parent, "name": name, "kind": "internal",

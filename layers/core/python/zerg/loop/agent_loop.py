@@ -93,7 +93,7 @@ def tool_attributes(call: ToolCall) -> dict[str, Any]:
     attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
                              "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"}
     if tracing.options().capture_content:
-        attrs["gen_ai.tool.call.arguments"] = call.arguments
+        attrs["gen_ai.tool.call.arguments"] = tracing.content(call.arguments)
     return attrs
 
 
@@ -107,7 +107,7 @@ def tool_outcome(span: Any, outcome: str, text: str | None, result: LoopResult |
     if outcome in ("error", "refused"):
         tracing.mark_error(span, (text or outcome)[:200], error_type="tool_error" if outcome == "error" else outcome)
     if text is not None and tracing.options().capture_content:
-        span.set_attribute("gen_ai.tool.call.result", text)
+        span.set_attribute("gen_ai.tool.call.result", tracing.content(text))
     if result is not None and result.stop is not None:
         span.set_attribute("zerg.loop.stop", result.stop.reason[:200])
 

@@ -63,6 +63,10 @@ COST_USD = "zerg.cost_usd"
 # not answer costs each invocation at most this, never the invocation itself.
 INVOCATION_FLUSH_MS = 5_000
 
+# Captured content (opt-in) is cut to this many characters per attribute: a tool's output can be
+# megabytes, a span is read by a collector with its own request limits.
+CONTENT_MAX_CHARS = 16_000
+
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
@@ -277,6 +281,13 @@ def end_run(run: dict[str, Any]) -> None:
         return
     if installed.options.flush_each_invocation:
         flush()
+
+
+def content(text: str) -> str:
+    """Captured content as an attribute value: cut to :data:`CONTENT_MAX_CHARS`, saying how much was left out."""
+    if len(text) <= CONTENT_MAX_CHARS:
+        return text
+    return f"{text[:CONTENT_MAX_CHARS]}… [{len(text) - CONTENT_MAX_CHARS} more characters not recorded]"
 
 
 def mark_error(target: Any, description: str, error_type: str = "_OTHER") -> None:

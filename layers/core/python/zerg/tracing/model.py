@@ -76,7 +76,7 @@ class TracedChatModel:
             "zerg.component": tag.component if tag is not None else None,
         }
         if opts.capture_content:
-            attrs["gen_ai.input.messages"] = json.dumps(messages, default=str)
+            attrs["gen_ai.input.messages"] = tracing.content(json.dumps(messages, default=str))
         with tracing.span(f"chat {model}", attrs, kind="client") as span:
             result = call()  # an exception marks the span error (the SDK records it) and passes through
             if span is not None:
@@ -89,5 +89,6 @@ class TracedChatModel:
                 if u.cost_usd is not None:
                     span.set_attribute(tracing.COST_USD, u.cost_usd)
                 if opts.capture_content:
-                    span.set_attribute("gen_ai.output.messages", json.dumps([result.as_message()], default=str))
+                    span.set_attribute("gen_ai.output.messages",
+                                       tracing.content(json.dumps([result.as_message()], default=str)))
             return result
