@@ -29,6 +29,8 @@ def settings(**env: str):
     ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True, True),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "ZERG_STATE_MACHINE_ARN": "arn:aws:states:x"},
      True, False),  # on AWS: exported only
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318", "AWS_LAMBDA_FUNCTION_NAME": "zerg-dev-worker"},
+     True, False),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "ZERG_TRACE_STORE": "off"}, True, False),
     ({"ZERG_TRACE_STORE": "on"}, True, True),
     ({"ZERG_TRACE_STORE": "ON", "OTEL_SDK_DISABLED": "true"}, False, True),

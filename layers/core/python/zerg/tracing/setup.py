@@ -5,7 +5,7 @@ Tracing is on when ``OTEL_SDK_DISABLED`` is not true and either an OTLP endpoint
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``: spans go there over
 OTLP/HTTP, protobuf; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables itself) or
 ``ZERG_TRACE_STORE`` keeps spans in the database. ``ZERG_TRACE_STORE=auto`` (the default) keeps them
-when an endpoint is set and the runtime is local (no Step Functions machine configured).
+when an endpoint is set and the runtime is local (not on Lambda, no Step Functions machine configured).
 Both exporters batch (``OTEL_BSP_*`` tune them): in the background, and on Lambda also at the end of
 every invocation (:attr:`zerg.tracing.Options.flush_each_invocation`), whose sandbox is frozen after.
 """
@@ -35,8 +35,9 @@ def otlp_endpoint(settings: "Settings") -> str | None:
 
 def store_spans(settings: "Settings") -> bool:
     """Whether spans are also kept in the database (``ZERG_TRACE_STORE``)."""
-    if settings.trace_store == "auto":
-        return otlp_endpoint(settings) is not None and settings.state_machine_arn is None
+    if settings.trace_store == "auto":  # local: neither on Lambda nor starting Step Functions executions
+        local = settings.lambda_function_name is None and settings.state_machine_arn is None
+        return otlp_endpoint(settings) is not None and local
     return settings.trace_store == "on"
 
 
