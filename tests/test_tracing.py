@@ -113,6 +113,7 @@ def test_a_run_is_one_trace_across_the_supervisor_and_its_workers(traced, receiv
     for agent in supervisor + workers:  # every Lambda invocation is a child of the run's root span
         assert agent["parent_span_id"] == root_id
         assert agent["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+        assert agent["attributes"]["gen_ai.provider.name"] == "openai"
     with pool.connection() as conn:
         jobs = conn.execute("SELECT id, worker_id FROM worker_jobs WHERE run_id = %s ORDER BY id",
                             (run["id"],)).fetchall()

@@ -31,6 +31,8 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     # Ends by killing whatever the job's commands left and deleting their files (on Lambda:
     # every process but ours), so nothing of this invocation reaches the next one.
     name, attributes = steps.worker_span(ev.action, ev.job_id)
+    if name.startswith("invoke_agent"):
+        attributes.update(steps.agent_provider(rt, ev.traceparent, "worker"))
     with observability.invocation("worker", ev.run_id, tracing.trace_id_of(ev.traceparent)) as log, \
             invocation(rt.settings):
         if ev.action == "resume_approval" and ev.approval_id is not None:  # the wait, before the worker goes on

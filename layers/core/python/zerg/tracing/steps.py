@@ -33,6 +33,18 @@ def worker_span(action: str, job_id: int) -> tuple[str, dict[str, Any]]:
     return f"worker {action}", attrs
 
 
+def agent_provider(rt: "Runtime", traceparent: str | None, agent: str) -> dict[str, Any]:
+    """The provider attribute an ``invoke_agent`` span requires, for the agent's configured default
+    model (an owner's agent configuration may choose another model: its chat spans name the one
+    called). Empty when the step is not traced: the model client is then not even built."""
+    if not tracing.active() or tracing.trace_id_of(traceparent) is None:
+        return {}
+    from zerg.tracing.model import provider_name
+
+    model = rt.settings.supervisor_model if agent == "supervisor" else rt.settings.worker_model
+    return {tracing.options().provider_key: provider_name(rt.llm, model)}
+
+
 def worker_done(span: Any, outcome: Any) -> None:
     """What a worker step's outcome adds to its span: the worker's id (the agent's), its status."""
     if span is None:
