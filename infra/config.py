@@ -56,6 +56,10 @@ class StageConfig:
     # Functions reaching the LLM API and SSH hosts need egress; one NAT keeps dev cheap.
     nat_gateways: int = 1
     tracing: bool = False
+    # One OpenTelemetry trace per run (docs/tracing.md) sent to X-Ray (and CloudWatch's GenAI
+    # Observability) through the ADOT collector layer, an extension on every function that takes the
+    # functions' OTLP on localhost:4318. X-Ray (on functions and the state machine) comes with it.
+    adot: bool = False
     log_level: str = "INFO"
     log_retention_days: int = 30
     inbound_retention_days: int = 30
@@ -72,6 +76,11 @@ class StageConfig:
     # (CloudFront's requirement). Both or neither; DNS (a CNAME/alias to the distribution) is yours.
     web_domain: str = ""
     web_certificate_arn: str = ""
+
+    @property
+    def xray(self) -> bool:
+        """X-Ray active on the functions and the state machine: asked for, or needed by the ADOT collector."""
+        return self.tracing or self.adot
 
     @property
     def is_prod(self) -> bool:

@@ -49,6 +49,8 @@ FIGURES = {
     "approvals": ["== approval round trip on the local engine", "approve() -> the call's output written",
                   "of which the command (container_exec)", "extra state transitions per approval",
                   "extra state transitions per job"],
+    "tracing": ["== tracing overhead per worker run", "traced variant", "OTLP ", "OTLP, flushed per invocation",
+                "OTLP + database", "spans exported per traced run: 4.0"],
     "budget": ["== the spending cap check before each tagged model call ==", "no cap (policy read only)",
                "cap set, 100 calls today", "== one metered call to an instant model ==",
                "tagged, no cap (check + ledger row)", "tagged, cap set, 100+ calls today"],

@@ -39,7 +39,7 @@ LAYERS: dict[str, int] = {
     # 2 adapters and the loop: what talks to the world, and the model<->tool loop with its tool seam
     "llm": ADAPTERS, "embeddings": ADAPTERS, "sealing": ADAPTERS, "artifacts": ADAPTERS, "sandbox": ADAPTERS,
     "loop": ADAPTERS, "notify.channels": ADAPTERS, "schedules.eventbridge": ADAPTERS,
-    "runs.stepfunctions": ADAPTERS,
+    "runs.stepfunctions": ADAPTERS, "tracing": ADAPTERS,
     # 3 records: one module per table, the only place SQL lives
     "runs.store": RECORDS, "runs.threads": RECORDS, "runs.events": RECORDS, "runs.jobs": RECORDS,
     "owners": RECORDS, "identity": RECORDS, "notify.contacts": RECORDS, "llm.ledger": RECORDS, "hosts.store": RECORDS,
@@ -52,9 +52,10 @@ LAYERS: dict[str, int] = {
     "inbound.messages": RECORDS, "agents.configs": RECORDS,
     "approvals.requests": RECORDS,
     "approvals.policies": RECORDS,
+    "tracing.store": RECORDS, "tracing.setup": RECORDS,
     # 4 core services and the run lifecycle
     "runs": SERVICES, "memory": SERVICES, "hosts": SERVICES, "notify": SERVICES, "agents": SERVICES,
-    "auth": SERVICES, "approvals": SERVICES,
+    "auth": SERVICES, "approvals": SERVICES, "tracing.steps": SERVICES,
     # 5 features that start runs or react to their close
     "alerts": FEATURES, "schedules": FEATURES, "inbound": FEATURES, "privacy": FEATURES,
     # 6 agents: the tools and their catalogue, the supervisor, the worker runner, Jarvis

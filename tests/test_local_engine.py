@@ -104,7 +104,7 @@ def test_an_event_invocation_answers_at_once_and_stopping_the_engine_waits_for_i
         assert not any(n == "remembered" for n, _ in calls)
         assert engine.drain(timeout=0.01) is False
         release.set()
-    assert ("remembered", {"action": "remember", "run_id": 9, "owner_id": 1, "thread_id": 3}) in calls
+    assert ("remembered", {"action": "remember", "run_id": 9, "owner_id": 1, "thread_id": 3, "traceparent": ""}) in calls
 
 
 def test_a_failing_event_invocation_never_fails_the_execution(caplog):

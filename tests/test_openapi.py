@@ -16,6 +16,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/supervisor/events", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/runs/{run_id}/cancel", "post"): (200, {401, 404, 422}),
+    ("/api/jarvis/runs/{run_id}/trace", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/workers", "get"): (200, {401, 422}),
     ("/api/jarvis/workers/{job_id}", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/workers/{job_id}/files/{path}", "get"): (200, {400, 401, 404, 413, 416, 422}),

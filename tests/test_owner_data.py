@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from zerg.privacy.delete import DeleteRefused, delete_owner, plan_delete
 from zerg.privacy.export import ExportError, export_owner, secret_column
 from zerg.runs import jobs
 from zerg.runs import store as runs
+from zerg.tracing.store import insert_spans
 
 GLOBAL_TABLES = {"owners", "schema_migrations", "push_vapid_keys"}  # the only tables that hang off no owner
 
@@ -57,6 +59,10 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                         VALUES (%s, %s, %s, %s)""", (owner_id, f"https://push.example.com/{tag}", "B" * 87, "A" * 22))
         conn.execute("INSERT INTO approval_policies (owner_id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                      (owner_id, json.dumps({"ssh_allow": {tag: ["uptime"]}})))
+        insert_spans(conn, [{"owner_id": owner_id, "run_id": run_id, "trace_id": "a" * 32, "span_id": "b" * 16,
+                             "parent_span_id": None, "name": f"{tag} span", "kind": "internal",
+                             "started_at": datetime.now(timezone.utc), "duration_ms": 1.0, "status": "ok",
+                             "status_message": None, "attributes": {"zerg.run.id": run_id}}])
     return {"run_id": run_id, "job_id": job_id, "worker_id": worker_id}
 
 

@@ -4,7 +4,8 @@
   needs it, never by ``import zerg.supervisor.turn`` (the supervisor handler, and every module
   reaching for ``supervisor_tools``).
 - ``import handler`` of every function is the standard library and :mod:`zerg.observability`: no
-  pydantic (so no model is built), no AWS SDK, no model client, no database driver, no API app.
+  pydantic (so no model is built), no AWS SDK, no model client, no database driver, no API app, no
+  OpenTelemetry (loaded only when tracing is on: tests/test_tracing_setup.py).
   Each is imported by the invocation that uses it (issue 24: a handler's import <= 150 ms). Asserted
   on ``sys.modules``, never on a clock, so load on the machine cannot make it flaky.
 """
@@ -23,7 +24,7 @@ from tests.support.lambda_layer import FUNCTION_DIRS
 CORE = Path(__file__).resolve().parents[1] / "layers" / "core" / "python"
 # Top-level packages a handler's import must not load (each costs 20-300 ms from source).
 HEAVY = ("pydantic", "pydantic_core", "boto3", "botocore", "openai", "httpx", "psycopg", "psycopg_pool",
-         "aws_lambda_powertools", "jmespath")
+         "aws_lambda_powertools", "jmespath", "opentelemetry", "google")
 # The core modules that are the invocation's, not the import's.
 DEFERRED = ("zerg.handler_input", "zerg.config", "zerg.runtime", "zerg.wiring", "zerg.api", "zerg.db", "zerg.aws_clients")
 

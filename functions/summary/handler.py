@@ -14,12 +14,16 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     from zerg.handler_input import JobEvent, parse_event
 
     ev = parse_event(JobEvent, event, "summary")
+    from zerg import tracing
     from zerg.wiring import get_runtime
     from zerg.workers.summary import summarize_job
 
-    with observability.invocation("summary", ev.run_id) as log:
+    with observability.invocation("summary", ev.run_id, tracing.trace_id_of(ev.traceparent)) as log:
         try:
-            out = summarize_job(get_runtime(), ev.job_id, ev.owner_id, ev.run_id)
+            rt = get_runtime()
+            with tracing.invocation(ev.traceparent, "summarize worker", run_id=ev.run_id, owner_id=ev.owner_id,
+                                    attributes={tracing.JOB_ID: ev.job_id}):
+                out = summarize_job(rt, ev.job_id, ev.owner_id, ev.run_id)
         except Exception:  # a summary may fail; the run must not
             log.exception("summary failed", extra={"job_id": ev.job_id})
             return {"job_id": ev.job_id, "worker_id": None, "summary": None}

@@ -22,10 +22,17 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             raise InvalidEvent(f"invalid supervisor event: escalation_id: Field required for {ev.action}")
     elif ev.action != "fail" and ev.thread_id is None:
         raise InvalidEvent(f"invalid supervisor event: thread_id: Field required for {ev.action}")
+    from zerg import tracing
+    from zerg.tracing import steps
     from zerg.wiring import get_runtime
 
     rt = get_runtime()
-    with observability.invocation("supervisor", ev.run_id) as log:
+    # An escalation's steps are not a run's: they carry no traceparent and open no span.
+    name, attributes = steps.supervisor_span(ev.action, ev.thread_id)
+    if name.startswith("invoke_agent"):
+        attributes.update(steps.agent_provider(rt, ev.traceparent, "supervisor"))
+    with observability.invocation("supervisor", ev.run_id, tracing.trace_id_of(ev.traceparent)) as log, \
+            tracing.invocation(ev.traceparent, name, run_id=ev.run_id, owner_id=ev.owner_id, attributes=attributes):
         if ev.action in ESCALATION_ACTIONS:  # the model, tools and memory stay unimported for these
             from zerg.alerts import repeats
 

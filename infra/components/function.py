@@ -5,7 +5,10 @@ Invariants:
   attached, running in the VPC's private subnets behind the functions security group.
 - Logs go to a log group this construct owns, with the stage's retention (no log-retention
   custom resource, no never-expiring ``/aws/lambda`` group created on first invoke).
-- X-Ray is active only when the stage asks for it; Powertools is told either way.
+- X-Ray is active only when the stage asks for it (``tracing`` or ``adot``); Powertools is told either way.
+- With ``adot`` the ADOT collector layer (:data:`ADOT_COLLECTOR`, pinned) runs beside every function
+  and the function exports its run's OpenTelemetry spans to it over OTLP/HTTP on localhost
+  (``OTEL_EXPORTER_OTLP_ENDPOINT``); without it nothing of OpenTelemetry is configured.
 """
 
 from __future__ import annotations
@@ -29,6 +32,19 @@ _RETENTION = {
     180: logs.RetentionDays.SIX_MONTHS, 365: logs.RetentionDays.ONE_YEAR,
 }
 METRICS_NAMESPACE = "Zerg"
+# The ADOT collector for Lambda (the "generic" layer: the collector alone, no auto-instrumentation:
+# the functions make their own spans). Its default configuration receives OTLP on localhost:4317/4318
+# and exports traces to X-Ray. Pinned: a new collector is taken on purpose.
+ADOT_COLLECTOR = lambda_.AdotLambdaLayerGenericVersion.V0_115_0
+ADOT_ENDPOINT = "http://localhost:4318"
+
+
+def otel_environment(config: StageConfig, name: str) -> dict[str, str]:
+    """The OpenTelemetry variables of a function (none unless the stage turns the ADOT collector on)."""
+    if not config.adot:
+        return {}
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": ADOT_ENDPOINT, "OTEL_SERVICE_NAME": f"zerg-{name}",
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 
 
 def retention(config: StageConfig) -> logs.RetentionDays:
@@ -72,8 +88,12 @@ class ZergFunction(Construct):
             "POWERTOOLS_SERVICE_NAME": f"zerg-{spec.name}",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": config.log_level,
-            "POWERTOOLS_TRACE_DISABLED": "false" if config.tracing else "true",
+            "POWERTOOLS_TRACE_DISABLED": "false" if config.xray else "true",
         }
+        layers = [layer]
+        if config.adot:
+            layers.append(lambda_.LayerVersion.from_layer_version_arn(
+                self, "AdotCollector", ADOT_COLLECTOR.layer_arn(self, lambda_.Architecture.ARM_64)))
         self.function = lambda_.Function(
             self, "Function",
             function_name=function_name,
@@ -84,13 +104,13 @@ class ZergFunction(Construct):
             code=lambda_.Code.from_asset(
                 str(spec.code_dir), exclude=["**/__pycache__", "**/*.pyc"]
             ),
-            layers=[layer],
+            layers=layers,
             timeout=spec.timeout,
             memory_size=spec.memory_mb,
-            environment={**powertools, **spec.environment},
+            environment={**powertools, **otel_environment(config, spec.name), **spec.environment},
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             security_groups=[security_group],
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
+            tracing=lambda_.Tracing.ACTIVE if config.xray else lambda_.Tracing.DISABLED,
         )

@@ -335,7 +335,7 @@ class WorkflowStack(Stack):
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_string(definition),
             definition_substitutions={k: fn.function_arn for k, fn in targets.items()},
-            tracing_enabled=self.config.tracing,
+            tracing_enabled=self.config.xray,
             logs=sfn.LogOptions(
                 destination=logs.LogGroup(self, f"{construct_id}Logs", retention=retention(self.config),
                                           removal_policy=RemovalPolicy.DESTROY),

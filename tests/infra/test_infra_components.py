@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -41,6 +43,29 @@ def test_tracing_is_opt_in_per_stage():
         "LogGroupName": "/aws/lambda/zerg-dev-worker", "RetentionInDays": 7})
 
 
+def _otel(template):
+    (fn,) = template.find_resources("AWS::Lambda::Function").values()
+    props = fn["Properties"]
+    layers = json.dumps(props.get("Layers", []))
+    env = props["Environment"]["Variables"]
+    return props, layers, {k: v for k, v in env.items() if k.startswith("OTEL_")}
+
+
+def test_the_adot_collector_and_xray_are_absent_by_default():
+    props, layers, otel = _otel(_function_template())
+    assert "TracingConfig" not in props or props["TracingConfig"] == {"Mode": "PassThrough"}
+    assert "aws-otel-collector" not in layers and otel == {}  # nothing of OpenTelemetry is configured
+    assert props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_the_adot_flag_adds_the_pinned_collector_layer_its_endpoint_and_xray():
+    props, layers, otel = _otel(_function_template(adot=True))
+    assert props["TracingConfig"] == {"Mode": "Active"}  # the collector exports to X-Ray
+    assert "layer:aws-otel-collector-arm64-ver-0-115-0:" in layers
+    assert otel == {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318", "OTEL_SERVICE_NAME": "zerg-worker",
+                    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+
+
 def test_context_strings_are_converted_and_bad_values_name_their_key():
     from infra.config import ConfigError, StageConfig
 
@@ -54,6 +79,9 @@ def test_context_strings_are_converted_and_bad_values_name_their_key():
     config = StageConfig.from_context(Node({"map_concurrency": "12", "tracing": "true",
                                             "db_min_capacity": "0"}))
     assert (config.map_concurrency, config.tracing, config.db_min_capacity) == (12, True, 0.0)
+    assert (config.adot, config.xray) == (False, True)
+    adot = StageConfig.from_context(Node({"adot": "true"}))
+    assert (adot.adot, adot.tracing, adot.xray) == (True, False, True)
     with pytest.raises(ConfigError, match="map_concurrency"):
         StageConfig.from_context(Node({"map_concurrency": "lots"}))
     with pytest.raises(ConfigError, match="map_concurrency"):

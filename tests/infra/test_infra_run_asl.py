@@ -143,10 +143,11 @@ def test_rounds_fan_out_and_a_crashed_worker_becomes_a_failed_job(execute):
     desc = execute(fakes, {**RUN, "max_concurrency": 2})
     assert desc["status"] == "SUCCEEDED"
     assert [p["action"] for p in fakes.called("supervisor")] == ["plan", "resume", "resume", "finalize", "remember"]
-    assert all(p == {"action": p["action"], **RUN} for p in fakes.called("supervisor"))
+    # no traceparent in the input (tracing off): every step gets an empty one
+    assert all(p == {"action": p["action"], **RUN, "traceparent": ""} for p in fakes.called("supervisor"))
     work = [p for p in fakes.called("worker") if "action" not in p]
     assert sorted(p["job_id"] for p in work) == [1, 2, 3, 10, 11]
-    assert all(set(p) == {"job_id", "run_id", "owner_id", "approval_timeout_s"} for p in work)
+    assert all(set(p) == {"job_id", "run_id", "owner_id", "approval_timeout_s", "traceparent"} for p in work)
     (failed,) = fakes.called("worker", "mark_failed")
     assert {k: failed[k] for k in ("job_id", "run_id", "owner_id")} == {"job_id": 2, "run_id": 7, "owner_id": 1}
     assert failed["error"]["Error"] == "ValueError"
@@ -155,6 +156,16 @@ def test_rounds_fan_out_and_a_crashed_worker_becomes_a_failed_job(execute):
     assert sorted(p["job_id"] for p in fakes.called("summary")) == [1, 3, 10, 11]
     assert fakes.peak == 2
     assert len(desc["output"]) < 512, "state holds ids only"
+
+
+def test_the_runs_traceparent_reaches_every_step_and_every_map_item(execute):
+    traceparent = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    fakes = Fakes(hold=2)
+    assert execute(fakes, {**RUN, "max_concurrency": 2, "traceparent": traceparent})["status"] == "SUCCEEDED"
+    steps = fakes.called("supervisor") + fakes.called("worker") + fakes.called("summary")
+    assert {p["action"] for p in fakes.called("supervisor")} == {"plan", "resume", "finalize", "remember"}
+    assert fakes.called("worker", "mark_failed") and len(fakes.called("summary")) == 4
+    assert {p.get("traceparent") for p in steps} == {traceparent}  # the crashed worker's mark_failed too
 
 
 def test_max_concurrency_defaults_to_five(execute):

@@ -290,6 +290,33 @@ class Settings(BaseModel):
         description="Web Push: how long one send to a push service may take (connect and read).",
     )
 
+    # --- tracing (docs/tracing.md): OpenTelemetry's own variables, and where spans are kept ---------
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, alias="OTEL_EXPORTER_OTLP_ENDPOINT",
+        description="OTLP/HTTP base URL (…/v1/traces is appended): set, every run is one trace exported there.",
+    )
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        default=None, alias="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        description="The full OTLP/HTTP traces URL; wins over OTEL_EXPORTER_OTLP_ENDPOINT.",
+    )
+    otel_sdk_disabled: bool = Field(
+        default=False, alias="OTEL_SDK_DISABLED", description="true: no tracing, whatever else is set.",
+    )
+    otel_service_name: str = Field(default="zerg", min_length=1, alias="OTEL_SERVICE_NAME")
+    otel_semconv_stability_opt_in: str | None = Field(
+        default=None, alias="OTEL_SEMCONV_STABILITY_OPT_IN",
+        description="gen_ai_latest_experimental: the GenAI conventions' latest pinned version (1.41.0), else 1.36.0.",
+    )
+    otel_capture_message_content: str | None = Field(
+        default=None, alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        description="true (or span_only, span_and_event): spans carry prompts, answers, tool arguments and results.",
+    )
+    trace_store: Literal["auto", "on", "off"] = Field(
+        default="auto", alias="ZERG_TRACE_STORE",
+        description="Keep every run's spans in the database (its waterfall); auto: when an OTLP endpoint is set "
+                    "and the runtime is local.",
+    )
+
     # --- the HTTP API ---------------------------------------------------------------------------
     jwt_secret: SecretStr | None = Field(default=None, alias="ZERG_JWT_SECRET")
     jwt_secret_arn: str | None = Field(default=None, alias="ZERG_JWT_SECRET_ARN")
@@ -428,7 +455,7 @@ class Settings(BaseModel):
             value = [p for p in value.split(",") if p.strip()]
         return tuple(_host_pattern(p) for p in value)
 
-    @field_validator("embeddings", mode="before")
+    @field_validator("embeddings", "trace_store", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value

@@ -37,6 +37,8 @@ class JobEvent(BaseModel):
     job_id: int = Field(gt=0)
     run_id: int = Field(gt=0)
     owner_id: int = Field(gt=0)
+    # The run's W3C trace context (zerg.tracing); "" or absent: not traced. A malformed one is ignored.
+    traceparent: str | None = Field(default=None, max_length=200)
 
 
 class WorkerEvent(JobEvent):
@@ -61,6 +63,7 @@ class SupervisorEvent(BaseModel):
     owner_id: int = Field(gt=0)
     thread_id: int | None = Field(default=None, gt=0)
     escalation_id: int | None = Field(default=None, gt=0)  # the escalation actions'
+    traceparent: str | None = Field(default=None, max_length=200)  # the run's trace context (zerg.tracing)
     error: Any = None  # the run-level Catch's {"Error", "Cause"}, for fail (and escalation_failed)
 
 

@@ -71,15 +71,20 @@ def reset() -> None:
 
 
 @contextlib.contextmanager
-def invocation(function: str, correlation_id: Any) -> Iterator["Logger"]:
-    """Scope one handler invocation: its lines carry ``function`` and ``correlation_id``."""
+def invocation(function: str, correlation_id: Any, trace_id: str | None = None) -> Iterator["Logger"]:
+    """Scope one handler invocation: its lines carry ``function`` and ``correlation_id``, and the
+    run's ``trace_id`` when the invocation is part of a traced run (docs/tracing.md)."""
     log = logger()
-    log.thread_safe_append_keys(function=function, correlation_id=None if correlation_id is None else str(correlation_id))
+    keys: dict[str, Any] = {"function": function,
+                            "correlation_id": None if correlation_id is None else str(correlation_id)}
+    if trace_id is not None:
+        keys["trace_id"] = trace_id
+    log.thread_safe_append_keys(**keys)
     try:
         yield log
     finally:
         # Threads are reused (the local engine's pool): the next invocation must not inherit ids.
-        log.thread_safe_remove_keys(["function", "correlation_id"])
+        log.thread_safe_remove_keys(list(keys))
 
 
 def metric(name: str, value: float, unit: str, **dimensions: str) -> None:

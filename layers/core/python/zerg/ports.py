@@ -14,9 +14,10 @@ from typing import Any, Protocol
 # --- runs -----------------------------------------------------------------------------------------
 class RunStarter(Protocol):
     """Starts and stops a run's execution (:mod:`zerg.runs.stepfunctions`, ``zerg.local.engine``).
-    Starting is idempotent per run: the execution is named after it."""
+    Starting is idempotent per run: the execution is named after it. ``traceparent``: the run's
+    trace context (:func:`zerg.tracing.traceparent_for`, the same on every start), or None."""
 
-    def start(self, run_id: int, owner_id: int, thread_id: int) -> str: ...
+    def start(self, run_id: int, owner_id: int, thread_id: int, traceparent: str | None = None) -> str: ...
 
     def stop(self, execution_arn: str, cause: str) -> None: ...
 

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from zerg import tracing
 from zerg.approvals import appliers
 from zerg.config import ConfigError, Settings, get_settings
 from zerg.runs import closing
@@ -66,7 +67,12 @@ def metered_llm(rt: Runtime) -> "ChatModel":
     from zerg.alerts.budget import before_call
     from zerg.llm.ledger import MeteredChatModel
 
-    return MeteredChatModel(make_llm(rt.settings), lambda: rt.pool, cap_check=before_call(rt.settings))
+    metered = MeteredChatModel(make_llm(rt.settings), lambda: rt.pool, cap_check=before_call(rt.settings))
+    if not tracing.active():
+        return metered
+    from zerg.tracing.model import TracedChatModel
+
+    return TracedChatModel(metered)  # the chat span of every call, whichever the provider (docs/tracing.md)
 
 
 def make_embedder(settings: Settings) -> "Embedder | None":
@@ -220,6 +226,10 @@ def get_runtime() -> Runtime:
     with _lock:
         if _runtime is None:
             _runtime = build_runtime(get_settings())
+            runtime = _runtime
+            from zerg.tracing.setup import configure
+
+            configure(runtime.settings, lambda: runtime.pool)  # OpenTelemetry is loaded only when tracing is on
         return _runtime
 
 
@@ -233,4 +243,7 @@ def reset_runtime() -> None:
         runtime, _runtime = _runtime, None
     forget_keys()
     if runtime is not None:
+        from zerg.tracing.setup import shutdown
+
+        shutdown()  # what was recorded is exported before the runtime's pool closes
         runtime.close()

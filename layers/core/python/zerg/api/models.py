@@ -127,6 +127,35 @@ class ComponentUsage(BaseModel):
     cost_known: bool = Field(description="False when some of these calls had no known price")
 
 
+class TraceSpan(BaseModel):
+    span_id: str = Field(description="16 hex digits")
+    parent_span_id: str | None = Field(description="The parent's span_id; null for the run's root span")
+    name: str = Field(description="invoke_workflow zerg.run, invoke_agent supervisor|worker, chat {model}, "
+                                  "execute_tool {tool}, approval_wait, evidence_mount, ...")
+    kind: str = Field(description="internal or client (a model call)")
+    operation: str | None = Field(description="gen_ai.operation.name: invoke_workflow, invoke_agent, chat, "
+                                              "execute_tool; null for Zerg's internal spans")
+    start: datetime
+    duration_ms: float
+    status: Literal["unset", "ok", "error"]
+    status_message: str | None
+    tokens_in: int = Field(description="Input tokens of this span's model calls, its descendants' included")
+    tokens_out: int
+    tokens_cached: int = Field(description="Of tokens_in, served from the provider's prompt cache")
+    cost_usd: float = Field(
+        description="USD of this span's model calls, its descendants' included (unknown prices count 0)")
+    attributes: dict[str, Any] = Field(description="The span's OpenTelemetry attributes (gen_ai.*, zerg.*)")
+    children: list["TraceSpan"]
+
+
+class RunTrace(BaseModel):
+    run_id: int
+    trace_id: str | None = Field(description="32 hex digits; null when no span of the run was kept")
+    started_at: datetime | None
+    duration_ms: float | None = Field(description="From the first span's start to the last one's end")
+    spans: list[TraceSpan] = Field(description="The top-level spans (the run's root span once the run closed)")
+
+
 class RunDocument(BaseModel):
     run_id: int
     thread_id: int
@@ -151,6 +180,8 @@ class RunDocument(BaseModel):
         description="From the usage ledger: every model call of the run (summaries, memory, intent too)")
     approvals: list[ApprovalView] = Field(
         description="The calls the run asked the owner to approve, oldest first, waiting or answered")
+    trace_id: str | None = Field(default=None, description=(
+        "The run's OpenTelemetry trace id (32 hex digits) while tracing is on (docs/tracing.md); null otherwise"))
 
 
 class WorkerFile(BaseModel):

@@ -443,9 +443,9 @@ class LocalEngine:
 
     # --- executions ------------------------------------------------------------------------
     def start_execution(self, run_id: int, owner_id: int, thread_id: int, max_concurrency: int = 5,
-                        approval_timeout_s: int | None = None) -> str:
-        """Start the run machine for ``run_id``."""
-        payload = execution_input(run_id, owner_id, thread_id, max_concurrency, approval_timeout_s)
+                        approval_timeout_s: int | None = None, traceparent: str | None = None) -> str:
+        """Start the run machine for ``run_id`` (``traceparent``: the run's trace context, zerg.tracing)."""
+        payload = execution_input(run_id, owner_id, thread_id, max_concurrency, approval_timeout_s, traceparent)
         return self.start_named("run", execution_name(run_id), payload)
 
     def start_named(self, machine: str, name: str, payload: dict[str, Any]) -> str:
@@ -594,7 +594,7 @@ class LocalStarter:
                 self._heartbeat = Heartbeat(self._pool(), self.executor).start()
             return self._engine
 
-    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+    def start(self, run_id: int, owner_id: int, thread_id: int, traceparent: str | None = None) -> str:
         from zerg.runs import store as runs
 
         engine = self.engine()
@@ -603,7 +603,8 @@ class LocalStarter:
                 with self._pool().connection() as conn:
                     runs.claim(conn, run_id, self.executor.token)
                 self._started[run_id] = engine.start_execution(
-                    run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s)
+                    run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s,
+                    traceparent)
             return self._started[run_id]
 
     def execution_of(self, run_id: int) -> str | None:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from zerg import tracing
 from zerg.agents.settings import check_models
 from zerg.config import ConfigError
 from zerg.local.progress import describe_event
@@ -50,12 +51,14 @@ def run_task(rt: Runtime, task: str, *, owner_id: int, out: Printer = print, pol
     with rt.pool.connection() as conn:
         check_models(conn, rt.settings, owner_id)  # a provider it cannot reach: one line, before a run row
         started = runs.start_run(conn, owner_id, task, trigger="cli")
+        run = runs.get_run(conn, owner_id, started.run_id) if tracing.active() else None
+        traceparent = tracing.traceparent_for(run) if run is not None else None
     if rt.settings.offline:
         out("  (no OPENAI_API_KEY / OPENAI_BASE_URL: using the offline planner and its playbook)")
     interrupted = False
     try:
         engine = starter.engine()
-        arn = starter.start(started.run_id, owner_id, started.thread_id)
+        arn = starter.start(started.run_id, owner_id, started.thread_id, traceparent)
         follow_events(rt, owner_id, started.run_id, lambda: engine.describe(arn)["status"] != "RUNNING", out, poll_s)
     except KeyboardInterrupt:
         interrupted = True

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from zerg import observability
+from zerg import observability, tracing
 from zerg.llm import CallTag, ChatModel, ToolCall, Usage
 from zerg.llm.untrusted import fence_messages
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
@@ -86,6 +86,30 @@ class LoopResult:
     stop: Stop | None = None  # why a hook ended the loop
     exhausted: bool = False  # the step budget ran out
     held: ToolCall | None = None  # the call a hook held (LoopHooks.hold): it and the rest of its reply did not run
+
+
+def tool_attributes(call: ToolCall) -> dict[str, Any]:
+    """The ``execute_tool`` span's attributes (the arguments only when content capture is on)."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+                             "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"}
+    if tracing.options().capture_content:
+        attrs["gen_ai.tool.call.arguments"] = tracing.content(call.arguments)
+    return attrs
+
+
+def tool_outcome(span: Any, outcome: str, text: str | None, result: LoopResult | None) -> None:
+    """What a tool call's span records of its outcome: ok, error (the tool's result says so), refused
+    (the configuration removed the tool), held (it waits for the owner's approval: it did not run;
+    the run's ``approval_wait`` span covers the wait)."""
+    if span is None:
+        return
+    span.set_attribute("zerg.tool.outcome", outcome)
+    if outcome in ("error", "refused"):
+        tracing.mark_error(span, (text or outcome)[:200], error_type="tool_error" if outcome == "error" else outcome)
+    if text is not None and tracing.options().capture_content:
+        span.set_attribute("gen_ai.tool.call.result", tracing.content(text))
+    if result is not None and result.stop is not None:
+        span.set_attribute("zerg.loop.stop", result.stop.reason[:200])
 
 
 def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -183,25 +207,34 @@ class AgentLoop:
 
     def _calls(self, calls: list[ToolCall], messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult | None:
         """Run one reply's tool calls in order; a result when a hook ends the loop."""
-        hooks = self.hooks
         for call in calls:
-            if call.name in self.refused:  # never run, never handled: the configuration removed it
-                spent.add_tool_run(call.name, False, 0.0)
-                self._append(messages, {"role": "tool", "tool_call_id": call.id,
-                                        "content": f"ERROR: tool {call.name} is not allowed for this agent"})
-                continue
-            handled = hooks.handle(call)
-            if handled is not None:
-                self._append(messages, handled)
-                continue
-            if stop := hooks.hold(call):
-                return LoopResult(stop=stop, held=call)
-            hooks.tool_started(call)
-            outcome = self._run_tool(call, spent)
-            self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-            if stop := hooks.tool_done(call, outcome):
-                return LoopResult(stop=stop)
+            with tracing.span(f"execute_tool {call.name}", tool_attributes(call), kind="internal") as span:
+                result, outcome, text = self._call(call, messages, spent)
+                tool_outcome(span, outcome, text, result)
+            if result is not None:
+                return result
         return None
+
+    def _call(self, call: ToolCall, messages: list[dict[str, Any]],
+              spent: AgentUsage) -> tuple[LoopResult | None, str, str | None]:
+        """One tool call: (a result when a hook ends the loop, its outcome, the tool message's text)."""
+        hooks = self.hooks
+        if call.name in self.refused:  # never run, never handled: the configuration removed it
+            spent.add_tool_run(call.name, False, 0.0)
+            text = f"ERROR: tool {call.name} is not allowed for this agent"
+            self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": text})
+            return None, "refused", text
+        handled = hooks.handle(call)
+        if handled is not None:
+            self._append(messages, handled)
+            return None, "ok", handled.get("content")
+        if stop := hooks.hold(call):
+            return LoopResult(stop=stop, held=call), "held", None
+        hooks.tool_started(call)
+        outcome = self._run_tool(call, spent)
+        self._append(messages, {"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        stop = hooks.tool_done(call, outcome)
+        return (LoopResult(stop=stop) if stop else None), ("ok" if outcome.ok else "error"), outcome.text
 
     def _append(self, messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
         messages.append(message)

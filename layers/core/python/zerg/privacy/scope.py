@@ -36,6 +36,7 @@ from zerg.runs import store as runs
 from zerg.runs import threads
 from zerg.schedules import fires
 from zerg.schedules import store as schedules
+from zerg.tracing import store as run_spans
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("run_events", events.export_run_events),
     OwnerTable("approvals", approvals.export_approvals),
     OwnerTable("llm_calls", ledger.export_llm_calls),
+    OwnerTable("run_spans", run_spans.export_run_spans),
     OwnerTable("devices", devices.export_devices),
     OwnerTable("ssh_hosts", hosts.export_ssh_hosts),
     OwnerTable("memory_files", files.export_memory_files),

@@ -77,6 +77,7 @@ def _resolve(target: str) -> Subscriber:
 def after_close(rt: "Runtime", run: dict[str, Any], assessment: Any = None) -> dict[str, Any]:
     """What follows the close of ``run`` (a row of ``runs``: its id, owner and trigger); a report
     (a subscriber's own, or ``{"run_id", "reports": [...]}`` when several ran). Never raises."""
+    _end_trace(rt, run)
     reports = []
     for target in subscribers(run.get("trigger")):
         try:
@@ -87,3 +88,20 @@ def after_close(rt: "Runtime", run: dict[str, Any], assessment: Any = None) -> d
     if len(reports) == 1:
         return reports[0]
     return {"run_id": run.get("id"), "reports": reports}
+
+
+def _end_trace(rt: "Runtime", run: dict[str, Any]) -> None:
+    """The run's root span (docs/tracing.md), with the status and end the close gave it."""
+    from zerg import tracing
+
+    if not tracing.active():
+        return
+    try:
+        from zerg.runs import store as runs
+
+        with rt.pool.connection() as conn:
+            closed = runs.get_run(conn, run["owner_id"], run["id"]) or run
+    except Exception:  # the database is away: the span still has the run's start
+        log.warning("run %s: its closed row could not be read for its trace", run.get("id"), exc_info=True)
+        closed = run
+    tracing.end_run(closed)

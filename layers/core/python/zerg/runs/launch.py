@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zerg import observability
+from zerg import observability, tracing
 from zerg.runs import store as runs
 
 if TYPE_CHECKING:
@@ -29,7 +29,9 @@ class LaunchError(RuntimeError):
 def start_execution(rt: "Runtime", run: dict[str, Any]) -> str:
     """Start ``run``'s execution and record its ARN; return the ARN."""
     try:
-        arn = rt.starter.start(run["id"], run["owner_id"], run["thread_id"])
+        ids = (run["id"], run["owner_id"], run["thread_id"])
+        traceparent = tracing.traceparent_for(run)  # None while tracing is off
+        arn = rt.starter.start(*ids, traceparent=traceparent) if traceparent else rt.starter.start(*ids)
     except Exception as exc:
         reason = f"could not start the run: {type(exc).__name__}"
         observability.logger().warning("run start failed", exc_info=True, extra={"run_id": run["id"], "reason": reason})

@@ -26,12 +26,16 @@ def execution_name(run_id: int) -> str:
 
 
 def execution_input(run_id: int, owner_id: int, thread_id: int, max_concurrency: int,
-                    approval_timeout_s: int | None = None) -> dict[str, Any]:
-    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit), and how long
-    a tool call may wait for the owner's approval (absent: the ASL's default, 1 h)."""
-    payload = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id, "max_concurrency": max_concurrency}
+                    approval_timeout_s: int | None = None, traceparent: str | None = None) -> dict[str, Any]:
+    """What the run state machine starts with: ids only (Step Functions' 256 KiB limit), how long
+    a tool call may wait for the owner's approval (absent: the ASL's default, 1 h) and the run's
+    trace context (``""`` while tracing is off: always present, so the ASL's default for an input
+    without one, an execution started elsewhere, is never needed here)."""
+    payload: dict[str, Any] = {"run_id": run_id, "owner_id": owner_id, "thread_id": thread_id,
+                               "max_concurrency": max_concurrency}
     if approval_timeout_s is not None:
         payload["approval_timeout_s"] = approval_timeout_s
+    payload["traceparent"] = traceparent or ""
     return payload
 
 
@@ -87,9 +91,9 @@ class StepFunctionsStarter(StepFunctionsMachine):
         super().__init__(settings.state_machine_arn, client)
         self.settings = settings
 
-    def start(self, run_id: int, owner_id: int, thread_id: int) -> str:
+    def start(self, run_id: int, owner_id: int, thread_id: int, traceparent: str | None = None) -> str:
         return self.start_named(execution_name(run_id), execution_input(
-            run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s))
+            run_id, owner_id, thread_id, self.settings.map_concurrency, self.settings.approval_timeout_s, traceparent))
 
     def close(self) -> None:
         pass

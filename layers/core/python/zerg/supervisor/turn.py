@@ -60,7 +60,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from zerg import observability
+from zerg import observability, tracing
 from zerg.agents import settings as agent_settings
 from zerg.alerts import background, budget
 from zerg.alerts.budget import ModelPriceUnknown, RunBudgetReached, SpendingCapReached
@@ -232,9 +232,13 @@ class _SupervisorHooks(LoopHooks):
         return view
 
     def _mount(self, budget_bytes: int, per_worker_bytes: int) -> str | None:
-        with self.rt.pool.connection() as conn:  # rebuilt for every inference: it is never kept
-            return build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
-                                        budget_bytes, per_worker_bytes)
+        with tracing.span("evidence_mount", {"zerg.evidence.budget_bytes": budget_bytes}) as span, \
+                self.rt.pool.connection() as conn:  # rebuilt for every inference: it is never kept
+            mount = build_evidence_mount(conn, self.rt.store, self.run["owner_id"], self.run["id"],
+                                         budget_bytes, per_worker_bytes)
+            if span is not None:
+                span.set_attribute("zerg.evidence.bytes", len(mount.encode()) if mount else 0)
+            return mount
 
     def handle(self, call: ToolCall) -> dict[str, Any] | None:
         if call.name != SPAWN_TOOL.name:

@@ -19,7 +19,7 @@ from zerg.api import sse
 from zerg.api.deps import MAX_ID, Owner, Rt, caller_of, json_response, runtime
 from zerg.api.errors import ApiError, not_found
 from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
-                             responses)
+                             RunTrace, responses)
 from zerg.api.query import repeated
 from zerg.auth import Caller
 from zerg.llm.providers import ModelConfigError
@@ -268,12 +268,41 @@ def get_run(run_id: RunId, owner_id: Owner, rt: Rt):
     with rt.pool.connection() as conn:
         doc = runs.run_document(conn, owner_id, run_id)
         if doc is not None:  # what it asked the owner, waiting or answered (issue 27)
-            doc["approvals"] = run_views(conn, owner_id, runs.get_run(conn, owner_id, run_id))
+            row = runs.get_run(conn, owner_id, run_id)
+            doc["approvals"] = run_views(conn, owner_id, row)
+            doc["trace_id"] = _trace_id(conn, owner_id, row)
         if doc is not None and doc["trigger"] == "schedule":  # a background result opened: its schedule is attended to
             inbox.mark_opened(conn, owner_id, run_id)
     if doc is None:
         raise not_found(f"run {run_id}")
     return json_response(doc)
+
+
+def _trace_id(conn: Any, owner_id: int, run: dict[str, Any]) -> str | None:
+    """The run's trace id: derived from the run while tracing is on, else the one its kept spans carry."""
+    from zerg import tracing
+
+    if tracing.active():
+        return tracing.ids_for(run["id"], run["created_at"])[0]
+    from zerg.tracing import store as spans
+
+    return spans.trace_of_run(conn, owner_id, run["id"])
+
+
+@router.get("/api/jarvis/runs/<run_id>/trace", summary="A run's trace (its waterfall)",
+            responses=responses(200, "The run's spans, nested, with start, duration, tokens, cost and status",
+                                RunTrace, 401, 404))
+def get_run_trace(run_id: RunId, owner_id: Owner, rt: Rt):
+    """The spans kept for the run (``ZERG_TRACE_STORE``, docs/tracing.md); an empty list when none
+    were (tracing off, or only exported over OTLP). Another owner's run is 404."""
+    from zerg.tracing import store as spans
+    from zerg.tracing.waterfall import build
+
+    with rt.pool.connection() as conn:
+        if runs.get_run(conn, owner_id, run_id) is None:
+            raise not_found(f"run {run_id}")
+        rows = spans.spans_of_run(conn, owner_id, run_id)
+    return json_response({"run_id": run_id, **build(rows)})
 
 
 @router.post("/api/jarvis/runs/<run_id>/cancel", summary="Cancel a running run",
