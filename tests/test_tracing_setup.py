@@ -144,3 +144,13 @@ def test_the_waterfall_nests_spans_and_rolls_tokens_and_cost_up():
     assert tree["spans"][1]["tokens_in"] == 0
     assert tree["duration_ms"] == 205.0 and tree["trace_id"] == "t" * 32
     assert waterfall.build([]) == {"trace_id": None, "started_at": None, "duration_ms": None, "spans": []}
+
+
+def test_the_ports_stop_reasons_are_named_as_the_genai_conventions_name_them():
+    from zerg.llm.port import ChatResult, ToolCall
+    from zerg.tracing.model import finish_reasons
+
+    called = ChatResult(model="m", content="", tool_calls=[ToolCall("c1", "clock", "{}")], stop_reason="tool_calls")
+    assert finish_reasons(called) == ["tool_call"]
+    assert finish_reasons(ChatResult(model="m", content="no", stop_reason="refusal")) == ["content_filter"]
+    assert finish_reasons(ChatResult(model="m", content="ok", stop_reason="length")) == ["length"]

@@ -46,10 +46,14 @@ def finish_reasons(result: ChatResult) -> list[str]:
     for name in ("finish_reasons", "finish_reason", "stop_reason"):
         value = getattr(result, name, None)
         if isinstance(value, str) and value:
-            return [value]
+            return [SEMCONV_REASONS.get(value, value)]
         if isinstance(value, (list, tuple)) and value:
-            return [str(v) for v in value]
+            return [SEMCONV_REASONS.get(str(v), str(v)) for v in value]
     return ["tool_call" if result.tool_calls else "stop"]
+
+
+# The port's stop reasons (zerg.llm.port.StopReason) in the GenAI conventions' words.
+SEMCONV_REASONS = {"tool_calls": "tool_call", "refusal": "content_filter"}
 
 
 class TracedChatModel:
