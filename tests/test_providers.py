@@ -217,27 +217,31 @@ def _conversation() -> list[dict]:
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
-def test_the_static_prefix_the_thread_and_the_run_up_to_the_first_fence_are_cached(provider, llm, tmp_path, pool,
-                                                                                  owner):
+def test_the_static_prefix_the_thread_and_the_run_up_to_the_newest_fence_are_cached(provider, llm, tmp_path, pool,
+                                                                                   owner):
     llm.script({"content": "one"}, {"content": "two"})
     model = MeteredChatModel(ProviderRouter(settings_for(provider, llm, tmp_path)), lambda: pool)
     tag = CallTag("supervisor", owner)
     first = model.complete(_conversation(), model=MODEL[provider], tools=[ECHO.schema()], tag=tag)
-    second = model.complete(_conversation(), model=MODEL[provider], tools=[ECHO.schema()], tag=tag)  # new fences
+    # the next inference: its fences are the same bytes (a message keeps its marker), so the prefix up to
+    # the tool result is read back; the evidence mount after it is rebuilt each time and never marked
+    second = model.complete(_conversation(), model=MODEL[provider], tools=[ECHO.schema()], tag=tag)
     body = llm.raw_requests[0]["body"]
     if provider == "anthropic":
         assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
         marked = [(t["role"], b.get("text") or b.get("type")) for t in body["messages"] for b in t["content"]
                   if b.get("cache_control")]
-        assert marked == [("assistant", "earlier answer"), ("assistant", "tool_use")]
-        fenced = [b for t in body["messages"] for b in t["content"] if b["type"] == "tool_result"]
+        assert marked == [("assistant", "earlier answer"), ("user", "tool_result")]
+        mount = [b for t in body["messages"] for b in t["content"] if "the evidence mount" in (b.get("text") or "")]
     else:
         assert body["system"][-1] == {"cachePoint": {"type": "default"}}
-        points = [(t["role"], t["content"][i - 1].get("text") or "toolUse") for t in body["messages"]
-                  for i, b in enumerate(t["content"]) if "cachePoint" in b]
-        assert points == [("assistant", "earlier answer"), ("assistant", "toolUse")]
-        fenced = [b for t in body["messages"] for b in t["content"] if "toolResult" in b]
-    assert fenced and not any("cache_control" in b or "cachePoint" in b for b in fenced)
+        points = [(t["role"], t["content"][i - 1].get("text") or next(iter(t["content"][i - 1])))
+                  for t in body["messages"] for i, b in enumerate(t["content"]) if "cachePoint" in b]
+        assert points == [("assistant", "earlier answer"), ("user", "toolResult")]
+        blocks = [b for t in body["messages"] for b in t["content"]]
+        mount = [b for b in blocks if "the evidence mount" in (b.get("text") or "")]
+        assert "cachePoint" not in blocks[-1]  # nothing marked after the mount
+    assert mount and not any("cache_control" in b for b in mount)
     assert first.usage.tokens_cache_write > 0 and first.usage.tokens_cached == 0
     assert second.usage.tokens_cached == first.usage.tokens_cache_write  # the same prefix, read back
     assert second.usage.cost_usd < first.usage.cost_usd  # reads at a tenth (Claude) or a quarter (Nova)

@@ -16,8 +16,8 @@ Invariants:
   filter is here, in code, whatever a prompt says.
 - Every message is handed to :meth:`LoopHooks.message` the moment it is appended.
 - What the model is shown is assembled per inference by :func:`model_view`: tool results and
-  ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), with a marker
-  fresh for that call; the stored messages keep the raw text.
+  ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), each with a
+  marker no text written before the call can know; the stored messages keep the raw text.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def tool_outcome(span: Any, outcome: str, text: str | None, result: LoopResult |
 
 def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages as the model may see them for one inference: every tool result and every message
-    marked untrusted fenced as data with a fresh marker, bookkeeping keys (``zerg_*``) removed."""
+    marked untrusted fenced as data (:func:`zerg.llm.untrusted.fence_messages`), bookkeeping keys
+    (``zerg_*``) removed."""
     return fence_messages(messages)
 
 
