@@ -166,37 +166,45 @@ def test_store_refuses_another_owners_file_and_replaces_all_of_its_own_chunks(po
         assert vectors.nearest(conn, other_owner, "model-a", [0.0, 1.0], limit=5) == []
 
 
-def test_two_passes_storing_the_same_file_at_once_both_succeed_and_leave_one_set_of_chunks(pool, owner):
+def test_two_passes_storing_the_same_file_at_once_both_succeed_and_leave_one_set_of_chunks(database_url, pool, owner):
     """The CLI's post-run pass and the background indexer can embed the same new file at the same
     time: the second store waits for the first and replaces its chunks, it does not fail on the
-    unique (file, model, chunk) key."""
+    unique (file, model, chunk) key. Connections of their own: the suite's shared pool may be busy."""
     import threading
+
+    import psycopg
+    from psycopg.rows import dict_row
+
+    def connect():
+        return psycopg.connect(database_url, row_factory=dict_row)
 
     with pool.connection() as conn:
         fid = add_file(conn, owner, "notes/raced.md", "raced")
-    first = pool.getconn()
     outcome = {}
-    try:
+    with connect() as first, connect() as watcher:
+        watcher.autocommit = True
         with first.transaction():
             assert vectors.store(first, owner, fid, "model-a", [vectors.Chunk(0, 5, [1.0, 0.0])], "h1")
+            second_pid = []
 
             def second():
                 try:
-                    with pool.connection() as conn:
+                    with connect() as conn:
+                        second_pid.append(conn.info.backend_pid)
                         outcome["stored"] = vectors.store(conn, owner, fid, "model-a",
                                                           [vectors.Chunk(0, 5, [0.0, 1.0])], "h1")
+                        conn.commit()
                 except Exception as exc:  # the failure this test is about
                     outcome["error"] = exc
 
             thread = threading.Thread(target=second)
             thread.start()
-            with pool.connection() as conn:  # the second store is blocked behind the first's transaction
-                wait_for(lambda: conn.execute(
-                    "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND query LIKE '%%memory%%'").fetchone()["n"] > 0, "the second store to wait on a lock")
-    finally:
-        pool.putconn(first)
-    thread.join(timeout=60)
+            # the second store is blocked behind the first's transaction (its backend waits on a lock)
+            wait_for(lambda: second_pid and watcher.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                (second_pid[0],)).fetchone()["wait_event_type"] == "Lock" or ("error" in outcome),
+                "the second store to wait on a lock", limit_s=60)
+        thread.join(timeout=60)
     assert "error" not in outcome, outcome.get("error")
     assert outcome["stored"] is True
     with pool.connection() as conn:
