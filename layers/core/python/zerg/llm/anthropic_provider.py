@@ -20,6 +20,7 @@ from zerg.llm.cache_points import cache_marks
 from zerg.llm.port import ChatResult, StopReason, ToolCall, Usage
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
+from zerg.llm.wire import content_text, tool_arguments
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; the port's None means "the model's default"
 DECLINED = "The model declined to answer."
@@ -123,8 +124,8 @@ def anthropic_messages(messages: list[dict[str, Any]], *,
     """(system blocks, turns) of the port's messages, with the cache marks set. ``tools_as_text``: a call
     offering no tools shows earlier tool calls and results as text (the API refuses ``tool_use`` and
     ``tool_result`` blocks in a request that defines no tools)."""
-    system = [{"type": "text", "text": _text(m.get("content"))} for m in messages
-              if m.get("role") == "system" and _text(m.get("content"))]
+    system = [{"type": "text", "text": content_text(m.get("content"))} for m in messages
+              if m.get("role") == "system" and content_text(m.get("content"))]
     if system:
         system[-1]["cache_control"] = EPHEMERAL
     convo = [m for m in messages if m.get("role") != "system"]
@@ -149,7 +150,7 @@ def anthropic_messages(messages: list[dict[str, Any]], *,
 
 def _blocks(m: dict[str, Any], names: dict[str, str], as_text: bool) -> tuple[str, list[dict[str, Any]]]:
     role = m.get("role")
-    text = _text(m.get("content"))
+    text = content_text(m.get("content"))
     if role == "tool":
         if as_text:
             call = m.get("tool_call_id")
@@ -164,26 +165,6 @@ def _blocks(m: dict[str, Any], names: dict[str, str], as_text: bool) -> tuple[st
                                                        f"{fn.get('arguments') or '{}'}]"})
             else:
                 blocks.append({"type": "tool_use", "id": c.get("id"), "name": fn.get("name"),
-                               "input": _arguments(fn.get("arguments"))})
+                               "input": tool_arguments(fn.get("arguments"))})
         return "assistant", blocks
     return "user", blocks
-
-
-def _arguments(raw: str | None) -> dict[str, Any]:
-    """A tool call's arguments as the object Messages wants (malformed ones, already answered by the
-    tool's error, as an empty object)."""
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return json.dumps(content, ensure_ascii=False, default=str)

@@ -27,6 +27,7 @@ from zerg.llm.cache_points import cache_marks
 from zerg.llm.port import ChatResult, ErrorKind, StopReason, ToolCall, Usage
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, short, status_kind, with_retries
+from zerg.llm.wire import content_text, tool_arguments
 
 DECLINED = "The model declined to answer."
 CONTINUED = "(The conversation so far.)"  # the user turn put before a conversation that starts with the model's
@@ -176,8 +177,8 @@ def converse_tool(tool: dict[str, Any]) -> dict[str, Any]:
 def converse_messages(messages: list[dict[str, Any]], *, caching: bool = True,
                       tools_as_text: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) of the port's messages, with the cache points set when ``caching``."""
-    system: list[dict[str, Any]] = [{"text": _text(m.get("content"))} for m in messages
-                                    if m.get("role") == "system" and _text(m.get("content"))]
+    system: list[dict[str, Any]] = [{"text": content_text(m.get("content"))} for m in messages
+                                    if m.get("role") == "system" and content_text(m.get("content"))]
     if system and caching:
         system.append(dict(CACHE_POINT))
     convo = [m for m in messages if m.get("role") != "system"]
@@ -202,7 +203,7 @@ def converse_messages(messages: list[dict[str, Any]], *, caching: bool = True,
 
 def _blocks(m: dict[str, Any], names: dict[str, str], as_text: bool) -> tuple[str, list[dict[str, Any]]]:
     role = m.get("role")
-    text = _text(m.get("content"))
+    text = content_text(m.get("content"))
     if role == "tool":
         if as_text:
             return "user", [{"text": f"[result of tool call {m.get('tool_call_id')} ({names.get(m.get('tool_call_id'))})]\n"
@@ -216,24 +217,6 @@ def _blocks(m: dict[str, Any], names: dict[str, str], as_text: bool) -> tuple[st
                 blocks.append({"text": f"[tool call {c.get('id')}: {fn.get('name')} {fn.get('arguments') or '{}'}]"})
             else:
                 blocks.append({"toolUse": {"toolUseId": c.get("id"), "name": fn.get("name"),
-                                           "input": _arguments(fn.get("arguments"))}})
+                                           "input": tool_arguments(fn.get("arguments"))}})
         return "assistant", blocks
     return "user", blocks
-
-
-def _arguments(raw: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return json.dumps(content, ensure_ascii=False, default=str)
