@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import wait_for
 from zerg.local.engine import LocalEngine
 from zerg.ports import TaskTokenGone
 
@@ -128,7 +129,15 @@ def test_a_heartbeat_is_accepted_only_by_a_task_with_heartbeat_seconds(machines)
     engine, tokens = machines
     arn = engine.start_named("beat", "alive", {"id": "alive", "timeout_s": 60})
     token = tokens.of("alive")
-    engine.send_task_heartbeat(token)
+
+    def beat() -> bool:  # moto sets the task's heartbeat up only after its function returned the token
+        try:
+            engine.send_task_heartbeat(token)
+            return True
+        except TaskTokenGone:
+            return False
+
+    wait_for(beat, "the task to accept a heartbeat", limit_s=30)
     engine.send_task_success(token, {"decision": "approved"})
     assert _output(engine.wait(arn, timeout=30))["answer"] == {"decision": "approved"}
     plain = engine.start_named("flat", "plain", {"id": "plain", "timeout_s": 60})
