@@ -87,13 +87,15 @@ def new_owner(pool):
 
 @pytest.fixture
 def open_page(chromium, served):
-    """``open_page(owner, **context_options)``: a page in a fresh context, signed in as ``owner``."""
+    """``open_page(owner, **context_options)``: a page in a fresh context (1280x900 unless ``viewport`` says
+    otherwise), signed in as ``owner``."""
     from tests.support.browser import sign_in
 
     contexts = []
 
     def make(owner=None, **options):
-        context = chromium.new_context(base_url=served.url, viewport={"width": 1280, "height": 900}, **options)
+        options = {"viewport": {"width": 1280, "height": 900}} | options  # a test may ask for another size
+        context = chromium.new_context(base_url=served.url, **options)
         context.set_default_timeout(WAIT_MS)
         contexts.append(context)
         page = context.new_page()
