@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describe, get, isMissingRoute, post, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { duration } from '../format.js';
+import { UTTERANCE_CHARS, nearLimit } from '../limits.js';
 import { renderMarkdown } from '../markdown.js';
 import { follow } from '../stream.js';
 import { ApprovalCard } from './ApprovalCard.jsx';
@@ -225,7 +226,7 @@ export function Chat({ visible }) {
   const startSupervisor = async (task, visibleMessages) => {
     const prefs = loadPreferences();
     const previous = visibleMessages.filter((m) => m.role === 'user' || m.role === 'assistant')
-      .slice(-CONTEXT_TURNS).map((m) => ({ role: m.role, content: m.content.slice(0, 4000) }));
+      .slice(-CONTEXT_TURNS).map((m) => ({ role: m.role, content: m.content.slice(0, UTTERANCE_CHARS) }));
     const body = { task, preferences: { verbosity: prefs.verbosity, notify_on_complete: prefs.notify } };
     if (previous.length) body.context = { previous_messages: previous };
     let accepted;
@@ -392,9 +393,12 @@ export function Chat({ visible }) {
       <form class="composer" onSubmit={(e) => { e.preventDefault(); send(); }}>
         <label for="message-input" class="sr-only">Message Jarvis</label>
         <textarea id="message-input" ref={inputRef} rows={2} placeholder="Ask Jarvis…" value={text}
-          onInput={(e) => setText(e.currentTarget.value)} onKeyDown={onKey} maxLength={8000} />
+          onInput={(e) => setText(e.currentTarget.value)} onKeyDown={onKey} maxLength={UTTERANCE_CHARS} aria-describedby="message-counter" />
         <button type="submit" disabled={busy || !text.trim()}>Send</button>
       </form>
+      <p id="message-counter" class={`counter${text.length >= UTTERANCE_CHARS ? ' at-limit' : ''}`} aria-live="polite">
+        {nearLimit(text.length) ? `${text.length.toLocaleString('en')} / ${UTTERANCE_CHARS.toLocaleString('en')} characters` : ''}
+      </p>
     </main>
   );
 }
