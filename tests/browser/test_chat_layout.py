@@ -52,11 +52,11 @@ def seed_thread(pool, owner_id: int) -> None:
     """The owner's thread as it would be stored: three wide answers, then three questions after them."""
     from zerg.runs import threads
 
-    quick = {"mode": "quick"}
-    turns = [("user", "Show me the code", quick), ("assistant", LONG_CODE, quick),
-             ("user", "And as a table?", quick), ("assistant", WIDE_TABLE, quick),
-             ("user", "And the word?", quick), ("assistant", LONG_WORD, quick),
-             *[("user", q, quick) for q in FOLLOW_UPS]]
+    quick = {"mode": "quick"}  # quick answers: no run behind them
+    turns = [("user", "Show me the code", {}), ("assistant", LONG_CODE, quick),
+             ("user", "And as a table?", {}), ("assistant", WIDE_TABLE, quick),
+             ("user", "And the word?", {}), ("assistant", LONG_WORD, quick),
+             *[("user", q, {}) for q in FOLLOW_UPS]]
     with pool.connection() as conn:
         thread_id = threads.find_or_create_thread(conn, owner_id)
         threads.append_messages(conn, owner_id, thread_id, None, turns)
