@@ -8,6 +8,8 @@ user's own data dir; a cluster of another version left there by older code is si
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import secrets
 import signal
@@ -284,3 +286,13 @@ def bob(pool):
 
     with pool.connection() as conn:
         return create_owner(conn, unique_name("bob"))
+
+
+@pytest.fixture
+def log_lines():
+    """The structured log lines written while the test runs (the Powertools logger's stream, swapped)."""
+    handler = observability.logger().registered_handler
+    buffer = io.StringIO()
+    old = handler.setStream(buffer)
+    yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
+    handler.setStream(old)

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import json
 import threading
 
-import pytest
-
 from zerg import observability
-
-
-@pytest.fixture
-def log_lines():
-    log = observability.logger()
-    handler = log.registered_handler
-    buffer = io.StringIO()
-    old = handler.setStream(buffer)
-    yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
-    handler.setStream(old)
 
 
 def test_each_thread_logs_with_its_own_run_id(log_lines):

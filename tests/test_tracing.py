@@ -9,7 +9,6 @@ No sleeps: each test waits for the spans (or rows) it expects, with a generous c
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -236,16 +235,6 @@ def test_a_worker_resumed_after_an_approval_joins_the_same_trace(traced, receive
     assert wait["parent_span_id"] == root_id and wait["attributes"]["zerg.approval.status"] == "approved"
     assert wait["attributes"]["gen_ai.tool.call.id"] == asked["attributes"]["gen_ai.tool.call.id"]
     assert held["end_ns"] <= wait["end_ns"] <= resumed["end_ns"]
-
-
-@pytest.fixture
-def log_lines():
-    log = observability.logger()
-    handler = log.registered_handler
-    buffer = io.StringIO()
-    old = handler.setStream(buffer)
-    yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
-    handler.setStream(old)
 
 
 def test_every_log_line_of_the_run_carries_its_trace_id_and_so_do_its_details(traced, receiver, llm, pool, owner,
