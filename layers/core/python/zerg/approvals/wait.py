@@ -290,9 +290,7 @@ def listing(rt: Runtime, owner_id: int, *, limit: int = 50) -> list[dict[str, An
     its run (task, trigger) and the model's reason fenced as data."""
     with rt.pool.connection() as conn:
         requests.expire_directives(conn, owner_id)  # a question past its time is listed as expired
-        rows = requests.recent(conn, owner_id, limit=limit)
-        run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
-    return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
+        return _views(conn, owner_id, requests.recent(conn, owner_id, limit=limit))
 
 
 def run_views(conn: Any, owner_id: int, run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -303,7 +301,11 @@ def run_views(conn: Any, owner_id: int, run: dict[str, Any]) -> list[dict[str, A
 def pending_views(conn: Any, owner_id: int) -> list[dict[str, Any]]:
     """The owner's approvals of every kind waiting for an answer, oldest first (the inbox shows them
     above its items)."""
-    rows = requests.pending(conn, owner_id, kind=None)
+    return _views(conn, owner_id, requests.pending(conn, owner_id, kind=None))
+
+
+def _views(conn: Any, owner_id: int, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` as views, each with its run (read once per run, the owner's only)."""
     run_rows = {rid: runs.get_run(conn, owner_id, rid) for rid in {r["run_id"] for r in rows}}
     return [approval_view(row, run_rows.get(row["run_id"])) for row in rows]
 
