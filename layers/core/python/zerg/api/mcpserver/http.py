@@ -1,0 +1,100 @@
+"""One ``POST /mcp`` exchange: the request handed to the official SDK's streamable-HTTP transport in
+stateless mode, its answer collected whole (a Lambda answer, and ``zerg serve``'s, is one body).
+
+Invariants:
+- Stateless: every request gets a fresh SDK server and transport for the owner its bearer token
+  named (``server.build_server``), and nothing of it outlives the request: no session id, no
+  standalone stream, nothing kept between requests. The client's ``initialize`` is answered, but
+  not needed before other requests.
+- The SDK answers what is wrong with a frame, as JSON-RPC errors: 400 for a body that is not JSON
+  (parse error) or not a JSON-RPC message (its validation, naming the field), 406 for an Accept
+  header without both ``application/json`` and ``text/event-stream``, 415 for another Content-Type;
+  a notification is 202 with no body. A request is answered 200 as ``text/event-stream``: the
+  progress notifications of an ``ask`` first, then the response, in one body.
+- The whole exchange is bounded (``EXCHANGE_LIMIT_S``): past it the transport is ended and the
+  answer is a JSON-RPC error, never a hung handler.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zerg.runtime import Runtime
+
+PATH = "/mcp"
+# Above the longest wait of ``ask`` over HTTP (tools.HTTP_WAIT_MAX_S), below API Gateway's 30 s.
+EXCHANGE_LIMIT_S = 27.0
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+def exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body: bytes) -> Answer:
+    """Serve one POST through the SDK (in an event loop of this thread's own) and return its answer."""
+    import anyio
+
+    return anyio.run(_exchange, rt, owner_id, headers, body)
+
+
+def jsonrpc_error(status: int, code: int, message: str) -> Answer:
+    """A JSON-RPC error answer of our own (the exchange's time limit, an SDK that gave no answer)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    return Answer(status, {"Content-Type": "application/json"}, body)
+
+
+async def _exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body: bytes) -> Answer:
+    import anyio
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from zerg.api.mcpserver.server import build_server
+
+    manager = StreamableHTTPSessionManager(build_server(rt, owner_id, "http"), stateless=True, json_response=False)
+    answer = Answer(0)
+    chunks: list[bytes] = []
+    delivered = anyio.Event()
+    done = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not delivered.is_set():
+            delivered.set()
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()  # the client stays until the answer is complete
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer.status = message["status"]
+            for name, value in message.get("headers") or []:
+                answer.headers[name.decode("latin-1")] = value.decode("latin-1")
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body") or b"")
+            if not message.get("more_body"):
+                done.set()
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "https",
+        "path": PATH, "raw_path": PATH.encode(), "root_path": "", "query_string": b"",
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1", "replace")) for k, v in headers.items()],
+        "client": ("127.0.0.1", 0), "server": ("zerg", 443),
+    }
+    with anyio.move_on_after(EXCHANGE_LIMIT_S) as limit:
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+            await done.wait()
+    done.set()
+    if limit.cancelled_caught and not answer.status:
+        return jsonrpc_error(200, -32001, f"the request did not complete within {EXCHANGE_LIMIT_S:g} s")
+    if not answer.status:
+        return jsonrpc_error(500, -32603, "the MCP transport gave no answer")
+    answer.body = b"".join(chunks)
+    # Keep-alive and chunking are the HTTP server's business, not the handler's.
+    answer.headers = {k: v for k, v in answer.headers.items()
+                      if k.lower() not in ("connection", "content-length", "transfer-encoding")}
+    return answer
