@@ -8,8 +8,9 @@ Invariants:
   not needed before other requests.
 - The SDK answers what is wrong with a frame, as JSON-RPC errors: 400 for a body that is not JSON
   (parse error) or not a JSON-RPC message (its validation, naming the field), 406 for an Accept
-  header without both ``application/json`` and ``text/event-stream``, 415 for another Content-Type;
-  a notification is 202 with no body. A request is answered 200 as ``text/event-stream``: the
+  header without both ``application/json`` and ``text/event-stream``; a notification is 202 with
+  no body. Another Content-Type is refused before the SDK (415, :func:`media_type_refusal`), and
+  any refusal the SDK words in plain text is turned into a JSON-RPC error of the same status. A request is answered 200 as ``text/event-stream``: the
   progress notifications of an ``ask`` first, then the response, in one body.
 - The whole exchange is bounded (``EXCHANGE_LIMIT_S``): past it the transport is ended and the
   answer is a JSON-RPC error, never a hung handler.
@@ -41,6 +42,14 @@ def exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body: bytes)
     import anyio
 
     return anyio.run(_exchange, rt, owner_id, headers, body)
+
+
+def media_type_refusal(headers: dict[str, str]) -> Answer | None:
+    """415 as a JSON-RPC error unless the body says it is JSON (the SDK's own answer is plain text)."""
+    kind = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+    if kind.split(";", 1)[0].strip().lower() == "application/json":
+        return None
+    return jsonrpc_error(415, -32600, f"Content-Type must be application/json, got {kind[:100]!r}")
 
 
 def jsonrpc_error(status: int, code: int, message: str) -> Answer:
@@ -94,6 +103,10 @@ async def _exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body:
     if not answer.status:
         return jsonrpc_error(500, -32603, "the MCP transport gave no answer")
     answer.body = b"".join(chunks)
+    kind = next((v for k, v in answer.headers.items() if k.lower() == "content-type"), "")
+    if answer.status >= 400 and not kind.startswith("application/json"):  # the SDK's few plain-text refusals
+        text = answer.body.decode("utf-8", "replace").strip()[:300] or f"HTTP {answer.status}"
+        return jsonrpc_error(answer.status, -32600, text)
     # Keep-alive and chunking are the HTTP server's business, not the handler's.
     answer.headers = {k: v for k, v in answer.headers.items()
                       if k.lower() not in ("connection", "content-length", "transfer-encoding")}

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from zerg.api.deps import Rt, caller_of
 from zerg.api.errors import ApiError
-from zerg.api.mcpserver.http import PATH, exchange
+from zerg.api.mcpserver.http import PATH, exchange, media_type_refusal
 from zerg.api.models import ERRORS, ErrorBody
 
 router = Router()
@@ -55,6 +55,8 @@ RESPONSES = {
           "content": _JSONRPC},
     413: {"description": ERRORS[413], "content": {**_ERROR}},
     415: {"description": "The body is not application/json (a JSON-RPC error)", "content": _JSONRPC},
+    422: {"description": ERRORS[422] + " (the API's validation; a bad frame is 400 or a JSON-RPC error)",
+          "content": _ERROR},
     500: {"description": "Unexpected error; the request id is in the logs", "content": _ERROR},
 }
 
@@ -74,6 +76,9 @@ def mcp_request(rt: Rt):
     owner_id = caller_of(event).owner_id
     if not headers.get("accept", "").strip():
         headers["accept"] = "*/*"
+    refused = media_type_refusal(headers)
+    if refused is not None:
+        return Response(status_code=refused.status, content_type="application/json", body=refused.body.decode())
     raw = event.raw_event.get("body") or ""
     body = base64.b64decode(raw) if event.raw_event.get("isBase64Encoded") else raw.encode("utf-8", "surrogatepass")
     answer = exchange(rt, owner_id, headers, body)
