@@ -10,8 +10,9 @@ Invariants:
   unknown methods. An unknown tool is a JSON-RPC ``invalid params`` error naming the tools; a
   refusal (bad arguments, not found, a limit) is the tool's error result (``isError``) with one
   line saying why; anything unexpected is logged and answered "internal error", never a trace.
-- The blocking work (PostgreSQL, starting a run) runs in worker threads, so progress
-  notifications and cancellation keep flowing on the event loop.
+- Over stdio the blocking work (PostgreSQL, starting a run) runs in worker threads, so concurrent
+  calls, progress notifications and cancellation keep flowing on the one event loop; over HTTP the
+  loop is the request's own and the work runs on it (:func:`_inline`).
 - Flooding: at most ``CALL_SLOTS`` tool calls of one owner run at once in this process; another
   is refused at once with a "too many calls" error (``zerg serve`` also holds an owner to
   ``OWNER_SLOTS`` requests in flight with 429s; API Gateway throttles on AWS).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -90,14 +92,10 @@ def build_server(rt: "Runtime", owner_id: int, transport: Transport) -> "Server"
     from mcp_types import INVALID_PARAMS
 
     wait_cap = tools.HTTP_WAIT_MAX_S if transport == "http" else tools.ASK_WAIT_MAX_S
-    listed = [types.Tool(
-        name=t.name, title=t.title, description=t.description, input_schema=t.input_schema(),
-        annotations=types.ToolAnnotations(title=t.title, read_only_hint=t.read_only, destructive_hint=t.destructive,
-                                          idempotent_hint=t.idempotent, open_world_hint=t.open_world))
-        for t in tools.TOOLS]
+    blocking = _inline if transport == "http" else anyio.to_thread.run_sync
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed)
+        return types.ListToolsResult(tools=listed_tools())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = tools.BY_NAME.get(params.name)
@@ -110,9 +108,9 @@ def build_server(rt: "Runtime", owner_id: int, transport: Transport) -> "Server"
         try:
             args = tools.parse(spec, params.arguments)
             if spec.name == "ask":
-                value = await _ask(rt, owner_id, args, ctx, min(args.wait_seconds, wait_cap))
+                value = await _ask(rt, owner_id, args, ctx, min(args.wait_seconds, wait_cap), blocking)
             else:
-                value = await anyio.to_thread.run_sync(tools.CALLS[spec.name], rt, owner_id, args)
+                value = await blocking(tools.CALLS[spec.name], rt, owner_id, args)
         except tools.ToolRefused as exc:
             return _refused(str(exc))
         except Exception as exc:  # noqa: BLE001 - answered in one line; the trace goes to the log only
@@ -135,7 +133,7 @@ def build_server(rt: "Runtime", owner_id: int, transport: Transport) -> "Server"
         uri = str(params.uri)
         try:
             job_id = tools.worker_id_of(uri)
-            text = await anyio.to_thread.run_sync(tools.worker_result, rt, owner_id, job_id)
+            text = await blocking(tools.worker_result, rt, owner_id, job_id)
         except tools.ToolRefused as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         except Exception as exc:  # noqa: BLE001
@@ -146,6 +144,18 @@ def build_server(rt: "Runtime", owner_id: int, transport: Transport) -> "Server"
     return Server(SERVER_NAME, version=version(), title="Zerg", instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
                   on_list_resource_templates=list_templates, on_read_resource=read_resource)
+
+
+@lru_cache(maxsize=1)
+def listed_tools() -> list[Any]:
+    """The tools as ``tools/list`` shows them (built once: their JSON Schemas cost ~3 ms each)."""
+    import mcp_types as types
+
+    return [types.Tool(
+        name=t.name, title=t.title, description=t.description, input_schema=t.input_schema(),
+        annotations=types.ToolAnnotations(title=t.title, read_only_hint=t.read_only, destructive_hint=t.destructive,
+                                          idempotent_hint=t.idempotent, open_world_hint=t.open_world))
+        for t in tools.TOOLS]
 
 
 def _text(value: dict[str, Any]) -> str:
@@ -171,14 +181,21 @@ def _unexpected(what: str, exc: Exception) -> str:
     return f"internal error in {what}; the details are in the server's log"
 
 
-async def _ask(rt: "Runtime", owner_id: int, args: tools.AskArgs, ctx: Any, wait_s: float) -> dict[str, Any]:
+async def _inline(fn: Any, *args: Any) -> Any:
+    """Over HTTP the event loop is the request's own (one per exchange, in its handler thread):
+    the blocking work runs right on it, with no thread to start (a new loop has no pool to reuse)."""
+    return fn(*args)
+
+
+async def _ask(rt: "Runtime", owner_id: int, args: tools.AskArgs, ctx: Any, wait_s: float,
+               blocking: Any) -> dict[str, Any]:
     """Start the run, report its progress lines, and return its answer, or where it stands at ``wait_s``."""
     from zerg.runs import events
     from zerg.runs import store as runs
     from zerg.runs.progress import describe_event
     from zerg.statuses import RUN_FINAL
 
-    started = await anyio.to_thread.run_sync(tools.start_ask, rt, owner_id, args)
+    started = await blocking(tools.start_ask, rt, owner_id, args)
     run_id = started["run_id"]
     begun = time.monotonic()
     last_id, step = 0, 0
@@ -188,7 +205,7 @@ async def _ask(rt: "Runtime", owner_id: int, args: tools.AskArgs, ctx: Any, wait
             return events.list_events(conn, owner_id, run_id, after_id=last_id), runs.run_status(conn, owner_id, run_id)
 
     while True:
-        batch, status = await anyio.to_thread.run_sync(poll)
+        batch, status = await blocking(poll)
         for event in batch:
             last_id = event["id"]
             line = describe_event(event["event_type"], event["payload"])
@@ -200,4 +217,4 @@ async def _ask(rt: "Runtime", owner_id: int, args: tools.AskArgs, ctx: Any, wait
         if time.monotonic() - begun >= wait_s:
             break
         await anyio.sleep(POLL_S)
-    return await anyio.to_thread.run_sync(tools.ask_outcome, rt, owner_id, run_id, time.monotonic() - begun)
+    return await blocking(tools.ask_outcome, rt, owner_id, run_id, time.monotonic() - begun)
