@@ -114,7 +114,8 @@ def test_zerg_mcp_serve_reads_and_writes_memory_as_the_owner_and_refuses_bad_inp
     runtime_env()
 
     async def work(session):
-        wrote = await session.call_tool("memory_write", {"path": "notes/servers.md", "content": "# Servers\ncube: 4 TB"})
+        wrote = await session.call_tool("memory_write",
+                                        {"path": "notes/servers.md", "content": "# Servers\ncube: 4 TB"})
         read = await session.call_tool("memory_read", {"path": "notes/servers.md"})
         missing = await session.call_tool("memory_read", {"path": "notes/none.md"})
         bad_path = await session.call_tool("memory_read", {"path": "../etc/passwd"})
@@ -264,7 +265,15 @@ def test_bad_frames_get_a_clear_jsonrpc_error_never_a_server_error(api_server, a
     not_rpc = post(json.dumps({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}).encode())
     assert not_rpc.status_code == 400 and not_rpc.json()["jsonrpc"] == "2.0" and "error" in not_rpc.json()
     a_list = post(b"[1, 2, 3]")
-    assert a_list.status_code == 400 and "error" in a_list.json()
+    assert a_list.status_code == 400 and a_list.json()["error"] == {
+        "code": -32600, "message": "Invalid Request: the message: [1, 2, 3] is not of type 'object'"}
+    own_key = post(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "colour": "red"}).encode())
+    assert own_key.status_code == 400 and "colour" in own_key.json()["error"]["message"]
+    long_method = post(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x" * 201}).encode())
+    assert long_method.status_code == 400 and long_method.json()["error"]["message"].startswith(
+        "Invalid Request: method:")
+    a_response = post(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode())
+    assert a_response.status_code == 400 and a_response.json()["error"]["code"] == -32600
     unknown_method = post(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/destroy"}).encode())
     assert unknown_method.status_code == 200
     assert sse_message(unknown_method) == {"jsonrpc": "2.0", "id": 7, "error": {
@@ -290,8 +299,8 @@ def test_bad_frames_get_a_clear_jsonrpc_error_never_a_server_error(api_server, a
                          headers={**MCP_HEADERS, "Authorization": "Bearer not-a-token"})
     assert forged.status_code == 401 and forged.json()["error"] == "unauthorized"
     cookie_only = client.post("/mcp", content=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
-                              headers={**MCP_HEADERS, "Cookie": f"zerg_session={token}", "Sec-Fetch-Site": "same-origin",
-                                       "X-Zerg-Client": "web"})
+                              headers={**MCP_HEADERS, "Cookie": f"zerg_session={token}",
+                                       "Sec-Fetch-Site": "same-origin", "X-Zerg-Client": "web"})
     assert cookie_only.status_code == 401
     got = client.get("/mcp", headers=auth)
     assert got.status_code == 405 and got.headers["allow"] == "POST"
@@ -335,7 +344,8 @@ def test_a_flood_of_calls_is_refused_while_the_owners_slots_are_taken(api_server
             return [await session.call_tool("list_runs", {}) for _ in range(3)]
 
         refused = over_http(base, token, flood)
-        assert all(r.is_error and r.content[0].text.startswith("too many calls: 2 of this owner's calls") for r in refused)
+        assert all(r.is_error and r.content[0].text.startswith("too many calls: 2 of this owner's calls")
+                   for r in refused)
         other = over_http(base, login_other(pool), flood)  # another owner is not held back by alice's flood
         assert not any(r.is_error for r in other)
     finally:

@@ -10,22 +10,38 @@ Invariants:
   (parse error) or not a JSON-RPC message (its validation, naming the field), 406 for an Accept
   header without both ``application/json`` and ``text/event-stream``; a notification is 202 with
   no body. Another Content-Type is refused before the SDK (415, :func:`media_type_refusal`), and
-  any refusal the SDK words in plain text is turned into a JSON-RPC error of the same status. A request is answered 200 as ``text/event-stream``: the
-  progress notifications of an ``ask`` first, then the response, in one body.
+  so is JSON that is not one frame of :data:`FRAME`, the document's request body (400,
+  :func:`frame_refusal`: a batch, a response, a key of its own, an id or method out of bounds); and
+  any refusal the SDK words in plain text is turned into a JSON-RPC error of the same status. A
+  request is answered 200 as ``text/event-stream``: the progress notifications of an ``ask``
+  first, then the response, in one body.
 - The whole exchange is bounded (``EXCHANGE_LIMIT_S``): past it the transport is ended and the
-  answer is a JSON-RPC error, never a hung handler.
+  answer is a JSON-RPC error (the last event of a stream already begun), never a hung handler.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zerg.runtime import Runtime
 
 PATH = "/mcp"
+# What a client may send (the OpenAPI document's request body, and what :func:`frame_refusal`
+# holds a frame to before the SDK sees it): one JSON-RPC request (with an id) or notification.
+FRAME = {
+    "type": "object", "required": ["jsonrpc", "method"], "additionalProperties": False, "properties": {
+        "jsonrpc": {"type": "string", "enum": ["2.0"]},
+        "id": {"anyOf": [{"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1},
+                         {"type": "string", "maxLength": 200}],
+               "description": "The request's id; without one the message is a notification (202, no body)"},
+        "method": {"type": "string", "minLength": 1, "maxLength": 200,
+                   "description": "initialize, tools/list, tools/call, resources/templates/list, resources/read, "
+                                  "ping, notifications/initialized ... (an unknown one: a JSON-RPC error)"},
+        "params": {"type": "object", "description": "The method's parameters"}}}
 # Above the longest wait of ``ask`` over HTTP (tools.HTTP_WAIT_MAX_S), below API Gateway's 30 s.
 EXCHANGE_LIMIT_S = 27.0
 
@@ -42,6 +58,28 @@ def exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body: bytes)
     import anyio
 
     return anyio.run(_exchange, rt, owner_id, headers, body)
+
+
+@lru_cache(maxsize=1)
+def _frame_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(FRAME)
+
+
+def frame_refusal(body: bytes) -> Answer | None:
+    """400 ``invalid request`` naming the first problem when ``body`` is JSON but not a frame of
+    :data:`FRAME` (a batch, a response, an id or method out of bounds, a key of its own); None
+    otherwise. Text that is not JSON is left to the SDK, whose answer is the parse error."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    problem = next(iter(_frame_validator().iter_errors(message)), None)
+    if problem is None:
+        return None
+    where = "/".join(str(p) for p in problem.absolute_path) or "the message"
+    return jsonrpc_error(400, -32600, f"Invalid Request: {where}: {problem.message[:300]}")
 
 
 def media_type_refusal(headers: dict[str, str]) -> Answer | None:
@@ -98,10 +136,14 @@ async def _exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body:
             await manager.handle_request(scope, receive, send)
             await done.wait()
     done.set()
+    late = f"the request did not complete within {EXCHANGE_LIMIT_S:g} s"
     if limit.cancelled_caught and not answer.status:
-        return jsonrpc_error(200, -32001, f"the request did not complete within {EXCHANGE_LIMIT_S:g} s")
+        return jsonrpc_error(200, -32001, late)
     if not answer.status:
         return jsonrpc_error(500, -32603, "the MCP transport gave no answer")
+    if limit.cancelled_caught:  # the event stream had begun: it ends with the request's error, not mid-air
+        error = {"jsonrpc": "2.0", "id": _request_id(body), "error": {"code": -32001, "message": late}}
+        chunks.append(f"event: message\r\ndata: {json.dumps(error)}\r\n\r\n".encode())
     answer.body = b"".join(chunks)
     kind = next((v for k, v in answer.headers.items() if k.lower() == "content-type"), "")
     if answer.status >= 400 and not kind.startswith("application/json"):  # the SDK's few plain-text refusals
@@ -111,3 +153,13 @@ async def _exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body:
     answer.headers = {k: v for k, v in answer.headers.items()
                       if k.lower() not in ("connection", "content-length", "transfer-encoding")}
     return answer
+
+
+def _request_id(body: bytes) -> int | str | None:
+    """The JSON-RPC id of the request in ``body`` (None when it has none or is not one)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from zerg.api.deps import Rt, caller_of
 from zerg.api.errors import ApiError
-from zerg.api.mcpserver.http import PATH, exchange, media_type_refusal
+from zerg.api.mcpserver.http import FRAME, PATH, exchange, frame_refusal, media_type_refusal
 from zerg.api.models import ERRORS, ErrorBody
 
 router = Router()
@@ -29,17 +29,7 @@ JSONRPC_ERROR = {"type": "object", "required": ["jsonrpc", "error"], "properties
     "id": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
     "error": {"type": "object", "required": ["code", "message"], "properties": {
         "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}}}
-# What a client sends: one JSON-RPC request (with an id) or notification (without), as MCP frames them.
-REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": {
-    "type": "object", "required": ["jsonrpc", "method"], "additionalProperties": False, "properties": {
-        "jsonrpc": {"type": "string", "enum": ["2.0"]},
-        "id": {"anyOf": [{"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1},
-                         {"type": "string", "maxLength": 200}],
-               "description": "The request's id; without one the message is a notification (202, no body)"},
-        "method": {"type": "string", "minLength": 1, "maxLength": 200,
-                   "description": "initialize, tools/list, tools/call, resources/templates/list, resources/read, "
-                                  "ping, notifications/initialized ... (an unknown one: a JSON-RPC error)"},
-        "params": {"type": "object", "description": "The method's parameters"}}}}}}
+REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": FRAME}}}
 _JSONRPC = {"application/json": {"schema": JSONRPC_ERROR}}
 _ERROR = {"application/json": {"model": ErrorBody}}
 RESPONSES = {
@@ -76,11 +66,11 @@ def mcp_request(rt: Rt):
     owner_id = caller_of(event).owner_id
     if not headers.get("accept", "").strip():
         headers["accept"] = "*/*"
-    refused = media_type_refusal(headers)
-    if refused is not None:
-        return Response(status_code=refused.status, content_type="application/json", body=refused.body.decode())
     raw = event.raw_event.get("body") or ""
     body = base64.b64decode(raw) if event.raw_event.get("isBase64Encoded") else raw.encode("utf-8", "surrogatepass")
+    refused = media_type_refusal(headers) or frame_refusal(body)
+    if refused is not None:
+        return Response(status_code=refused.status, content_type="application/json", body=refused.body.decode())
     answer = exchange(rt, owner_id, headers, body)
     kind = answer.headers.pop("content-type", None) or answer.headers.pop("Content-Type", None)
     return Response(status_code=answer.status, content_type=kind, body=answer.body.decode("utf-8", "replace"),
