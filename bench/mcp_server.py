@@ -134,9 +134,10 @@ def main(smoke: bool = False) -> None:
     for name, _, path in cases:
         print(f"-- {name} (REST: GET {path.split('?')[0]})")
         print(fmt(f"{name}: the service call in-process", direct[name]))
-        print(fmt(f"{name}: REST GET on zerg serve", http[name][1]))
         print(fmt(f"{name}: POST /mcp tools/call", http[name][0]))
+        print(fmt(f"{name}: REST GET, alternated with it", http[name][1]))
         print(fmt(f"{name}: stdio tools/call (zerg mcp serve)", stdio[name][0]))
+        print(fmt(f"{name}: REST GET, alternated with that", stdio[name][1]))
         print(f"{name}: MCP overhead over REST, median of pairs: POST /mcp {http[name][2]:+.2f} ms, "
               f"stdio {stdio[name][2]:+.2f} ms")
     over = {way: statistics.median(got[n][2] for n, _, _ in cases) for way, got in (("POST /mcp", http),

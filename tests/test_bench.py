@@ -81,7 +81,7 @@ FIGURES = {
             "token check: JWT + session row", "SSE replay of a finished run (10 events)", "5 live SSE clients",
             "import functions.events.handler"],
     "mcp_server": ["== MCP server: one tool call against the same REST read", "run_status: the service call in-process",
-                   "memory_read: REST GET on zerg serve", "list_runs: POST /mcp tools/call",
+                   "memory_read: REST GET, alternated with it", "list_runs: POST /mcp tools/call",
                    "run_status: stdio tools/call (zerg mcp serve)", "MCP overhead over the REST call"],
     "web": ["== the built app (web/dist) ==", "transferred size, gzip", "== the page (headless Chromium",
             "POST /supervisor -> first worker row rendered", "POST /api/jarvis/route (pre-check",
