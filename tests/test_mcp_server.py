@@ -143,6 +143,35 @@ def test_zerg_mcp_serve_reads_and_writes_memory_as_the_owner_and_refuses_bad_inp
     assert "unknown tool 'delete_everything'" in unknown.error.message and "ask" in unknown.error.message
 
 
+def test_zerg_mcp_serve_keeps_stdout_for_the_protocol_and_exits_when_stdin_closes(runtime_env, alice):
+    import subprocess
+
+    runtime_env()
+    frames = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                  "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+              {"jsonrpc": "2.0", "method": "notifications/initialized"},
+              {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+              {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}]
+    done = subprocess.run([sys.executable, "-m", "zerg.cli", "mcp", "serve", "--owner", alice.name],
+                          input="".join(json.dumps(f) + "\n" for f in frames) + "{not json\n[1, 2]\n",
+                          capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]  # every line of stdout is a frame
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "zerg"
+    listed = {t["name"]: t for t in by_id[2]["result"]["tools"]}
+    assert set(listed) == TOOLS
+    assert listed["run_status"]["annotations"]["readOnlyHint"] is True
+    assert listed["memory_write"]["annotations"]["destructiveHint"] is True
+    assert listed["ask"]["inputSchema"]["required"] == ["task"]
+    assert by_id[3]["error"]["code"] == -32602 and "unknown tool 'nope'" in by_id[3]["error"]["message"]
+    unanswerable = [a["error"] for a in answers if a.get("id") is None]  # the lines that are not frames
+    assert [e["code"] for e in unanswerable] == [-32700, -32600]
+    assert unanswerable[0]["message"].startswith("Parse error: not JSON (Invalid JSON: key must be a string")
+    assert f"acting for owner {alice.owner_id} over stdio" in done.stderr and "Traceback" not in done.stderr
+
+
 # ---- over HTTP: POST /mcp on zerg serve ----
 
 def test_post_mcp_answers_ask_with_progress_and_serves_the_workers_result(api_server, llm, alice):
