@@ -197,6 +197,10 @@ LISTED: dict[str, tuple[str, str]] = {
     "test_mcp_server.py": ("e2e", "zerg mcp serve as a process (its own local engine), and runs behind POST /mcp"),
     "test_mcp_server.py::test_zerg_mcp_serve_answers_ask_over_stdio_with_progress_notifications":
         ("e2e slow", "zerg mcp serve as a process running a whole run (9 s)"),
+    "test_mcp_server.py::test_zerg_mcp_serve_reads_and_writes_memory_as_the_owner_and_refuses_bad_input":
+        ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (4-10 s)"),
+    "test_mcp_server.py::test_zerg_mcp_serve_keeps_stdout_for_the_protocol_and_exits_when_stdin_closes":
+        ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (5-7 s)"),
 }
 
 # Test files that match E2E_SIGNS without driving the engine in any test LISTED does not name, and why.
