@@ -396,6 +396,23 @@ def login_other(pool) -> str:
         return login(create_owner(conn, unique_name("carol")))
 
 
+def test_post_mcp_through_the_lambda_handler_as_api_gateway_delivers_it(runtime_env, alice):
+    from tests.support.api import call
+
+    runtime_env()
+    token = login(alice)
+    frame = {"jsonrpc": "2.0", "id": "a1", "method": "tools/call", "params": {"name": "list_schedules"}}
+    status, body, result = call("POST", "/mcp", raw=json.dumps(frame).encode(), token=token,
+                                headers={"accept": "application/json, text/event-stream"})
+    assert status == 200 and result["headers"]["Content-Type"] == "text/event-stream"
+    assert result["headers"]["X-Content-Type-Options"] == "nosniff"  # the API's security headers too
+    data = json.loads(next(line[5:] for line in body.splitlines() if line.startswith("data:")))
+    assert data["id"] == "a1" and data["result"]["structuredContent"] == {"schedules": []}
+    status, body, _ = call("POST", "/mcp", raw=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+                           headers={"accept": "*/*"})
+    assert status == 401 and body["error"] == "unauthorized"
+
+
 @pytest.mark.parametrize("uri", ["zerg://workers/abc/result", "zerg://workers/1/secrets", "file:///etc/passwd"])
 def test_a_resource_outside_the_template_is_a_clear_error(api_server, alice, uri):
     base, _ = api_server
