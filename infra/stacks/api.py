@@ -4,6 +4,11 @@ Invariants:
 - Every ``/api/...`` request reaches the ingress function, whose router is the single list of
   routes (and authenticates the owner itself); API Gateway only throttles and answers CORS
   preflights for the one configured Jarvis origin.
+- ``POST /mcp`` (Zerg as an MCP server, docs/mcp.md) reaches the same function through the same
+  integration: it is one more route of that router, with the same bearer sessions and the same
+  stage throttling; its exchange is bounded below the function's 29 s (``EXCHANGE_LIMIT_S``).
+  No function of its own: the layout is the four functions, and a second copy of the API's
+  code and cold start would buy nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from constructs import Construct
 from infra.config import StageConfig
 
 ROUTE_PATH = "/api/{proxy+}"
+MCP_PATH = "/mcp"  # zerg.api.mcpserver.http.PATH
 ROUTE_METHODS = (
     apigw.HttpMethod.GET, apigw.HttpMethod.POST, apigw.HttpMethod.PUT,
     apigw.HttpMethod.PATCH, apigw.HttpMethod.DELETE,
@@ -50,9 +56,7 @@ class ApiStack(Stack):
                 rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit
             ),
         )
-        self.api.add_routes(
-            path=ROUTE_PATH,
-            methods=list(ROUTE_METHODS),
-            integration=HttpLambdaIntegration("Ingress", ingress),
-        )
+        integration = HttpLambdaIntegration("Ingress", ingress)
+        self.api.add_routes(path=ROUTE_PATH, methods=list(ROUTE_METHODS), integration=integration)
+        self.api.add_routes(path=MCP_PATH, methods=[apigw.HttpMethod.POST], integration=integration)
         CfnOutput(self, "ApiUrl", value=self.stage.url)

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Match
 
 def test_http_api_routes_reach_the_ingress_function(synth):
     routes = {r["Properties"]["RouteKey"] for r in synth.resources("Api", "AWS::ApiGatewayV2::Route").values()}
-    assert routes == {f"{m} /api/{{proxy+}}" for m in ("GET", "POST", "PUT", "PATCH", "DELETE")}
+    assert routes == {f"{m} /api/{{proxy+}}" for m in ("GET", "POST", "PUT", "PATCH", "DELETE")} | {"POST /mcp"}
     (integration,) = synth.resources("Api", "AWS::ApiGatewayV2::Integration").values()
     assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
     assert integration["Properties"]["PayloadFormatVersion"] == "2.0"

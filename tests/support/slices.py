@@ -194,6 +194,13 @@ LISTED: dict[str, tuple[str, str]] = {
     "test_escalation.py::test_a_critical_alert_repeats_on_the_escalation_state_machine_and_stops_after_acknowledgement":
         ("e2e slow", "the escalation state machine on the local engine (5 s)"),
     "test_owner_feed.py::test_a_live_feed_ends_when_its_session_is_revoked": ("slow", "5 s"),
+    "test_mcp_server.py": ("e2e", "zerg mcp serve as a process (its own local engine), and runs behind POST /mcp"),
+    "test_mcp_server.py::test_zerg_mcp_serve_answers_ask_over_stdio_with_progress_notifications":
+        ("e2e slow", "zerg mcp serve as a process running a whole run (9 s)"),
+    "test_mcp_server.py::test_zerg_mcp_serve_reads_and_writes_memory_as_the_owner_and_refuses_bad_input":
+        ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (4-10 s)"),
+    "test_mcp_server.py::test_zerg_mcp_serve_keeps_stdout_for_the_protocol_and_exits_when_stdin_closes":
+        ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (5-7 s)"),
 }
 
 # Test files that match E2E_SIGNS without driving the engine in any test LISTED does not name, and why.

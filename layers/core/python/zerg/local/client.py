@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from zerg.local.progress import describe_event
 from zerg.runs.events import TERMINAL_EVENTS
+from zerg.runs.progress import describe_event
 
 
 class ClientError(RuntimeError):

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from zerg import tracing
 from zerg.agents.settings import check_models
 from zerg.config import ConfigError
-from zerg.local.progress import describe_event
 from zerg.runs import events, jobs
 from zerg.runs import store as runs
+from zerg.runs.progress import describe_event
 from zerg.runtime import Runtime
 from zerg.statuses import RUN_FINAL
 

@@ -249,7 +249,7 @@ class ZergASGI:
         if body is None:
             return
         raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-        if not raw_path.startswith("/api/") and raw_path != "/api":
+        if not raw_path.startswith("/api/") and raw_path not in ("/api", "/mcp"):  # /mcp: Zerg as an MCP server
             return await _serve_static(scope, send, raw_path)
         query = scope.get("query_string", b"").decode("latin-1")
         target = raw_path + (f"?{query}" if query else "")

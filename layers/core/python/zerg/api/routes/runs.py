@@ -138,6 +138,13 @@ def accept_run(rt: Runtime, owner_id: int, task: str, *, key: str | None = None,
     """Start a run of ``task`` for the owner (trigger ``api``) and answer 202 with where to follow
     it and how long it will likely take. The one start path of the API: /supervisor and a worker's
     retry. An Idempotency-Key replay answers the first run and starts nothing new."""
+    return json_response(start_api_run(rt, owner_id, task, key=key, context=context, preferences=preferences),
+                         status=202)
+
+
+def start_api_run(rt: Runtime, owner_id: int, task: str, *, key: str | None = None,
+                  context: dict[str, Any] | None = None, preferences: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`accept_run`'s work, its answer as a dict (the MCP server's ``ask`` starts runs here too)."""
     with rt.pool.connection() as conn:
         try:  # a model its provider cannot serve as configured: one line, and no run row
             agent_settings.check_models(conn, rt.settings, owner_id)
@@ -154,9 +161,8 @@ def accept_run(rt: Runtime, owner_id: int, task: str, *, key: str | None = None,
         status = runs.get_run(conn, owner_id, started.run_id)["status"]
         estimate = runs.estimated_duration_s(conn, owner_id, "api", default_s=rt.settings.estimate_default_s,
                                              cap_s=rt.settings.run_timeout_s)
-    return json_response({"run_id": started.run_id, "thread_id": started.thread_id, "status": status,
-                          "stream_url": stream_url(started.run_id), "estimated_duration_seconds": estimate},
-                         status=202)
+    return {"run_id": started.run_id, "thread_id": started.thread_id, "status": status,
+            "stream_url": stream_url(started.run_id), "estimated_duration_seconds": estimate}
 
 
 def _start_execution(rt: Runtime, run: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Progress lines for a run's events, shared by ``zerg run`` and the ``zerg ask`` client."""
+"""Progress lines for a run's events, shared by ``zerg run``, the ``zerg ask`` client and the MCP server's ``ask``."""
 
 from __future__ import annotations
 
