@@ -5,3 +5,7 @@
 -- worker that has not finished, and for workers finished before this column existed that were not
 -- reindexed.
 ALTER TABLE worker_jobs ADD COLUMN tool_calls jsonb;
+-- Kept spans are a debugging aid that `zerg serve` now keeps by default (docs/tracing.md): they are
+-- deleted after ZERG_TRACE_RETENTION_DAYS (the run, its events and its events' waterfall stay).
+-- This index finds the old ones without reading the table.
+CREATE INDEX run_spans_started ON run_spans (started_at);
