@@ -37,6 +37,11 @@ def test_numbered_sources_under_the_answer_open_the_worker_on_its_result_and_too
         expect(item.locator("[data-preview]")).to_have_text(f"summary of {task}")
         expect(item.locator("[data-command]")).to_contain_text("$ echo EVIDENCE-")
     screenshot(page, "evidence-sources-under-the-answer")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: each source stays inside its answer
+    right = answers(page, run_id).evaluate("el => el.getBoundingClientRect().right")
+    assert all(box["x"] + box["width"] <= right + 0.5 for box in (items.nth(i).bounding_box() for i in range(2)))
+    screenshot(page, "evidence-sources-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.reload()  # the thread as stored: the same sources, titled again from the run document
     expect(sources(page, run_id)).to_have_count(2)

@@ -23,9 +23,10 @@ function SpanRow({ span, depth, place, titles }) {
   const status = STATUS_WORDS[span.status] || span.status;
   const tokens = span.tokens_in || span.tokens_out ? `${num(span.tokens_in)} in · ${num(span.tokens_out)} out` : '';
   const payload = payloadOf(span);
+  const label = labelOf(span, titles);
   const cells = (
     <>
-      <span class="wf-name" style={{ paddingLeft: `${depth * 1.1}em` }} title={span.name}>{labelOf(span, titles)}</span>
+      <span class="wf-name" style={{ paddingLeft: `${depth * 1.1}em` }} title={`${label} (${span.name})`}>{label}</span>
       <span class="wf-track" aria-hidden="true">
         <span class={`wf-bar wf-${kind} wf-st-${status}`} style={{ left: `${bar.left.toFixed(3)}%`, width: `${Math.min(bar.width, 100 - bar.left).toFixed(3)}%` }} />
       </span>
