@@ -112,6 +112,7 @@ class WorkerToolCall(BaseModel):
     tool: str | None
     ok: bool | None
     exit_code: int | None
+    exit_signal: str | None = Field(description="The signal that ended a shell command (e.g. TERM); exit_code is then null")
     command: str | None = Field(description="What it did in one line (the shell command, URL, query...), at most 300 "
                                             "characters; null when its arguments named nothing of the kind")
     started_at: str | None = Field(description="ISO time the call started (null for workers older than issue 29)")

@@ -342,7 +342,7 @@ def worker_facts(job: dict[str, Any]) -> dict[str, Any]:
             **_evidence(job)}
 
 
-_CALL_FIELDS = ("path", "tool", "ok", "exit_code", "command", "started_at", "duration_ms")
+_CALL_FIELDS = ("path", "tool", "ok", "exit_code", "exit_signal", "command", "started_at", "duration_ms")
 
 
 def _job_usage(row: dict[str, Any] | None) -> dict[str, Any]:
