@@ -162,6 +162,11 @@ def test_the_run_detail_draws_the_waterfall_of_its_spans(open_page, new_owner, p
     expect(trace.locator("li[data-kind='model']").first).to_be_visible()  # model calls, from the spans only
     expect(trace.locator("li[data-kind='supervisor']")).to_have_count(3)  # plan, resume, finalize
     screenshot(page, "run-detail-waterfall-spans")
+    page.emulate_media(color_scheme="dark")
+    screenshot(page, "run-detail-waterfall-spans-dark")
+    page.goto("/#/")
+    expect(sources(page, run_id)).to_have_count(2)
+    screenshot(page, "evidence-sources-dark")
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ function Source({ n, id, w }) {
       <a href={`#/dashboard/workers/${id}`} class="source-title">
         <span class="source-n">[{n}]</span> {w ? w.title || w.task : `Worker ${id}`}
       </a>
-      {status && <span class={`source-mark st-${status}`} role="img" title={status} aria-label={status}>{MARKS[status] || '…'}</span>}
+      {status && <span class={`source-mark mark-${status}`} role="img" title={status} aria-label={status}>{MARKS[status] || '…'}</span>}
       {w && w.duration_ms != null && <span class="muted source-dur">{duration(w.duration_ms)}</span>}
       {w && (w.summary || (w.error && status !== 'success')) && (
         <span class="source-preview" data-preview>{w.summary || w.error}</span>
