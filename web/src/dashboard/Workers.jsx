@@ -212,7 +212,7 @@ function FileView({ jobId, file }) {
             </article>
           ))}
         </div>
-      ) : view && <pre aria-label="File content" class="content" ref={preRef} tabindex="0"><Marked text={view.text} query={query} current={current} /></pre>}
+      ) : view && <pre role="region" aria-label="File content" class="content" ref={preRef} tabindex="0"><Marked text={view.text} query={query} current={current} /></pre>}
     </section>
   );
 }
