@@ -12,7 +12,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import WAIT_MS, ServedZerg, answers, complete_run, screenshot, sign_in
+from tests.support.browser import (
+    WAIT_MS,
+    ServedZerg,
+    answers,
+    ask,
+    complete_run,
+    is_supervisor_post,
+    screenshot,
+    sign_in,
+    supervisor_run_id,
+    worker_rows,
+)
 from tests.support.waiting import wait_for
 
 INVESTIGATION = "Investigate disk usage and memory on my servers"
@@ -192,3 +203,29 @@ def test_the_run_detail_draws_the_waterfall_from_its_events_when_it_kept_no_span
         screenshot(page, "run-detail-waterfall-events")
     finally:
         context.close()
+
+
+def test_a_running_runs_waterfall_shows_its_workers_live_and_redraws_as_they_finish(open_page, new_owner, conductor):
+    page = open_page(new_owner())
+    conductor.hold()  # the workers stay running until released
+    with page.expect_response(is_supervisor_post) as posted:
+        ask(page, INVESTIGATION)
+    run_id = supervisor_run_id(posted.value)
+    for i in range(2):
+        expect(worker_rows(page).nth(i)).to_have_attribute("data-status", "running")
+    page.goto(f"/#/dashboard/runs/{run_id}")
+    trace = waterfall(page)
+    expect(trace).to_have_attribute("data-source", "events")  # spans come at the workers' end
+    root = trace.get_by_role("list", name="Trace waterfall").locator(":scope > li")
+    expect(root).to_have_attribute("data-status", "running")
+    workers = root.locator("li[data-kind='worker']")
+    expect(workers).to_have_count(2)
+    for i in range(2):
+        expect(workers.nth(i)).to_have_attribute("data-status", "running")
+    screenshot(page, "run-detail-waterfall-running")
+    conductor.release()  # the page follows the run's stream: no reload
+    for i in range(2):
+        expect(workers.nth(i)).to_have_attribute("data-status", "ok")
+    expect(root).to_have_attribute("data-status", "ok")
+    expect(page.get_by_role("region", name="Answer").locator("strong")).to_have_text("78%")
+    screenshot(page, "run-detail-waterfall-finished-live")

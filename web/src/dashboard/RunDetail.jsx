@@ -1,15 +1,18 @@
 // One run: its facts, its approvals, the answer (markdown, as the chat renders it), the trace
 // waterfall (its kept spans, else built from its events: the supervisor's turns, each worker with its
 // tool calls nested, latency bars, tokens, cost and status per span, payloads folded), its workers,
-// usage by component, and the timeline of its events.
-import { get } from '../api.js';
+// usage by component, and the timeline of its events. A run still going is redrawn as its events come.
+import { useEffect } from 'preact/hooks';
+import { get, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { ApprovalCard } from '../chat/ApprovalCard.jsx';
 import { between, duration, num, usd, when } from '../format.js';
 import { renderMarkdown } from '../markdown.js';
+import { follow } from '../stream.js';
 import { ErrorLine, useLoad } from './common.jsx';
 import { fromEvents, kindOf, labelOf, layout } from './waterfall.js';
 
+const UNFINISHED = new Set(['queued', 'running', 'awaiting_approval']);
 const STATUS_WORDS = { ok: 'ok', unset: 'ok', error: 'error', running: 'running', cancelled: 'cancelled' };
 
 function payloadOf(span) {
@@ -57,14 +60,18 @@ function SpanRow({ span, depth, place, titles }) {
 
 /** The waterfall: spans when the run kept them, else built from its events. */
 export function Waterfall({ run, events, trace }) {
-  const fromSpans = trace && trace.spans && trace.spans.length > 0;
+  // The spans once the run's root span is kept (written when the run closes); until then, and for a
+  // run that kept none, the events: a running run's workers are there live, their spans only at their end.
+  const fromSpans = !!(trace && trace.spans && trace.spans.some((sp) => kindOf(sp) === 'run'));
   const roots = fromSpans ? trace.spans : fromEvents(run, events);
   const { place, total } = layout(roots);
   const titles = Object.fromEntries((run.workers || []).map((w) => [w.job_id, w.title || w.task]));
   return (
     <section class="waterfall" aria-label="Trace" data-source={fromSpans ? 'spans' : 'events'}>
       <p class="muted">
-        {fromSpans ? `From the run's spans (trace ${trace.trace_id})` : 'From the run\'s events (it kept no spans: docs/tracing.md)'}
+        {fromSpans ? `From the run's spans (trace ${trace.trace_id})`
+          : trace && trace.spans && trace.spans.length ? 'From the run\'s events (its spans are drawn once it has closed)'
+            : 'From the run\'s events (it kept no spans)'}
         {' · '}{duration(total)}
       </p>
       <div class="wf-head" aria-hidden="true"><span>Span</span><span>0 – {duration(total)}</span><span>Time</span><span>Tokens</span><span>USD</span><span>Status</span></div>
@@ -80,6 +87,18 @@ export function RunDetail({ runId }) {
   const events = useLoad(() => get(`/api/jarvis/runs/${runId}/events`), [runId]);
   // The kept spans, if any (an older server without the route: the events alone).
   const trace = useLoad(() => get(`/api/jarvis/runs/${runId}/trace`).catch(() => ({ spans: [] })), [runId]);
+  // A run still going: its stream's events redraw the page (coalesced), until its terminal event.
+  const going = !!(run.data && UNFINISHED.has(run.data.status));
+  useEffect(() => {
+    if (!going) return undefined;
+    let pending = null;
+    const refresh = () => {
+      if (pending) return;
+      pending = setTimeout(() => { pending = null; run.reload(); events.reload(); trace.reload(); }, 250);
+    };
+    const stream = follow(`/api/jarvis/supervisor/events${qs({ run_id: runId })}`, { onEvent: refresh });
+    return () => { stream.close(); if (pending) clearTimeout(pending); };
+  }, [runId, going]);
   // Its approvals waiting for the owner (a push notification's body opens this page): answerable here.
   const waiting = useLoad(() => get('/api/jarvis/approvals').then((l) => cardsForRun(l.approvals, runId)), [runId]);
   const answered = (a) => waiting.setData((xs) => xs.map((x) => (x.id === a.id ? a : x)));
