@@ -12,7 +12,12 @@ slow moment of a shared machine falls on both alike), after an A/A round (untrac
 untraced: how far apart two identical series come out on this machine now):
 - OTLP: exported by the SDK's batch processor in the background (``zerg serve``, ``zerg run``);
 - OTLP, flushed per invocation: also exported before the handler returns, as on Lambda;
-- OTLP + database: ``ZERG_TRACE_STORE=on`` keeps the spans for the waterfall too (local only).
+- OTLP + database: ``ZERG_TRACE_STORE=on`` keeps the spans for the waterfall too (local only);
+- database only: the spans kept, no collector (``zerg serve``'s default since issue 29).
+
+Then what turning tracing on costs a process once, at its start (:func:`startup`): the OpenTelemetry
+SDK imported and the tracer installed (``zerg.tracing.setup.configure``) in a fresh process that has
+imported what ``zerg serve`` imports first, store on against off, alternated.
 
 Run: .venv/bin/python -m bench.tracing   (smoke: main(smoke=True), same code paths, fewer runs)
 """
@@ -64,6 +69,33 @@ class Collector:
         self.process.wait(timeout=30)
 
 
+STARTUP_CODE = r"""
+import os, time
+import zerg.local.server, zerg.wiring  # what zerg serve has imported before its runtime is built
+from zerg.config import Settings
+from zerg.tracing import setup
+def rss_kib():  # resident now (not the peak: the imports before may have peaked higher)
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
+settings = Settings(ZERG_TRACE_STORE=os.environ["ZERG_TRACE_STORE"])
+rss = rss_kib()
+wall, cpu = time.perf_counter(), time.process_time()
+setup.configure(settings, lambda: None)
+print((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, rss_kib() - rss)
+"""
+
+
+def startup(samples: int = 12) -> dict[str, tuple[float, float, float]]:
+    """{store: (wall ms, CPU ms, resident KiB added)} medians of turning tracing on in a fresh process."""
+    seen: dict[str, list[list[float]]] = {"off": [], "on": []}
+    for n in range(2 * samples):
+        store = "on" if n % 2 else "off"
+        out = subprocess.run([sys.executable, "-c", STARTUP_CODE], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env={**os.environ, "ZERG_TRACE_STORE": store, "ZERG_LOG_LEVEL": "WARNING"})
+        seen[store].append([float(x) for x in out.stdout.split()])
+    return {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in seen.items()}
+
+
 def main(smoke: bool = False) -> None:
     from functions.worker.handler import handler
     from tests.support.factories import make_job, make_run
@@ -80,6 +112,8 @@ def main(smoke: bool = False) -> None:
         "OTLP": ({"ZERG_TRACE_STORE": "off"}, False, True),
         "OTLP, flushed per invocation": ({"ZERG_TRACE_STORE": "off"}, True, True),
         "OTLP + database": ({"ZERG_TRACE_STORE": "on"}, False, True),
+        # What `zerg serve` does by default since issue 29: the spans kept for the waterfall, no collector.
+        "database only (zerg serve)": ({"ZERG_TRACE_STORE": "on", "OTEL_EXPORTER_OTLP_ENDPOINT": None}, False, True),
     }
     results: dict[str, dict[str, float]] = {}
     spans_per_run = 0.0
@@ -89,7 +123,7 @@ def main(smoke: bool = False) -> None:
                     "ZERG_DATA_DIR": tmp, "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
                     "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
             for name, (extra, flush, traces) in variants.items():
-                with environ(**base, **extra):
+                with environ(**{**base, **extra}):
                     rt = get_runtime()
                     with rt.pool.connection() as conn:
                         owner = create_owner(conn, f"bench {name}").owner_id
@@ -132,6 +166,7 @@ def main(smoke: bool = False) -> None:
         llm.close()
         receiver.close()
 
+    started = startup(2 if smoke else 12)
     load = os.getloadavg()[0]
     print(f"== tracing overhead per worker run (worker handler; {pairs} untraced and {pairs} traced runs, "
           f"alternated; 2 model calls, 1 container_exec('true'); load average {load:.1f}) ==")
@@ -142,6 +177,9 @@ def main(smoke: bool = False) -> None:
               f"{r['cpu_invocation']:14.2f} ms + {r['cpu_export']:5.2f} ms = {r['cpu']:5.2f} ms"
               f" {100 * r['cpu'] / r['off']:+10.1f}%")
     print(f"spans exported per traced run: {spans_per_run:.1f} (invoke_agent, chat x2, execute_tool)")
+    print("turning tracing on at a process's start (the SDK imported, the tracer installed; medians):")
+    for store, (wall_ms, cpu_ms, rss_kib) in started.items():
+        print(f"  ZERG_TRACE_STORE={store:<3}  wall {wall_ms:6.1f} ms  CPU {cpu_ms:6.1f} ms  resident +{rss_kib / 1024:.1f} MiB")
     print("(wall: medians, as noisy as the A/A row shows; CPU added: the invocation thread's CPU, traced minus "
           "untraced medians, plus the SDK's export threads' CPU per traced run, as a share of the untraced run's "
           "wall time)")

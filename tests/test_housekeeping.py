@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -104,6 +105,28 @@ def test_zerg_serve_prunes_memory_file_versions_daily_whatever_the_retention(run
     with pool.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM memory_file_versions WHERE owner_id = %s",
                             (owner,)).fetchone()["n"] == 1
+
+
+def test_zerg_serve_deletes_kept_spans_past_their_retention_and_keeps_the_rest(runtime_env, pool, owner):
+    from tests.support.factories import make_run
+    from zerg.tracing import store as spans
+
+    rt = runtime_env(ZERG_TRACE_RETENTION_DAYS="30")
+    run_id, _ = make_run(pool, owner)
+    now = datetime.now(timezone.utc)
+    rows = [{"owner_id": owner, "run_id": run_id, "trace_id": "a" * 32, "span_id": f"{i:016x}", "parent_span_id": None,
+             "name": "invoke_agent worker", "kind": "internal", "started_at": now - timedelta(days=days),
+             "duration_ms": 1.0, "status": "unset", "status_message": None, "attributes": {}}
+            for i, days in enumerate((45, 31, 29, 0), start=1)]
+    with pool.connection() as conn:
+        spans.insert_spans(conn, rows)
+    task = {t.name: t for t in default_tasks(rt)}["trace-retention"]
+    assert (task.interval_s, task.first_delay_s) == (DAY_S, 0.0)
+    assert spans.prune(rt, batch=1) == {"spans_deleted": 2}  # batch by batch until none is left
+    with pool.connection() as conn:
+        left = [r["span_id"] for r in spans.spans_of_run(conn, owner, run_id)]
+    assert left == [f"{3:016x}", f"{4:016x}"]
+    assert runtime_env().settings.trace_retention_days == 30  # the default
 
 
 def test_zerg_serve_deletes_an_old_unpinned_worker_at_start_and_keeps_a_cited_one(database_url, pool, owner, tmp_path):

@@ -41,6 +41,14 @@ def test_tracing_is_on_with_an_endpoint_or_the_span_store_unless_the_sdk_is_disa
     assert (setup.wanted(s), setup.store_spans(s)) == (on, stored)
 
 
+def test_zerg_serve_keeps_spans_unless_told_not_to_or_not_local():
+    assert setup.store_spans(settings(), serve=True) and setup.wanted(settings()) is False  # not serving here
+    assert not setup.store_spans(settings(ZERG_TRACE_STORE="off"), serve=True)
+    assert not setup.store_spans(settings(ZERG_STATE_MACHINE_ARN="arn:aws:states:x"), serve=True)
+    assert not setup.store_spans(settings(AWS_LAMBDA_FUNCTION_NAME="zerg-dev-worker"), serve=True)
+    assert not setup.store_spans(settings(), serve=False)
+
+
 def test_the_conventions_and_content_capture_follow_the_otel_variables():
     assert setup.options_of(settings()) == tracing.Options(latest=False, capture_content=False)
     latest = setup.options_of(settings(OTEL_SEMCONV_STABILITY_OPT_IN="http, gen_ai_latest_experimental"))

@@ -45,6 +45,7 @@ def _conductor_defaults(request):
     conductor = request.getfixturevalue("conductor")
     fresh = Conductor()
     conductor.tasks, conductor.answer, conductor.plain = fresh.tasks, fresh.answer, fresh.plain
+    conductor.commands = fresh.commands
     conductor.release()
     yield
     conductor.release()

@@ -129,6 +129,7 @@ class Conductor:
         self.tasks = ["Check disk usage", "Check memory"]
         self.answer = "Disk is **78%** full; 2 GB of memory free."
         self.plain = "It is a quick answer."
+        self.commands: dict[str, str] = {}  # a task's own command instead of the echo
         self.held = 0  # worker calls waiting at the gate right now
         self._lock = threading.Lock()
 
@@ -147,7 +148,8 @@ class Conductor:
         if role == "worker":
             task = worker_task(request)
             if not has_tool_results(request):
-                return {"tool_calls": [("container_exec", {"command": f"echo EVIDENCE-{abs(hash(task)) % 10_000}; echo {task!r}"})]}
+                default = f"echo EVIDENCE-{abs(hash(task)) % 10_000}; echo {task!r}"
+                return {"tool_calls": [("container_exec", {"command": self.commands.get(task, default)})]}
             with self._lock:
                 self.held += 1
             try:

@@ -11,6 +11,7 @@ import { ApprovalCard } from './ApprovalCard.jsx';
 import { Feed } from './Feed.jsx';
 import { Push } from './Push.jsx';
 import { Settings, loadPreferences } from './Settings.jsx';
+import { Sources } from './Sources.jsx';
 import { Voice, speak } from './Voice.jsx';
 
 const PAGE = 30;
@@ -39,11 +40,7 @@ function Message({ m }) {
       {assistant
         ? <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(m.content) }} />
         : <p class="plain">{m.content}</p>}
-      {assistant && m.jobIds && m.jobIds.length > 0 && (
-        <p class="evidence">Evidence:{' '}
-          {m.jobIds.map((id) => <a key={id} href={`#/dashboard/workers/${id}`}>job {id}</a>)}
-        </p>
-      )}
+      {assistant && m.jobIds && m.jobIds.length > 0 && <Sources runId={m.runId} jobIds={m.jobIds} />}
     </article>
   );
 }

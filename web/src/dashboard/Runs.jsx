@@ -1,11 +1,9 @@
-// Runs: the list (filters, paging) and one run's timeline with the time between its events and
-// its usage per component.
+// Runs: the list (filters, paging); one run's detail is RunDetail.jsx.
 import { useState } from 'preact/hooks';
 import { get, qs } from '../api.js';
-import { cardsForRun } from '../approvals.js';
-import { ApprovalCard } from '../chat/ApprovalCard.jsx';
-import { between, duration, num, usd, when } from '../format.js';
+import { duration, num, usd, when } from '../format.js';
 import { ErrorLine, useLoad } from './common.jsx';
+import { RunDetail } from './RunDetail.jsx';
 
 const STATUSES = ['', 'queued', 'running', 'awaiting_approval', 'success', 'failed', 'timeout', 'cancelled'];
 const TRIGGERS = ['', 'api', 'schedule', 'reply', 'cli', 'retry'];
@@ -48,71 +46,6 @@ function RunList() {
           </p>
         </>
       )}
-    </>
-  );
-}
-
-function RunDetail({ runId }) {
-  const run = useLoad(() => get(`/api/jarvis/runs/${runId}`), [runId]);
-  const events = useLoad(() => get(`/api/jarvis/runs/${runId}/events`), [runId]);
-  // Its approvals waiting for the owner (a push notification's body opens this page): answerable here.
-  const waiting = useLoad(() => get('/api/jarvis/approvals').then((l) => cardsForRun(l.approvals, runId)), [runId]);
-  const answered = (a) => waiting.setData((xs) => xs.map((x) => (x.id === a.id ? a : x)));
-  const r = run.data;
-  const evs = events.data ? events.data.events : [];
-  const t0 = evs.length ? evs[0].created_at : null;
-  return (
-    <>
-      <p><a href="#/dashboard/runs">← All runs</a></p>
-      <h3>Run {runId}</h3>
-      <ErrorLine error={run.error} />
-      {r && (
-        <>
-          <dl class="facts">
-            <dt>Status</dt><dd><span class={`badge st-${r.status}`}>{r.status}</span>{r.budget_stopped && <> <span class="badge" data-budget-stopped>stopped at its budget</span></>}</dd>
-            <dt>Trigger</dt><dd>{r.trigger}</dd>
-            <dt>Task</dt><dd>{r.task}</dd>
-            <dt>Started</dt><dd>{when(r.started_at)}</dd>
-            <dt>Duration</dt><dd>{duration(r.duration_ms)}</dd>
-            <dt>Tokens</dt><dd>{num(r.tokens_in)} in · {num(r.tokens_out)} out · {usd(r.cost_usd)}</dd>
-          </dl>
-          {waiting.data && waiting.data.length > 0 && (
-            <section aria-label="Approvals" class="approvals">
-              {waiting.data.map((a) => <ApprovalCard key={a.id} approval={a} onAnswered={answered} />)}
-            </section>
-          )}
-          {r.result && <details open><summary>Answer</summary><pre class="wrap">{r.result}</pre></details>}
-          {r.error && <p class="error">{r.error}</p>}
-          <h4>Workers</h4>
-          <ul>{r.workers.map((w) => (
-            <li key={w.job_id} data-job-id={w.job_id} data-status={w.status}>
-              <a href={`#/dashboard/workers/${w.job_id}`}>job {w.job_id}</a> <span class={`badge st-${w.status}`}>{w.status}</span> {w.task} {duration(w.duration_ms)}
-              {w.usage && <span class="muted" data-worker-usage> · {num(w.usage.tokens_in + w.usage.tokens_out)} tokens · {usd(w.usage.cost_usd)}</span>}
-            </li>))}
-          </ul>
-          <h4>Usage by component</h4>
-          {r.usage_by_component ? (
-            <table class="grid" aria-label="Run usage by component">
-              <thead><tr><th>Component</th><th>Calls</th><th>Tokens in</th><th>Tokens out</th><th>USD</th></tr></thead>
-              <tbody>{r.usage_by_component.map((u) => (
-                <tr key={u.component}><td>{u.component}</td><td>{num(u.calls)}</td><td>{num(u.tokens_in)}</td><td>{num(u.tokens_out)}</td><td>{usd(u.cost_usd)}</td></tr>
-              ))}</tbody>
-            </table>
-          ) : <p class="muted">not available</p>}
-        </>
-      )}
-      <h4>Timeline</h4>
-      <ErrorLine error={events.error} />
-      <ol class="timeline" aria-label="Run timeline">
-        {evs.map((e, i) => (
-          <li key={e.id} data-event-type={e.event_type}>
-            <span class="muted">+{duration(between(t0, e.created_at))}</span>
-            {i > 0 && <span class="muted"> (Δ {duration(between(evs[i - 1].created_at, e.created_at))})</span>}{' '}
-            <strong>{e.event_type}</strong>{' '}
-            <code class="small">{JSON.stringify(e.payload).slice(0, 300)}</code>
-          </li>
-        ))}
-      </ol>
     </>
   );
 }

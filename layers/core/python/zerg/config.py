@@ -311,10 +311,14 @@ class Settings(BaseModel):
         default=None, alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
         description="true (or span_only, span_and_event): spans carry prompts, answers, tool arguments and results.",
     )
+    trace_retention_days: int = Field(
+        default=30, ge=1, le=36_500, alias="ZERG_TRACE_RETENTION_DAYS",
+        description="Kept spans older than this many days are deleted daily by zerg serve (36500: kept for good).",
+    )
     trace_store: Literal["auto", "on", "off"] = Field(
         default="auto", alias="ZERG_TRACE_STORE",
-        description="Keep every run's spans in the database (its waterfall); auto: when an OTLP endpoint is set "
-                    "and the runtime is local.",
+        description="Keep every run's spans in the database (its waterfall); auto: in `zerg serve`, and in any "
+                    "local runtime with an OTLP endpoint set.",
     )
 
     # --- the HTTP API ---------------------------------------------------------------------------

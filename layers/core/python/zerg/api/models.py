@@ -107,14 +107,32 @@ class JobUsage(BaseModel):
     cost_known: bool = Field(description="False when some of these calls had no known price")
 
 
+class WorkerToolCall(BaseModel):
+    path: str | None = Field(description="Its output, a file of the worker (tool_calls/NNN_tool.txt)")
+    tool: str | None
+    ok: bool | None
+    exit_code: int | None
+    exit_signal: str | None = Field(description="The signal that ended a shell command (e.g. TERM); exit_code is then null")
+    command: str | None = Field(description="What it did in one line (the shell command, URL, query...), at most 300 "
+                                            "characters; null when its arguments named nothing of the kind")
+    started_at: str | None = Field(description="ISO time the call started (null for workers older than issue 29)")
+    duration_ms: int | None
+
+
 class RunWorker(BaseModel):
     job_id: int
     worker_id: str | None
     task: str
+    title: str = Field(description="A short title from the task (its first sentence, at most 60 characters)")
     status: JobStatus
+    started_at: datetime | None
+    finished_at: datetime | None
     duration_ms: int | None
     summary: str | None
     error: str | None
+    command: str | None = Field(description="The first command (or URL, query...) the worker ran; null before it "
+                                            "finished or when it ran none")
+    tool_calls: list[WorkerToolCall] = Field(description="Its tool calls in order, once it finished")
     usage: JobUsage = Field(description="This worker's model calls (its own and its summary's), from the usage ledger")
 
 
@@ -196,6 +214,14 @@ class WorkerDetail(BaseModel):
     worker_id: str | None
     status: JobStatus
     task: str
+    title: str = Field(description="A short title from the task (its first sentence, at most 60 characters)")
+    summary: str | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    command: str | None = Field(description="The first command (or URL, query...) it ran; null before it finished")
+    tool_calls: list[WorkerToolCall] = Field(description="Its tool calls in order (each output is one of its files)")
     metadata: dict[str, Any] | None
     files: list[WorkerFile]
 

@@ -408,8 +408,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from zerg.local.server import make_server
     from zerg.migrate import migrate
     from zerg.sandbox import announce
+    from zerg.tracing import setup as tracing_setup
 
     tls_cert, tls_key = _tls_files(args)
+    tracing_setup.serving()  # ZERG_TRACE_STORE=auto keeps every run's spans here (docs/tracing.md)
     announce(get_settings())  # a crash's sandboxes go; no isolation here is said once, loudly
     with _connection() as conn:
         migrate(conn)

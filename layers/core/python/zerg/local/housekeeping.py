@@ -135,6 +135,9 @@ def default_tasks(rt: "Runtime") -> list[PeriodicTask]:
         tasks.append(PeriodicTask("retention", DAY_S, partial(retention.run_retention, rt)))
     tasks.append(PeriodicTask("reconcile", reconcile.RECONCILE_INTERVAL_S, partial(reconcile.run_reconcile, rt),
                               first_delay_s=reconcile.RECONCILE_INTERVAL_S))  # the index vs metadata.json
+    from zerg.tracing import store as spans
+
+    tasks.append(PeriodicTask("trace-retention", DAY_S, partial(spans.prune, rt)))  # kept spans: 30 days
     tasks.append(PeriodicTask("memory-versions", DAY_S, partial(filesystem.prune_versions, rt)))  # 30 days kept
     tasks.append(PeriodicTask("memory-facts", DAY_S, partial(org.prune_forgotten_facts, rt)))  # forgotten: 30 days kept
     if not rt.settings.escalation_state_machine_arn:  # escalations whose (local) execution stopped

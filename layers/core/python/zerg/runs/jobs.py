@@ -214,7 +214,7 @@ def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> bool:
     return conn.execute(
         """UPDATE worker_jobs SET status = CASE WHEN status = 'cancelled' THEN status ELSE %s END,
                   error = %s, finished_at = %s, duration_ms = %s,
-                  tokens_in = %s, tokens_out = %s, cost_usd = %s
+                  tokens_in = %s, tokens_out = %s, cost_usd = %s, tool_calls = %s
            WHERE id = %s AND finished_at IS DISTINCT FROM %s""",
         (
             meta["status"],
@@ -224,10 +224,16 @@ def mark_finished(conn: Connection, job_id: int, meta: dict[str, Any]) -> bool:
             meta.get("tokens_in") or 0,
             meta.get("tokens_out") or 0,
             meta.get("cost_usd"),
+            _tool_calls(meta),
             job_id,
             finished_at,
         ),
     ).rowcount == 1
+
+
+def _tool_calls(meta: dict[str, Any]) -> Jsonb | None:
+    calls = meta.get("tool_calls")
+    return Jsonb(calls) if isinstance(calls, list) else None
 
 
 def mark_failed_unstarted(conn: Connection, job_id: int, error: str) -> None:
@@ -333,7 +339,7 @@ class ReindexReport:
 
 _UPSERT_COLUMNS = (
     "owner_id, run_id, worker_id, task, model, status, summary, summary_meta, error, "
-    "tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_ms"
+    "tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_ms, tool_calls"
 )
 _UPDATE_SET = ", ".join(
     f"{c} = EXCLUDED.{c}" for c in (c.strip() for c in _UPSERT_COLUMNS.split(","))
@@ -364,13 +370,14 @@ def _row(meta: dict[str, Any]) -> tuple[Any, ...]:
         ts("started_at"),
         ts("finished_at"),
         meta.get("duration_ms"),
+        _tool_calls(meta),
     )
 
 
 def reindex(conn: Connection, store: WorkerArtifactStore) -> ReindexReport:
     """Rebuild ``worker_jobs`` rows from every worker's ``metadata.json`` (upsert; ids kept)."""
     report = ReindexReport()
-    placeholders = ", ".join(["%s"] * 16)
+    placeholders = ", ".join(["%s"] * 17)
     for worker_id, meta in store.iter_metadata():
         report.scanned += 1
         if isinstance(meta, Exception):

@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from zerg import observability
+from zerg import observability, text
 from zerg.llm import Usage
 from zerg.llm.ledger import usage_by_component, usage_by_job
 from zerg.runs import events, jobs, threads
@@ -296,9 +296,11 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
     if run is None:
         return None
     spend = {u["job_id"]: u for u in usage_by_job(conn, owner_id, run_id)}
-    workers = [{"job_id": j["id"], **{k: j[k] for k in ("worker_id", "task", "status", "duration_ms", "summary", "error")},
+    workers = [{"job_id": j["id"], **{k: j[k] for k in ("worker_id", "task", "status", "duration_ms", "summary", "error",
+                                                       "started_at", "finished_at")},
                 # Its worker's and summary's model calls, from the ledger (issue 27: spend per worker).
-                "usage": _job_usage(spend.get(j["id"]))}
+                "usage": _job_usage(spend.get(j["id"])),
+                **_evidence(j)}
                for j in jobs.run_jobs(conn, owner_id, run_id)]
     return {
         "run_id": run["id"],
@@ -323,6 +325,24 @@ def run_document(conn: Connection, owner_id: int, run_id: int) -> dict[str, Any]
         # From the ledger: every call of the run, its summaries', memory's and intent's too.
         "usage_by_component": usage_by_component(conn, owner_id, run_id),
     }
+
+
+def _evidence(job: dict[str, Any]) -> dict[str, Any]:
+    """What a worker shows as a source under the answer (issue 29): a title from its task, the
+    first command it ran and its tool calls (from its index row; [] until it finished)."""
+    calls = [c for c in job.get("tool_calls") or [] if isinstance(c, dict)]
+    command = next((c["command"] for c in calls if c.get("command")), None)
+    return {"title": text.title(job["task"]) or f"Worker {job['id']}", "command": command,
+            "tool_calls": [{k: c.get(k) for k in _CALL_FIELDS} for c in calls]}
+
+
+def worker_facts(job: dict[str, Any]) -> dict[str, Any]:
+    """A worker's index row as its detail shows it: outcome, times, summary and its calls."""
+    return {**{k: job.get(k) for k in ("summary", "error", "started_at", "finished_at", "duration_ms")},
+            **_evidence(job)}
+
+
+_CALL_FIELDS = ("path", "tool", "ok", "exit_code", "exit_signal", "command", "started_at", "duration_ms")
 
 
 def _job_usage(row: dict[str, Any] | None) -> dict[str, Any]:

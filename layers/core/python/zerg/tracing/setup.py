@@ -5,7 +5,8 @@ Tracing is on when ``OTEL_SDK_DISABLED`` is not true and either an OTLP endpoint
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``: spans go there over
 OTLP/HTTP, protobuf; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables itself) or
 ``ZERG_TRACE_STORE`` keeps spans in the database. ``ZERG_TRACE_STORE=auto`` (the default) keeps them
-when an endpoint is set and the runtime is local (not on Lambda, no Step Functions machine configured).
+when the runtime is local (not on Lambda, no Step Functions machine configured) and either it is
+``zerg serve`` (:func:`serving`) or an endpoint is set.
 Both exporters batch (``OTEL_BSP_*`` tune them): in the background, and on Lambda also at the end of
 every invocation (:attr:`zerg.tracing.Options.flush_each_invocation`), whose sandbox is frozen after.
 """
@@ -33,11 +34,23 @@ def otlp_endpoint(settings: "Settings") -> str | None:
     return settings.otel_exporter_otlp_traces_endpoint or settings.otel_exporter_otlp_endpoint
 
 
-def store_spans(settings: "Settings") -> bool:
-    """Whether spans are also kept in the database (``ZERG_TRACE_STORE``)."""
-    if settings.trace_store == "auto":  # local: neither on Lambda nor starting Step Functions executions
+_serving = False  # this process is `zerg serve` (:func:`serving`, before its runtime is built)
+
+
+def serving() -> None:
+    """Say this process is ``zerg serve``: with ``ZERG_TRACE_STORE=auto`` it keeps every run's spans
+    for the waterfall, no collector needed (issue 29; the cost, measured, is in docs/tracing.md)."""
+    global _serving
+    _serving = True
+
+
+def store_spans(settings: "Settings", *, serve: bool | None = None) -> bool:
+    """Whether spans are also kept in the database (``ZERG_TRACE_STORE``). ``auto`` keeps them in a
+    local runtime (neither on Lambda nor starting Step Functions executions) that is ``zerg serve``
+    (``serve``; default: :func:`serving` was called) or exports to an OTLP endpoint."""
+    if settings.trace_store == "auto":
         local = settings.lambda_function_name is None and settings.state_machine_arn is None
-        return otlp_endpoint(settings) is not None and local
+        return local and (otlp_endpoint(settings) is not None or (_serving if serve is None else serve))
     return settings.trace_store == "on"
 
 

@@ -8,6 +8,8 @@ Invariants:
   span :mod:`zerg.tracing` opens does); once per run (a retried export changes nothing).
 - Reads are scoped by owner: another owner's run has no spans.
 - The exporter never fails the work: a batch that cannot be written is logged and dropped.
+- Spans older than ``ZERG_TRACE_RETENTION_DAYS`` are deleted by :func:`prune` (``zerg serve``'s daily
+  housekeeping): the run, its events and the waterfall built from them stay.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from psycopg import Connection
@@ -26,6 +28,8 @@ from zerg import tracing
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from psycopg_pool import ConnectionPool
+
+    from zerg.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,27 @@ def trace_of_run(conn: Connection, owner_id: int, run_id: int) -> str | None:
     row = conn.execute("SELECT trace_id FROM run_spans WHERE owner_id = %s AND run_id = %s LIMIT 1",
                        (owner_id, run_id)).fetchone()
     return row["trace_id"] if row else None
+
+
+def delete_older_than(conn: Connection, before: datetime, *, batch: int = 5000) -> int:
+    """Delete up to ``batch`` spans (any owner's) that started before ``before``; how many went."""
+    return conn.execute(
+        """DELETE FROM run_spans WHERE id IN (
+               SELECT id FROM run_spans WHERE started_at < %s ORDER BY started_at LIMIT %s)""",
+        (before, batch),
+    ).rowcount
+
+
+def prune(rt: "Runtime", *, batch: int = 5000) -> dict[str, Any]:
+    """Delete every span older than the retention, ``batch`` at a time; its count (housekeeping)."""
+    before = datetime.now(timezone.utc) - timedelta(days=rt.settings.trace_retention_days)
+    deleted = 0
+    while True:
+        with rt.pool.connection() as conn:
+            n = delete_older_than(conn, before, batch=batch)
+        deleted += n
+        if n < batch:
+            return {"spans_deleted": deleted}
 
 
 def export_run_spans(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:

@@ -58,7 +58,7 @@ from zerg.runs import events, jobs
 from zerg.runs import store as runs
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_FINISHED, RUN_FINAL
-from zerg.timestamps import utcnow
+from zerg.timestamps import iso, utcnow
 from zerg.tools.approval_gate import Gate, approval_gate
 from zerg.tools.catalog import worker_tools
 from zerg.workers import cancellation
@@ -98,6 +98,31 @@ class WorkerOutcome:
 
 
 AWAITING_APPROVAL = "awaiting_approval"  # a step's outcome, never a job's status: the job is still running
+
+
+CALL_LINE_CHARS = 300
+# The arguments that say what a call did, most telling first (a shell command, a URL, a query...).
+_CALL_KEYS = ("command", "url", "query", "path", "pattern", "name", "host")
+
+
+def call_line(arguments: str) -> str | None:
+    """One line saying what a tool call did (its command, URL, query...), cut to
+    ``CALL_LINE_CHARS``; None when its arguments name nothing of the kind. The model's arguments
+    are data: this only picks and cuts a string."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    for key in _CALL_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            line = " ".join(value.split())
+            prefix = f"[{args['host']}] " if key == "command" and isinstance(args.get("host"), str) else ""
+            line = prefix + line
+            return line if len(line) <= CALL_LINE_CHARS else line[: CALL_LINE_CHARS - 1] + "…"
+    return None
 
 
 @dataclass
@@ -335,6 +360,7 @@ class _WorkerHooks(LoopHooks):
         self.tools: dict[str, Tool] = {}
         self.policy: Gate = approval_gate(rt, job["owner_id"], job["run_id"])
         self._verdict: tuple[str, ToolOutcome | None] | None = None  # hold's decision for the call about to run
+        self._call_started: tuple[str, float] | None = None  # (started_at ISO, monotonic) of the running call
 
     def hold(self, call: ToolCall) -> Stop | None:
         """The owner's policy decides each call here, once, before it runs: ``ask`` holds it (a pending
@@ -408,10 +434,19 @@ class _WorkerHooks(LoopHooks):
     def message(self, message: dict[str, Any]) -> None:
         self.rt.store.append_thread(self.worker_id, message)
 
+    def tool_started(self, call: ToolCall) -> None:
+        self._call_started = (iso(utcnow()), time.monotonic())
+
     def tool_done(self, call: ToolCall, outcome: ToolOutcome) -> Stop | None:
         path = outcome.artifact_path or self.rt.store.save_tool_output(self.worker_id, call.name, outcome.saved)
+        started = self._call_started
+        self._call_started = None
+        # What the call did in one line (the shell command, the URL...) and when: the evidence under
+        # an answer and the run's waterfall show it without reading the artifacts (issue 29).
         self.loop.calls.append({"path": path, "tool": call.name, "ok": outcome.ok, "exit_code": outcome.exit_code,
-                                "exit_signal": outcome.exit_signal})
+                                "exit_signal": outcome.exit_signal, "command": call_line(call.arguments),
+                                "started_at": started[0] if started else None,
+                                "duration_ms": round((time.monotonic() - started[1]) * 1000) if started else None})
         self.loop.outputs.append((path, outcome.text))
         if stop := self._cancelled():  # its command was ended: no further call
             return stop

@@ -27,6 +27,7 @@ from zerg.api.routes.runs import IdempotencyKey, accept_run, check_idempotency_k
 from zerg.artifacts import ArtifactNotFound, ArtifactPathError
 from zerg.runs import jobs
 from zerg.runs.owner_words import RETRIED_JOB
+from zerg.runs.store import worker_facts
 from zerg.runs.worker_artifacts import NotFound, NotStarted, WorkerArtifacts, open_worker
 from zerg.runtime import Runtime
 from zerg.statuses import JobStatus
@@ -86,7 +87,9 @@ def _handle(rt: Runtime, owner_id: int, job_id: int) -> WorkerArtifacts:
 def get_worker(job_id: JobId, owner_id: Owner, rt: Rt):
     handle = _handle(rt, owner_id, job_id)
     body = {"job_id": handle.ref.job_id, "run_id": handle.ref.run_id, "worker_id": handle.ref.worker_id,
-            "status": handle.ref.status, "task": handle.ref.task, "metadata": None, "files": []}
+            "status": handle.ref.status, "task": handle.ref.task,
+            # The worker on its result (issue 29): its title, outcome, time and the calls it made, from its index row.
+            **worker_facts(handle.ref.row), "metadata": None, "files": []}
     try:
         body["metadata"] = handle.metadata()
         body["files"] = [{"path": f.path, "size": f.size, "kind": f.kind} for f in handle.list_files()]
