@@ -116,7 +116,7 @@ def test_the_run_list_shows_relative_times_totals_and_cost_bars(open_page, new_o
     _open(page, "runs", "Runs")
     cheap_row, dear_row = page.locator(f"tr[data-run-id='{cheap}']"), page.locator(f"tr[data-run-id='{dear}']")
     created = cheap_row.locator("time")
-    expect(created).to_have_text("3 min ago")
+    expect(created).to_have_text(re.compile(r"^[34] min ago$"))  # 3 min, or a slow page later
     assert re.search(r"20\d\d", created.get_attribute("title") or ""), "the exact time on hover"
     expect(dear_row.locator("time")).to_have_text("2 h ago")
     expect(cheap_row.locator("[data-cost]")).to_have_text("$0.004")
@@ -248,5 +248,6 @@ def test_test_connection_runs_true_on_the_host_and_shows_its_host_key(open_page,
     expect(bad).to_have_attribute("data-ok", "false")
     expect(bad).to_contain_text("host key does not match the pinned key")
     expect(bad).to_contain_text(f"The server presents {pinned}")
-    expect(page.locator("tr").filter(has_text="cube").first.locator("time")).to_have_text("just now")
+    updated = page.locator("tr").filter(has_text="cube").first.locator("time")
+    expect(updated).to_have_text(re.compile(r"^(just now|1 min ago)$"))
     screenshot(page, "dashboard-hosts-test-connection")
