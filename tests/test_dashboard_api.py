@@ -236,3 +236,35 @@ def test_another_owners_host_is_404_and_nothing_connects(runtime_env, alice, bob
     assert status == 404 and body["error"] == "not_found", body
     status, body, _ = _test(login(bob), "-cube")
     assert status == 422 and "alias" in body["message"], body
+
+
+def _local_token(pool, rt) -> str:
+    from tests.support.factories import unique_name
+    from zerg.auth import login as device_login
+    from zerg.identity.devices import create_device
+    from zerg.owners import local_owner
+
+    with pool.connection() as conn:
+        device = create_device(conn, local_owner(conn), unique_name("laptop"))
+        return device_login(conn, rt.settings, device.secret).token
+
+
+def test_a_bootstrap_host_trusted_through_known_hosts_shows_the_key_it_presents(runtime_env, pool, ssh_server,
+                                                                                 tmp_path):
+    import json
+
+    from zerg.hosts.spec import parse_host_key
+
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{ssh_server.port} {ssh_server.host_key}\n")
+    config = {k: v for k, v in ssh_server.host_config().items() if k != "host_key"}
+    rt = runtime_env(ZERG_SSH_HOSTS=json.dumps({"boot": config}), ZERG_SSH_KNOWN_HOSTS=str(known))
+    _, body, _ = _test(_local_token(pool, rt), "boot")
+    fingerprint = parse_host_key(ssh_server.host_key).fingerprint
+    assert body["ok"] is True and body["host_key_fingerprint"] == fingerprint == body["presented_host_key_fingerprint"]
+    assert f"known_hosts trusts its host key {fingerprint}" in body["message"]
+
+    known.write_text("")  # nothing trusts it now: refused, never trusted on first use
+    _, body, _ = _test(_local_token(pool, rt), "boot")
+    assert body["ok"] is False and "not found in known_hosts" in body["message"]
+    assert f"The server presents {fingerprint}; the pinned key is none." in body["message"]
