@@ -51,6 +51,12 @@ def test_usage_tiles_answer_what_it_cost_with_a_readable_one_category_chart(open
     expect(tiles.locator("[data-tile=runs] [data-change]")).to_have_text("no change vs the 30 days before")
     expect(tiles.locator("[data-tile=per-run] .tile-value")).to_have_text("$0.004")
 
+    # By day: a time line of the 30 days (the days of no calls as empty bars), at most 12 day labels.
+    days = page.locator("section.usage").filter(has=page.get_by_role("heading", name="Usage by day")).locator("g.bar")
+    expect(days).to_have_count(30)
+    assert days.locator("text.tick").count() <= 12
+    expect(days.last).to_have_attribute("data-key", now.date().isoformat())
+
     # One model: one bar, no wider than an ordinary bar, its value written on it.
     section = page.locator("section.usage").filter(has=page.get_by_role("heading", name="Usage by model"))
     chart = section.locator("svg.chart")

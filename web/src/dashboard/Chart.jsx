@@ -52,7 +52,7 @@ export function BarChart({ rows, label }) {
               <rect x={x - 2} y={PAD - 4} width={bw + 4} height={H - PAD * 2 + 4} class="hit" />
               <rect x={x} y={top} width={bw} height={Math.max(H - PAD - top, v > 0 ? 1 : 0)} class="bar-value" />
               {labels && <text x={x + bw / 2} y={top - 4} class="value" text-anchor="middle" aria-hidden="true">{text(v)}</text>}
-              {i % every === 0 && <text x={x + bw / 2} y={H - PAD + 14} class="tick" text-anchor="middle" aria-hidden="true">{String(r.key).slice(0, 12)}</text>}
+              {i % every === 0 && <text x={x + bw / 2} y={H - PAD + 14} class="tick" text-anchor="middle" aria-hidden="true">{String(r.key).replace(/^\d{4}-(\d\d-\d\d)$/, '$1').slice(0, 12)}</text>}
             </g>
           );
         })}

@@ -43,6 +43,17 @@ function Tiles({ from, to }) {
   );
 }
 
+/** The day rows with the days of no calls as zeros, so the day chart is a time line (at most 366). */
+function everyDay(rows, from, to) {
+  const byDay = new Map(rows.map((r) => [r.key, r]));
+  const out = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86400e3) {
+    const key = isoDay(new Date(t));
+    out.push(byDay.get(key) || { key, calls: 0, tokens_in: 0, tokens_out: 0, cost_usd: 0, cost_known: true });
+  }
+  return out;
+}
+
 function Grouping({ group, label, from, to }) {
   const { data, error } = useLoad(() => get(`/api/jarvis/usage${qs({ from, to, group_by: group })}`), [group, from, to]);
   const rows = data ? data.rows : [];
@@ -53,7 +64,7 @@ function Grouping({ group, label, from, to }) {
       <ErrorLine error={error} />
       {data && (
         <>
-          {rows.length > 0 && <BarChart rows={rows} label={label} />}
+          {rows.length > 0 && <BarChart rows={group === 'day' ? everyDay(rows, data.from, data.to) : rows} label={label} />}
           <table class="grid" aria-label={label}>
             <thead><tr><th scope="col">{group === 'day' ? 'Day' : group === 'model' ? 'Model' : 'Component'}</th><th scope="col">Calls</th><th scope="col">Tokens in</th><th scope="col">Tokens out</th><th scope="col">USD</th></tr></thead>
             <tbody>
