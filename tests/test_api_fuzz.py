@@ -95,6 +95,8 @@ STATED: dict[tuple[str, str], str] = {
     ("POST /api/jarvis/schedules",
      r"^task: required for a (check|reminder) schedule|^give exactly one of cron, rate or at"):
         "task is required unless kind is digest, and exactly one of cron, rate and at: rules between fields",
+    ("POST /api/jarvis/schedules/preview", r"^give exactly one of cron, rate or at"):
+        "exactly one of cron, rate and at: a rule between fields",
     ("PATCH /api/jarvis/schedules/{schedule_id}",
      r"^task: required for a (check|reminder) schedule|^give at most one of cron, rate or at"):
         "a check or reminder keeps a task, and at most one of cron, rate and at: rules between fields",

@@ -5,8 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, get, put } from '../api.js';
 import { TOOL_MODES, callRows, parseSshAllow, sshAllowText, startedBy } from '../approvals.js';
 import { ApprovalCard } from '../chat/ApprovalCard.jsx';
-import { when } from '../format.js';
-import { ErrorLine, attempt, useLoad } from './common.jsx';
+import { EmptyRow, ErrorLine, Time, attempt, useLoad } from './common.jsx';
 
 function ApprovalList() {
   const list = useLoad(() => get('/api/jarvis/approvals'));
@@ -34,11 +33,12 @@ function ApprovalList() {
             <td>{a.id}</td><td><span class={`badge st-${a.status}`}>{a.status}</span></td>
             <td>{callRows(a.call).map(([k, v]) => <div key={k}><span class="muted">{k}:</span> <code class="call">{v}</code></div>)}</td>
             <td><a href={`#/dashboard/runs/${a.run.id}`}>run {a.run.id}</a></td><td>{startedBy(a.run.trigger)}</td>
-            <td>{when(a.answered_at)}</td>
+            <td><Time iso={a.answered_at} /></td>
           </tr>
-        ))}</tbody>
+        ))}
+        {list.data && past.length === 0 && <EmptyRow cols={6}>No answered approvals yet.</EmptyRow>}
+        </tbody>
       </table>
-      {list.data && past.length === 0 && <p>No answered approvals yet.</p>}
     </>
   );
 }
@@ -71,7 +71,7 @@ function PolicyEditor() {
       <h2>Approval policy</h2>
       <p class="muted">allow: runs; ask: waits for your approval; deny: never runs. Runs started by a schedule or a
         reply ask before anything outside the allowlists, whatever a tool is set to (the sandboxed and directive
-        tools excepted). {view.customised ? `Last changed ${when(view.updated_at)}.` : 'These are the defaults.'}</p>
+        tools excepted). {view.customised ? <>Last changed <Time iso={view.updated_at} />.</> : 'These are the defaults.'}</p>
       <form class="stack" onSubmit={save} aria-label="Approval policy">
         <fieldset>
           <legend>Tools</legend>

@@ -1,8 +1,7 @@
 // Contacts (add, verify, remove), the notification policy, and the notifications log.
 import { useState } from 'preact/hooks';
 import { del, get, patch, post, qs } from '../api.js';
-import { when } from '../format.js';
-import { ErrorLine, attempt, useLoad } from './common.jsx';
+import { EmptyRow, ErrorLine, Time, attempt, useLoad } from './common.jsx';
 
 function Policy() {
   const policy = useLoad(() => get('/api/jarvis/policy'));
@@ -47,9 +46,11 @@ function NotificationLog() {
         <caption class="sr-only">Notifications, newest first</caption>
         <thead><tr><th>When</th><th>Channel</th><th>Purpose</th><th>Severity</th><th>Status</th><th>To</th><th>Subject</th></tr></thead>
         <tbody>{(log.data ? log.data.notifications : []).map((n) => (
-          <tr key={n.id} data-status={n.status}><td>{when(n.created_at)}</td><td>{n.channel}</td><td>{n.purpose}</td><td>{n.severity || ''}</td>
+          <tr key={n.id} data-status={n.status}><td><Time iso={n.created_at} /></td><td>{n.channel}</td><td>{n.purpose}</td><td>{n.severity || ''}</td>
             <td>{n.status}{n.reason ? ` (${n.reason})` : ''}</td><td>{n.address || ''}</td><td>{n.subject || n.body.slice(0, 80)}</td></tr>
-        ))}</tbody>
+        ))}
+        {log.data && log.data.notifications.length === 0 && <EmptyRow cols={7}>No notifications sent yet.</EmptyRow>}
+        </tbody>
       </table>
       {log.data && log.data.next_before_id && <button type="button" class="secondary" onClick={() => setBefore(log.data.next_before_id)}>Older notifications</button>}
     </section>
@@ -82,10 +83,12 @@ export function Contacts() {
         <caption class="sr-only">Contacts</caption>
         <thead><tr><th>Kind</th><th>Address</th><th>Verified</th><th></th></tr></thead>
         <tbody>{(list.data ? list.data.contacts : []).map((c) => (
-          <tr key={c.id}><td>{c.kind}</td><td>{c.address}</td><td>{c.verified ? `yes (${when(c.verified_at)})` : 'no'}{c.opted_out_at ? ' · opted out' : ''}</td>
+          <tr key={c.id}><td>{c.kind}</td><td>{c.address}</td><td>{c.verified ? <>yes (<Time iso={c.verified_at} />)</> : 'no'}{c.opted_out_at ? ' · opted out' : ''}</td>
             <td>{!c.verified && <button type="button" class="secondary" onClick={() => setPending({ kind: c.kind, address: c.address })}>Enter code</button>}{' '}
               <button type="button" class="danger" aria-label={`Remove contact ${c.address}`} onClick={() => remove(c)}>Remove</button></td></tr>
-        ))}</tbody>
+        ))}
+        {list.data && list.data.contacts.length === 0 && <EmptyRow cols={4}>No contacts yet: add an email address or phone number below to get alerts.</EmptyRow>}
+        </tbody>
       </table>
       <form class="inline" onSubmit={add}>
         <label>Kind <select value={kind} onChange={(e) => setKind(e.currentTarget.value)}><option value="email">email</option><option value="sms">sms</option></select></label>

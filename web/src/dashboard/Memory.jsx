@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { del, get, post, put, qs } from '../api.js';
 import { bytes, when } from '../format.js';
-import { ErrorLine, attempt, useLoad } from './common.jsx';
+import { EmptyRow, ErrorLine, Time, attempt, useLoad } from './common.jsx';
 
 function FileEditor({ path, onChanged }) {
   const doc = useLoad(() => get(`/api/jarvis/memory/file${qs({ path })}`), [path]);
@@ -23,7 +23,7 @@ function FileEditor({ path, onChanged }) {
     <section class="editor" aria-label={`Memory file ${path}`}>
       <h3>{path}</h3>
       <ErrorLine error={doc.error} /><ErrorLine error={error} />
-      {doc.data && <p class="muted">{doc.data.title} · written by {doc.data.writer} · {when(doc.data.updated_at)}</p>}
+      {doc.data && <p class="muted">{doc.data.title} · written by {doc.data.writer} · <Time iso={doc.data.updated_at} /></p>}
       <label for="memory-content">Content</label>
       <textarea id="memory-content" rows={14} value={content} onInput={(e) => setDraft(e.currentTarget.value)} />
       <p>
@@ -34,7 +34,7 @@ function FileEditor({ path, onChanged }) {
       <h4>Versions</h4>
       <ErrorLine error={versions.error} />
       <ul>{(versions.data ? versions.data.versions : []).map((v) => (
-        <li key={v.id}>{when(v.written_at)} by {v.writer} ({v.reason}, {bytes(v.size)}){' '}
+        <li key={v.id}><Time iso={v.written_at} /> by {v.writer} ({v.reason}, {bytes(v.size)}){' '}
           <button type="button" class="secondary" onClick={() => restore(v.id)}>Restore version {v.id}</button></li>
       ))}</ul>
     </section>
@@ -100,9 +100,11 @@ export function Memory() {
         <caption class="sr-only">Facts, most important first</caption>
         <thead><tr><th>Category</th><th>Content</th><th>Importance</th><th>Written by</th><th>Updated</th><th></th></tr></thead>
         <tbody>{(facts.data ? facts.data.facts : []).map((f) => (
-          <tr key={f.id}><td>{f.category}</td><td>{f.content}</td><td>{f.importance}</td><td>{f.writer}</td><td>{when(f.updated_at)}</td>
+          <tr key={f.id}><td>{f.category}</td><td>{f.content}</td><td>{f.importance}</td><td>{f.writer}</td><td><Time iso={f.updated_at} /></td>
             <td><button type="button" class="secondary" aria-label={`Forget fact ${f.id}`} onClick={() => forget(f.id)}>Forget</button></td></tr>
-        ))}</tbody>
+        ))}
+        {facts.data && facts.data.facts.length === 0 && <EmptyRow cols={6}>No facts yet: tell the assistant something worth remembering ("our backups run at 2am").</EmptyRow>}
+        </tbody>
       </table>
     </>
   );

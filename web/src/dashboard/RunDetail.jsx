@@ -6,10 +6,10 @@ import { useEffect } from 'preact/hooks';
 import { get, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { ApprovalCard } from '../chat/ApprovalCard.jsx';
-import { between, duration, num, usd, when } from '../format.js';
+import { between, duration, num, usd } from '../format.js';
 import { renderMarkdown } from '../markdown.js';
 import { follow } from '../stream.js';
-import { ErrorLine, useLoad } from './common.jsx';
+import { ErrorLine, Time, useLoad } from './common.jsx';
 import { fromEvents, kindOf, labelOf, layout } from './waterfall.js';
 
 const UNFINISHED = new Set(['queued', 'running', 'awaiting_approval']);
@@ -116,7 +116,7 @@ export function RunDetail({ runId }) {
             <dt>Status</dt><dd><span class={`badge st-${r.status}`}>{r.status}</span>{r.budget_stopped && <> <span class="badge" data-budget-stopped>stopped at its budget</span></>}</dd>
             <dt>Trigger</dt><dd>{r.trigger}</dd>
             <dt>Task</dt><dd>{r.task}</dd>
-            <dt>Started</dt><dd>{when(r.started_at)}</dd>
+            <dt>Started</dt><dd><Time iso={r.started_at} /></dd>
             <dt>Duration</dt><dd>{duration(r.duration_ms)}</dd>
             <dt>Tokens</dt><dd>{num(r.tokens_in)} in · {num(r.tokens_out)} out · {usd(r.cost_usd)}</dd>
           </dl>

@@ -1,8 +1,7 @@
 // The thread inspector: the owner's supervisor thread as stored, page by page, with metadata.
 import { useState } from 'preact/hooks';
 import { get, qs } from '../api.js';
-import { when } from '../format.js';
-import { ErrorLine, useLoad } from './common.jsx';
+import { EmptyRow, ErrorLine, Time, useLoad } from './common.jsx';
 
 export function ThreadInspector() {
   const [before, setBefore] = useState(null);
@@ -29,11 +28,12 @@ export function ThreadInspector() {
                 <tr key={m.id} data-role={m.role}>
                   <td>{m.id}</td><td>{m.role}</td>
                   <td>{m.run_id ? <a href={`#/dashboard/runs/${m.run_id}`}>run {m.run_id}</a> : ''}</td>
-                  <td>{when(m.created_at)}</td>
+                  <td><Time iso={m.created_at} /></td>
                   <td><details><summary>{(m.content || '').slice(0, 120) || '(empty)'}</summary><pre class="wrap">{m.content}</pre></details></td>
                   <td>{m.metadata && Object.keys(m.metadata).length ? <pre class="wrap small">{JSON.stringify(m.metadata, null, 1)}</pre> : ''}</td>
                 </tr>
               ))}
+              {data.messages.length === 0 && <EmptyRow cols={6}>No messages yet: the thread starts with your first question in the chat.</EmptyRow>}
             </tbody>
           </table>
         </>

@@ -3,8 +3,8 @@
 // thread.jsonl as a conversation.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describe, get, qs } from '../api.js';
-import { bytes, contentRange, duration, parseJsonl, when, workerFileUrl } from '../format.js';
-import { ErrorLine, useLoad } from './common.jsx';
+import { bytes, contentRange, duration, parseJsonl, workerFileUrl } from '../format.js';
+import { ErrorLine, Time, useLoad } from './common.jsx';
 
 const STATUSES = ['', 'queued', 'running', 'success', 'failed', 'timeout', 'cancelled'];
 export const RANGE_BYTES = 64 * 1024;
@@ -63,7 +63,7 @@ function WorkerList() {
               <td>{w.task}</td>
               <td>{w.summary || w.error || ''}</td>
               <td>{duration(w.duration_ms)}</td>
-              <td>{when(w.created_at)}</td>
+              <td><Time iso={w.created_at} /></td>
               <td><a href={`#/dashboard/runs/${w.run_id}`}>run {w.run_id}</a></td>
             </tr>
           ))}

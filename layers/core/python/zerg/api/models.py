@@ -251,6 +251,20 @@ class SSHHostList(BaseModel):
     hosts: list[SSHHost] = Field(description="By alias")
 
 
+class SSHHostTest(BaseModel):
+    """What a "test connection" of one host found."""
+
+    alias: str
+    ok: bool = Field(description="True when `true` ran there and exited 0")
+    message: str = Field(description="What happened, as a sentence (the reason when it failed)")
+    host_key_fingerprint: str | None = Field(description="SHA256 fingerprint of the pinned host key (a bootstrap "
+                                                         "host without a pin: the key its server presents)")
+    presented_host_key_fingerprint: str | None = Field(
+        description="The key the server presents, read when it was refused (compare with the pin); else null")
+    exit_code: int | None
+    duration_ms: int
+
+
 class ThreadPage(BaseModel):
     thread_id: int | None
     messages: list[dict[str, Any]] = Field(description="Oldest first within the page")
@@ -517,10 +531,25 @@ class AgentConfig(BaseModel):
     available_tools: list[str] = Field(description="Every tool the agent can have")
     defaults: AgentDefaults
     updated_at: datetime | None = Field(description="null: never changed (the defaults)")
+    tool_descriptions: dict[str, str] = Field(description="What each of available_tools does (what its model reads)")
 
 
 class AgentConfigList(BaseModel):
     agents: list[AgentConfig] = Field(description="The supervisor, then the worker")
+class ModelChoice(BaseModel):
+    id: str = Field(description="What to give as an agent's model: bare (the default provider's) or provider:model")
+    provider: str | None = Field(description="The provider that serves it")
+    source: str = Field(description="The deployment setting(s) naming it (ZERG_WORKER_MODEL, ...) or 'price table'")
+    usd_per_million_in: float | None = Field(description="USD per million input tokens; null: no known price")
+    usd_per_million_out: float | None = Field(description="USD per million output tokens; null: no known price")
+
+
+class ModelChoices(BaseModel):
+    models: list[ModelChoice] = Field(description="The deployment's models first, then the price table's models of "
+                                                  "each provider the deployment can reach (its key or region is set)")
+    default_provider: str = Field(description="The provider of a bare model name (ZERG_MODEL_PROVIDER, auto resolved)")
+
+
 class RouteDecision(BaseModel):
     mode: Literal["quick", "supervisor"] = Field(description="quick: POST /api/jarvis/quick; supervisor: POST /api/jarvis/supervisor")
     reason: str = Field(description="Why, in a few words (a rule's reason, or the intent model's)")
@@ -613,6 +642,14 @@ def responses(status: int, description: str, model: type[BaseModel] | None = Non
     return documented
 
 
+class SchedulePreview(BaseModel):
+    kind: Literal["cron", "rate", "at"]
+    text: str = Field(description="The expression as written, tidied ('0 6 * * 1', '15 minutes', '2026-11-23T09:00:00')")
+    expression: str = Field(description="EventBridge Scheduler's form: cron(m h dom mon dow y), rate(...) or at(...)")
+    timezone: str = Field(description="IANA time zone the expression is read in (the owner's default when not given)")
+    fires: list[datetime] = Field(description="The next fires after now, in UTC, oldest first (at: one; none once past)")
+
+
 class UsageRow(BaseModel):
     key: str = Field(description="A UTC day (YYYY-MM-DD), a model, a component or a worker job id, per group_by")
     calls: int
@@ -622,11 +659,28 @@ class UsageRow(BaseModel):
     cost_known: bool = Field(description="False when some of these calls had no known price")
 
 
+class UsageTotals(BaseModel):
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float = Field(description="USD; a call of unknown price counts 0")
+    cost_known: bool = Field(description="False when some of these calls had no known price")
+    runs: int = Field(description="Runs that made a model call in the period (calls of no run count in the rest)")
+
+
+class UsagePrevious(UsageTotals):
+    from_: str = Field(alias="from", description="The first UTC day of the period of equal length just before")
+    to: str = Field(description="The day before from")
+
+
 class UsageReport(BaseModel):
     from_: str = Field(alias="from", description="The first UTC day (YYYY-MM-DD), inclusive")
     to: str = Field(description="The last UTC day (YYYY-MM-DD), inclusive")
     group_by: Literal["day", "model", "component", "job"]
     rows: list[UsageRow] = Field(description="Sorted by key; only keys with calls")
+    totals: UsageTotals = Field(description="The whole period (every call, whatever group_by leaves out)")
+    previous: UsagePrevious | None = Field(description=(
+        "The totals of the period of equal length ending the day before from; null when it would start before 1970"))
 
 
 class RunListItem(BaseModel):

@@ -82,6 +82,23 @@ def usage_report(conn: Connection, owner_id: int, from_day: date, to_day: date, 
     return [_usage_row(r) for r in rows]
 
 
+def usage_totals(conn: Connection, owner_id: int, from_day: date, to_day: date) -> dict[str, Any]:
+    """The owner's model calls from ``from_day`` to ``to_day`` (UTC days, inclusive) in one row:
+    ``{calls, tokens_in, tokens_out, cost_usd, cost_known, runs}`` (``runs``: the runs that made a
+    call in the period; calls of no run, such as memory's, count in the rest but not there)."""
+    start = datetime.combine(from_day, clock.min, timezone.utc)
+    end = datetime.combine(to_day + timedelta(days=1), clock.min, timezone.utc)
+    row = conn.execute(
+        """SELECT count(*) AS calls, COALESCE(SUM(tokens_in), 0) AS tokens_in,
+                  COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd,
+                  COALESCE(bool_and(cost_usd IS NOT NULL), true) AS cost_known, count(DISTINCT run_id) AS runs
+           FROM llm_calls WHERE owner_id = %s AND created_at >= %s AND created_at < %s""",
+        (owner_id, start, end),
+    ).fetchone()
+    return {"calls": row["calls"], "tokens_in": int(row["tokens_in"]), "tokens_out": int(row["tokens_out"]),
+            "cost_usd": float(row["cost_usd"]), "cost_known": row["cost_known"], "runs": row["runs"]}
+
+
 def usage_by_component(conn: Connection, owner_id: int, run_id: int) -> list[dict[str, Any]]:
     """The owner's run's model calls per component (supervisor, worker, summary, memory, intent,
     ...), sorted by component: ``{component, calls, tokens_in, tokens_out, cost_usd, cost_known}``."""

@@ -137,3 +137,47 @@ class ProviderRouter:
         except ModelConfigError as exc:  # e.g. a worker model the supervisor named: that call fails, as a model error
             raise LLMError(str(exc), "rejected") from None
         return self.provider(provider).complete(messages, model=name, **kwargs)
+
+
+# The providers that serve each family of the price table (zerg.llm.pricing.PRICES), for the choices offered.
+_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("amazon.", ("bedrock",)), ("anthropic.", ("bedrock",)), ("claude-", ("anthropic",)),
+    ("gpt-", ("openai", "openai-chat")), ("o1", ("openai", "openai-chat")), ("o3", ("openai", "openai-chat")),
+    ("o4", ("openai", "openai-chat")),
+)
+
+
+def model_choices(settings: Settings) -> list[dict[str, Any]]:
+    """The models an owner may pick for an agent: the deployment's own model settings, then every
+    chat model of the price table as ``provider:model`` for each provider the deployment can reach
+    (:func:`check_model` passes: its key, region or allowed Bedrock ids), with the price per million
+    tokens (None when unknown). Other ids stay allowed (a compatible server's own); this is a menu."""
+    from zerg.llm.pricing import PRICES, price_for
+
+    def entry(model: str, source: str) -> dict[str, Any]:
+        try:
+            provider: str | None = split(model, settings)[0]
+        except ModelConfigError:
+            provider = None
+        price = price_for(model)
+        return {"id": model, "provider": provider, "source": source,
+                "usd_per_million_in": price[0] if price else None, "usd_per_million_out": price[1] if price else None}
+
+    choices: dict[str, dict[str, Any]] = {}
+    for variable, model in deployment_models(settings).items():
+        if model in choices:
+            choices[model]["source"] += f", {variable}"
+        else:
+            choices[model] = entry(model, variable)
+    for name in PRICES:
+        if "embed" in name:  # an embedding model answers no chat
+            continue
+        providers = next((p for prefix, p in _FAMILIES if name.startswith(prefix)), ())
+        for provider in providers:
+            model = f"{provider}:{name}"
+            try:
+                check_model(settings, model)
+            except ModelConfigError:
+                continue
+            choices.setdefault(model, entry(model, "price table"))
+    return list(choices.values())

@@ -29,7 +29,7 @@ from zerg import observability
 from zerg.notify.policy import timezone_of
 from zerg.schedules import store
 from zerg.schedules.expressions import ScheduleError, When, parse_when, when_of
-from zerg.schedules.spec import BUDGET_FIELDS, DIGEST_TASK, TASK_MAX, SchedulePatch, ScheduleSpec
+from zerg.schedules.spec import BUDGET_FIELDS, DIGEST_TASK, TASK_MAX, SchedulePatch, SchedulePreviewSpec, ScheduleSpec
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -41,8 +41,8 @@ ONE_OFF_KEPT = timedelta(days=7)  # a fired one-off stays this long (its last fi
 PRUNE_BATCH = 200  # one-offs pruned per sweep at most; the rest go next time
 
 __all__ = ["MAX_PER_OWNER", "ScheduleConflict", "ScheduleError", "ScheduleNotFound", "ScheduleUnavailable",
-           "create", "delete", "find", "get", "list_schedules", "pause", "prune_fired_one_offs", "public", "resume",
-           "update"]
+           "create", "delete", "find", "get", "list_schedules", "pause", "preview", "prune_fired_one_offs", "public",
+           "resume", "update"]
 
 
 class ScheduleNotFound(LookupError):
@@ -120,6 +120,24 @@ def validate(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | 
         timezone = spec.timezone if spec.timezone is not None else timezone_of(conn, owner_id) or "UTC"
     when = parse_when(cron=spec.cron, rate=spec.rate, at=spec.at, timezone=timezone, now=now)
     return {"name": name, "task": task, "kind": spec.kind, **_columns(when)}
+
+
+def preview(rt: Runtime, owner_id: int, spec: SchedulePreviewSpec, *, now: datetime | None = None) -> dict[str, Any]:
+    """The next ``spec.count`` fires after ``now`` of the expression as :func:`create` would read it
+    (the same parser, the owner's default time zone), without writing anything; ScheduleError when
+    create would refuse it. A one-off has one fire."""
+    now = now or datetime.now(UTC)
+    timezone = spec.timezone
+    if timezone is None:
+        with rt.pool.connection() as conn:
+            timezone = timezone_of(conn, owner_id) or "UTC"
+    when = parse_when(cron=spec.cron, rate=spec.rate, at=spec.at, timezone=timezone, now=now)
+    fires: list[datetime] = []
+    moment = now
+    while len(fires) < spec.count and (moment := when.next_fire(moment)) is not None:
+        fires.append(moment)
+    return {"kind": when.kind, "text": when.text, "expression": when.expression, "timezone": when.timezone,
+            "fires": fires}
 
 
 def create(rt: Runtime, owner_id: int, spec: ScheduleSpec, *, now: datetime | None = None) -> dict[str, Any]:

@@ -114,3 +114,19 @@ class SchedulePatch(BaseModel):
     @classmethod
     def _channels(cls, value: Channels | None) -> Channels | None:
         return _dedupe(value)
+
+
+PREVIEW_MAX = 10
+
+
+class SchedulePreviewSpec(BaseModel):
+    """An expression as the schedule form has it so far: the fires it would make (nothing is written)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cron: str | None = Field(default=None, description=_EXPRESSIONS["cron"], json_schema_extra=_FORMATS["cron"])
+    rate: str | None = Field(default=None, description=_EXPRESSIONS["rate"], json_schema_extra=_FORMATS["rate"])
+    at: str | None = Field(default=None, description=_EXPRESSIONS["at"], json_schema_extra=_FORMATS["at"])
+    timezone: str | None = Field(default=None, json_schema_extra=_FORMATS["timezone"],
+                                 description="IANA time zone; default: the owner's notification policy's, else UTC")
+    count: json_int(ge=1, le=PREVIEW_MAX) = Field(default=5, description=f"How many fires, 1 to {PREVIEW_MAX}")

@@ -55,3 +55,8 @@ def worker_tools() -> dict[str, Tool]:
 def tool_names() -> dict[str, list[str]]:
     """Every tool each agent can have (the supervisor's person-run tools included), in prompt order."""
     return {"supervisor": list(supervisor_tools()), "worker": list(worker_tools())}
+
+
+def tool_descriptions() -> dict[str, str]:
+    """What each tool any agent can have does, by name: the description its model reads."""
+    return {tool.name: tool.description for tools in (supervisor_tools(), worker_tools()) for tool in tools.values()}

@@ -200,6 +200,60 @@ def _drain(channel, output: ShellOutput) -> tuple[bool, bool]:
     return busy, full
 
 
+TEST_COMMAND = "true"
+TEST_TIMEOUT_S = 10.0
+
+
+def check_connection(runtime, owner_id: int, host: dict) -> dict:
+    """The owner's "test connection" of one of their hosts (``host``: its registry view): a
+    harmless ``true`` through ``ssh_exec`` itself (the same allowlist, key and host-key rules), and
+    what happened as one sentence. When the host key was refused, the key the server presents is
+    read (a handshake, no login) so the owner can compare it with the pin."""
+    import json
+
+    from zerg.loop.tool import invoke
+
+    started = time.monotonic()
+    ctx = ToolContext(settings=runtime.settings, owner_id=owner_id, runtime=runtime,
+                      deadline=started + CONNECT_TIMEOUT_S + TEST_TIMEOUT_S)
+    out = invoke({TOOL.name: TOOL}, TOOL.name,
+                 json.dumps({"host": host["alias"], "command": TEST_COMMAND, "timeout_s": TEST_TIMEOUT_S}), ctx)
+    ms = int((time.monotonic() - started) * 1000)
+    where = f"{host['user']}@{host['hostname']}:{host['port']}"
+    pinned, presented = host.get("host_key_fingerprint"), None
+    ok = out.ok and out.exit_code == 0
+    reason = out.critical or out.text.removeprefix("ERROR: ")
+    if ok and pinned:
+        message = (f"Connected to {where} in {ms} ms: the server proved it holds the pinned host key {pinned}, "
+                   f"the key was accepted and `{TEST_COMMAND}` exited 0.")
+    elif ok:  # a bootstrap host trusted through known_hosts: show what it presents
+        presented = _presented(host)
+        message = (f"Connected to {where} in {ms} ms: known_hosts trusts its host key"
+                   f"{f' {presented}' if presented else ''}, the key was accepted and `{TEST_COMMAND}` exited 0.")
+    elif out.exit_code is not None or out.exit_signal:
+        message = (f"Connected to {where}, but `{TEST_COMMAND}` did not succeed "
+                   f"({f'exit code {out.exit_code}' if out.exit_code is not None else f'signal {out.exit_signal}'}).")
+    else:
+        message = f"Could not run `{TEST_COMMAND}` on {host['alias']}: {reason}."
+        if "host key" in reason or "known_hosts" in reason:
+            presented = _presented(host)
+            if presented:
+                message += (f" The server presents {presented}; the pinned key is {pinned or 'none'}. If its key "
+                            "really changed, replace the host with the new key.")
+    return {"alias": host["alias"], "ok": ok, "message": message, "host_key_fingerprint": pinned or presented,
+            "presented_host_key_fingerprint": presented, "exit_code": out.exit_code, "duration_ms": ms}
+
+
+def _presented(host: dict) -> str | None:
+    """The fingerprint of the host key the server presents now (a handshake, no login), or None."""
+    from zerg.hosts.spec import HostInputError, scan_host_key
+
+    try:
+        return scan_host_key(host["hostname"], host["port"], timeout=CONNECT_TIMEOUT_S).fingerprint
+    except HostInputError:
+        return None
+
+
 TOOL = Tool(
     name="ssh_exec",
     description=(

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from zerg.api.deps import Owner, Rt, json_response
 from zerg.api.errors import ApiError, not_found
-from zerg.api.models import SSHHost, SSHHostList, responses
+from zerg.api.models import SSHHost, SSHHostList, SSHHostTest, responses
 from zerg.hosts.spec import ALIAS_PATTERN, HostSpec
 
 router = Router()
@@ -55,6 +55,23 @@ def put_host(alias: Alias, body: HostSpec, owner_id: Owner, rt: Rt):
     except SealError as exc:  # a deployment problem (key unavailable), not the caller's
         raise ApiError(503, "unavailable", f"cannot seal the private key: {exc}") from None
     return json_response(host.as_dict())
+
+
+@router.post("/api/jarvis/hosts/<alias>/test",
+             summary="Test connection: run a harmless `true` on the host through ssh_exec (its allowlist, key and "
+                     "host-key rules)",
+             description="200 whether or not it connected: ok and message say what happened, as a sentence.",
+             responses=responses(200, "What happened, with the host key's fingerprint", SSHHostTest, 401, 404))
+def test_host(alias: Alias, owner_id: Owner, rt: Rt):
+    from zerg.hosts import registry
+    from zerg.tools.ssh import check_connection
+
+    with rt.pool.connection() as conn:
+        try:
+            host = registry.get_host(conn, rt.settings, owner_id, alias)
+        except registry.HostNotFound:
+            raise not_found(f"ssh host {alias!r}") from None
+    return json_response(check_connection(rt, owner_id, host.as_dict()))
 
 
 @router.delete("/api/jarvis/hosts/<alias>", summary="Remove an SSH host and its sealed key",

@@ -18,9 +18,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from zerg.api.deps import MAX_ID, Owner, Rt, json_response
 from zerg.api.errors import RETRY_AFTER_S, ApiError
-from zerg.api.models import Schedule, ScheduleList, responses
+from zerg.api.models import Schedule, ScheduleList, SchedulePreview, responses
 from zerg.schedules import service
-from zerg.schedules.spec import SchedulePatch, ScheduleSpec
+from zerg.schedules.spec import SchedulePatch, SchedulePreviewSpec, ScheduleSpec
 
 router = Router()
 
@@ -49,6 +49,15 @@ def _answers() -> Iterator[None]:
 def create_schedule(body: ScheduleSpec, owner_id: Owner, rt: Rt):
     with _answers():
         return json_response(service.create(rt, owner_id, body), status=201)
+
+
+@router.post("/api/jarvis/schedules/preview", summary="The next fires of an expression, as a schedule would read it",
+             description="Exactly one of cron, rate and at (422 otherwise, with the message creating it would give); "
+                         "nothing is written. The schedule form calls it as the owner types.",
+             responses=responses(200, "The expression, its time zone and its next fires", SchedulePreview, 400, 401, 415))
+def preview_schedule(body: SchedulePreviewSpec, owner_id: Owner, rt: Rt):
+    with _answers():
+        return json_response(service.preview(rt, owner_id, body))
 
 
 @router.get("/api/jarvis/schedules", summary="The owner's schedules",

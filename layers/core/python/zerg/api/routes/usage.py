@@ -1,5 +1,6 @@
 """Usage analytics: the owner's model calls (the usage ledger) per UTC day, model, component or
-worker job (``job``: each worker's own and its summary's calls; calls of no job are left out)."""
+worker job (``job``: each worker's own and its summary's calls; calls of no job are left out), with
+the period's totals and those of the period of equal length just before it (the page's "change")."""
 
 from __future__ import annotations
 
@@ -68,6 +69,13 @@ def usage(
     from zerg.llm import ledger
 
     first, last = report_range(from_day, to_day)
+    before_last = first - timedelta(days=1)  # the period of equal length just before (the page's "change")
+    before_first = before_last - (last - first)
     with rt.pool.connection() as conn:
         rows = ledger.usage_report(conn, owner_id, first, last, group_by)
-    return json_response({"from": first.isoformat(), "to": last.isoformat(), "group_by": group_by, "rows": rows})
+        totals = ledger.usage_totals(conn, owner_id, first, last)
+        previous = (ledger.usage_totals(conn, owner_id, before_first, before_last) if before_first >= EARLIEST
+                    else None)
+    return json_response({"from": first.isoformat(), "to": last.isoformat(), "group_by": group_by, "rows": rows,
+                          "totals": totals, "previous": previous and {
+                              "from": before_first.isoformat(), "to": before_last.isoformat(), **previous}})
