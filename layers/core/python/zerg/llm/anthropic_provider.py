@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from zerg.llm.cache_points import cache_marks
-from zerg.llm.port import ChatResult, StopReason, ToolCall, Usage
+from zerg.llm.port import ChatResult, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
 from zerg.llm.wire import content_text, tool_arguments
@@ -54,6 +54,7 @@ class AnthropicChatModel:
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
+        stream: TextStream | None = None,  # not streamed: the whole text, once (docs/models.md)
     ) -> ChatResult:
         system, turns = anthropic_messages(messages, tools_as_text=not tools)
         kwargs: dict[str, Any] = {"messages": turns}
@@ -84,8 +85,8 @@ class AnthropicChatModel:
             content = content or DECLINED
         elif calls:
             stop = "tool_calls"
-        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=_usage(model, getattr(resp, "usage", None)),
-                          stop_reason=stop)
+        return deliver_whole(stream, ChatResult(model=resp.model or model, content=content, tool_calls=calls,
+                                                usage=_usage(model, getattr(resp, "usage", None)), stop_reason=stop))
 
     def _classify(self, exc: BaseException) -> Failure | None:
         anthropic = self._anthropic

@@ -8,6 +8,10 @@ messages), as with every other provider.
 
 Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
 
+Chat Completions streams when the caller passes a :class:`~zerg.llm.port.TextStream` (``stream: true``
+with ``stream_options.include_usage``, so the ledger still gets the call's tokens); the Responses adapter
+does not stream yet: it hands the whole text over once (:func:`~zerg.llm.port.deliver_whole`).
+
 The conversation and the tools ride in ``extra_body``, not in the typed parameters: the SDK walks typed
 parameters recursively against its TypedDicts on every call (5-13 ms for a supervisor-sized request,
 docs/performance.md), and ours are already plain JSON of the wire format, which that walk would leave
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from zerg.llm.port import ChatResult, LLMError, StopReason, ToolCall, Usage
+from zerg.llm.port import ChatResult, LLMError, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
 
@@ -59,6 +63,14 @@ class _OpenAIBase:
             return Failure("timeout", True, "timed out")
         if isinstance(exc, openai.APIConnectionError):
             return Failure("unavailable", True, f"is unreachable: {exc}")
+        import httpx  # the openai SDK's transport: a stream broken while it is read surfaces as httpx's error
+
+        if isinstance(exc, httpx.TimeoutException):
+            return Failure("timeout", True, "timed out while streaming")
+        if isinstance(exc, httpx.TransportError):
+            return Failure("unavailable", True, f"broke off its stream: {exc}")
+        if isinstance(exc, openai.APIError):  # an error event inside a stream
+            return Failure("unavailable", True, "sent an error in its stream", said=short(exc.message))
         return None
 
 
@@ -76,6 +88,7 @@ class OpenAIChatModel(_OpenAIBase):
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,  # the ledger's concern, not the provider's
+        stream: TextStream | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"messages": messages}
         if tools:
@@ -86,6 +99,8 @@ class OpenAIChatModel(_OpenAIBase):
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:  # 0 is a choice, not "unset"
             kwargs["temperature"] = temperature
+        if stream is not None:
+            return self._streamed(kwargs, model, timeout, stream)
         resp = self._call(self.client.chat.completions.create, {"model": model, "messages": []}, kwargs, model, timeout)
         if not resp.choices:
             raise LLMError(f"model {model} at {self.base_url} returned no choices", "malformed")
@@ -96,22 +111,74 @@ class OpenAIChatModel(_OpenAIBase):
             for c in (msg.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        refusal = getattr(msg, "refusal", None)
-        content = msg.content or ""
-        stop: StopReason = CHAT_STOPS.get(choice.finish_reason or "stop", "stop")
-        if refusal or stop == "refusal":
-            content, stop = content or refusal or DECLINED, "refusal"
-        elif calls:
-            stop = "tool_calls"
-        u = resp.usage
-        if u is None:
-            usage = Usage(0, 0, None)  # no usage: nothing counted, the cost unknown (never a made-up 0)
-        else:
-            details = getattr(u, "prompt_tokens_details", None)
-            cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-            usage = Usage(u.prompt_tokens, u.completion_tokens, cost_usd(model, u.prompt_tokens, u.completion_tokens),
-                          tokens_cached=cached)
-        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+        return _chat_result(resp.model or model, model, msg.content or "", calls, getattr(msg, "refusal", None),
+                            choice.finish_reason, resp.usage)
+
+    def _streamed(self, kwargs: dict[str, Any], model: str, timeout: float | None,
+                  stream: TextStream) -> ChatResult:
+        """The call as a stream: each piece of content to ``stream`` as it arrives, the result
+        assembled from the chunks (tool calls by their index, the usage from the last chunk)."""
+        kwargs = {**kwargs, "stream_options": {"include_usage": True}}
+        wrote = False
+
+        def attempt(left: float) -> ChatResult:
+            nonlocal wrote
+            if wrote:  # a retry after a stream that broke off: the text so far is withdrawn
+                stream.restart()
+                wrote = False
+            chunks = self.client.chat.completions.create(model=model, messages=[], stream=True, extra_body=kwargs,
+                                                         timeout=left)
+            text: list[str] = []
+            refusal: list[str] = []
+            calls: dict[int, dict[str, str]] = {}
+            finish, usage, answered_by = None, None, None
+            with chunks:  # closed whatever happens: a StreamStopped ends the HTTP response too
+                for chunk in chunks:
+                    answered_by = chunk.model or answered_by
+                    usage = chunk.usage or usage
+                    for choice in chunk.choices[:1]:
+                        delta = choice.delta
+                        finish = choice.finish_reason or finish
+                        if getattr(delta, "refusal", None):
+                            refusal.append(delta.refusal)
+                        for c in delta.tool_calls or []:
+                            call = calls.setdefault(c.index, {"id": "", "name": "", "arguments": ""})
+                            call["id"] = c.id or call["id"]
+                            if c.function is not None:
+                                call["name"] += c.function.name or ""
+                                call["arguments"] += c.function.arguments or ""
+                        if delta.content:
+                            text.append(delta.content)
+                            if not calls:  # text beside tool calls is no answer: it is not shown
+                                wrote = True
+                                stream.text(delta.content)
+            if finish is None and not text and not calls and not refusal:
+                raise LLMError(f"model {model} at {self.base_url} streamed no choices", "malformed")
+            tool_calls = [ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+                          for _, c in sorted(calls.items()) if c["name"]]
+            return _chat_result(answered_by or model, model, "".join(text), tool_calls, "".join(refusal) or None,
+                                finish, usage)
+
+        return with_retries(attempt, self._classify, model=model, where=self.base_url, timeout=timeout,
+                            default_timeout=self.timeout, max_retries=self.max_retries)
+
+
+def _chat_result(answered_by: str, model: str, content: str, calls: list[ToolCall], refusal: str | None,
+                 finish_reason: str | None, u: Any) -> ChatResult:
+    """A Chat Completions answer (whole or assembled from a stream) as the port's result."""
+    stop: StopReason = CHAT_STOPS.get(finish_reason or "stop", "stop")
+    if refusal or stop == "refusal":
+        content, stop = content or refusal or DECLINED, "refusal"
+    elif calls:
+        stop = "tool_calls"
+    if u is None:
+        usage = Usage(0, 0, None)  # no usage: nothing counted, the cost unknown (never a made-up 0)
+    else:
+        details = getattr(u, "prompt_tokens_details", None)
+        cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+        usage = Usage(u.prompt_tokens, u.completion_tokens, cost_usd(model, u.prompt_tokens, u.completion_tokens),
+                      tokens_cached=cached)
+    return ChatResult(model=answered_by, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
 
 
 class OpenAIResponsesModel(_OpenAIBase):
@@ -128,6 +195,7 @@ class OpenAIResponsesModel(_OpenAIBase):
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
+        stream: TextStream | None = None,  # not streamed: the whole text, once
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"input": responses_input(messages), "store": False}
         if tools:
@@ -166,7 +234,8 @@ class OpenAIResponsesModel(_OpenAIBase):
             cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
             usage = Usage(u.input_tokens, u.output_tokens, cost_usd(model, u.input_tokens, u.output_tokens),
                           tokens_cached=cached)
-        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+        return deliver_whole(stream, ChatResult(model=resp.model or model, content=content, tool_calls=calls,
+                                                usage=usage, stop_reason=stop))
 
 
 def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
