@@ -182,6 +182,16 @@ def test_a_stream_that_breaks_off_is_retried_from_the_start(llm, tmp_path):
     assert result.content == "The whole answer"
 
 
+def test_a_server_that_refuses_streaming_is_asked_again_without_it(llm, tmp_path):
+    settings = settings_for("openai-chat", llm, tmp_path)
+    llm.script({"status": 400, "message": "Unrecognized request argument: stream_options"}, {"content": ANSWER})
+    seen = Recorder()
+    result = ProviderRouter(settings).complete([{"role": "user", "content": "go"}], model=MODEL["openai-chat"],
+                                               stream=seen)
+    assert seen.calls == [("text", ANSWER)] and result.content == ANSWER
+    assert [r.get("stream") for r in llm.requests] == [True, None]
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
 def test_providers_that_do_not_stream_hand_the_whole_text_over_once(provider, llm, tmp_path):
     settings = settings_for(provider, llm, tmp_path)

@@ -9,7 +9,8 @@ messages), as with every other provider.
 Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
 
 Chat Completions streams when the caller passes a :class:`~zerg.llm.port.TextStream` (``stream: true``
-with ``stream_options.include_usage``, so the ledger still gets the call's tokens); the Responses adapter
+with ``stream_options.include_usage``, so the ledger still gets the call's tokens; a server that refuses
+that request is asked again without streaming, and the text handed over whole); the Responses adapter
 does not stream yet: it hands the whole text over once (:func:`~zerg.llm.port.deliver_whole`).
 
 The conversation and the tools ride in ``extra_body``, not in the typed parameters: the SDK walks typed
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from zerg import observability
 from zerg.llm.port import ChatResult, LLMError, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
@@ -100,7 +102,14 @@ class OpenAIChatModel(_OpenAIBase):
         if temperature is not None:  # 0 is a choice, not "unset"
             kwargs["temperature"] = temperature
         if stream is not None:
-            return self._streamed(kwargs, model, timeout, stream)
+            try:
+                return self._streamed(kwargs, model, timeout, stream)
+            except LLMError as exc:
+                if exc.kind != "rejected":
+                    raise
+                # A compatible server that refuses streaming (or stream_options): asked again as before.
+                observability.logger().warning("streamed call refused: asked without streaming",
+                                               extra={"model": model, "reason": str(exc)})
         resp = self._call(self.client.chat.completions.create, {"model": model, "messages": []}, kwargs, model, timeout)
         if not resp.choices:
             raise LLMError(f"model {model} at {self.base_url} returned no choices", "malformed")
@@ -111,8 +120,8 @@ class OpenAIChatModel(_OpenAIBase):
             for c in (msg.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        return _chat_result(resp.model or model, model, msg.content or "", calls, getattr(msg, "refusal", None),
-                            choice.finish_reason, resp.usage)
+        return deliver_whole(stream, _chat_result(resp.model or model, model, msg.content or "", calls,
+                                                  getattr(msg, "refusal", None), choice.finish_reason, resp.usage))
 
     def _streamed(self, kwargs: dict[str, Any], model: str, timeout: float | None,
                   stream: TextStream) -> ChatResult:
