@@ -22,6 +22,7 @@ encoding. Stream-only entries::
     {"content": "a b c", "chunks": ["a ", "b ", "c"]}   # the content in these pieces (default: word by word)
     {"content": "...", "until": threading.Event()}      # the first piece, then the rest once the test sets it
     {"content": "...", "break_after": 2}                # two pieces, then the connection drops mid-stream
+    {"content": "...", "pace": 0.02}                    # a model's pace: this many seconds between pieces (benchmarks)
 
 The same scripts drive every wire format the server speaks (tests/support/wire_formats.py): Chat
 Completions at ``/v1/chat/completions``, Anthropic Messages at ``/v1/messages``, OpenAI Responses at
@@ -283,6 +284,8 @@ class ScriptedLLM:
                                 return  # no terminating chunk: the client sees the stream break off
                             if sent == 1 and spec.get("until") is not None and pieces > 1:
                                 spec["until"].wait(30)
+                            if spec.get("pace"):
+                                time.sleep(spec["pace"])  # the model's writing speed, not a synchronisation
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client closed its stream (a cancelled run)
