@@ -8,6 +8,7 @@ holds the rest of an answer until the test releases it (an event, never a sleep)
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -192,15 +193,45 @@ def test_a_server_that_refuses_streaming_is_asked_again_without_it(llm, tmp_path
     assert [r.get("stream") for r in llm.requests] == [True, None]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
-def test_providers_that_do_not_stream_hand_the_whole_text_over_once(provider, llm, tmp_path):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_responses_and_anthropic_stream_through_their_sdks_too(provider, llm, tmp_path, pool, owner):
     settings = settings_for(provider, llm, tmp_path)
+    pieces = ["Disk is ", "**78%** ", "full.\n\n", "```bash\ndf -h\n```", "\n\nMemory: 2 GB free."]
+    llm.script({"content": ANSWER, "chunks": pieces},
+               {"tool_calls": [("spawn_worker", {"task": "Check disk"}), ("spawn_worker", {"task": "Check memory"})]},
+               {"content": "one two three four", "break_after": 2}, {"content": "The whole answer"})
+    model = MeteredChatModel(ProviderRouter(settings), lambda: pool)
+    ask = [{"role": "user", "content": "check"}]
+    seen = Recorder()
+    result = model.complete(ask, model=MODEL[provider], stream=seen, tag=CallTag("supervisor", owner))
+    assert seen.pieces == pieces and result.content == ANSWER and result.stop_reason == "stop"
+    assert llm.raw_requests[-1]["body"]["stream"] is True
+    assert result.usage.tokens_in > 0 and result.usage.tokens_out > 0
+    with pool.connection() as conn:
+        row = conn.execute("SELECT tokens_in, tokens_out FROM llm_calls WHERE owner_id = %s", (owner,)).fetchone()
+    assert (row["tokens_in"], row["tokens_out"]) == (result.usage.tokens_in, result.usage.tokens_out)
+
+    tools = [{"type": "function", "function": {"name": "spawn_worker", "parameters": {"type": "object"}}}]
+    calls = Recorder()
+    reply = model.complete(ask, model=MODEL[provider], stream=calls, tools=tools, tag=CallTag("supervisor", owner))
+    assert calls.calls == [] and reply.stop_reason == "tool_calls"
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("spawn_worker", {"task": "Check disk"}), ("spawn_worker", {"task": "Check memory"})]
+
+    retried = Recorder()
+    again = model.complete(ask, model=MODEL[provider], stream=retried, tag=CallTag("supervisor", owner))
+    assert retried.calls[:3] == [("text", "one "), ("text", "two "), ("restart", "")]
+    assert "".join(p for k, p in retried.calls[3:]) == again.content == "The whole answer"
+
+
+def test_bedrock_does_not_stream_and_hands_the_whole_text_over_once(llm, tmp_path):
+    settings = settings_for("bedrock", llm, tmp_path)
     llm.script({"content": ANSWER}, {"tool_calls": [("spawn_worker", {"task": "Check disk"})]})
     seen = Recorder()
     router = ProviderRouter(settings)
-    result = router.complete([{"role": "user", "content": "check"}], model=MODEL[provider], stream=seen)
+    result = router.complete([{"role": "user", "content": "check"}], model=MODEL["bedrock"], stream=seen)
     assert seen.calls == [("text", ANSWER)] and result.content == ANSWER
-    router.complete([{"role": "user", "content": "check"}], model=MODEL[provider], stream=seen,
+    router.complete([{"role": "user", "content": "check"}], model=MODEL["bedrock"], stream=seen,
                     tools=[{"type": "function", "function": {"name": "spawn_worker", "parameters": {"type": "object"}}}])
     assert seen.calls == [("text", ANSWER)]  # a reply of tool calls hands nothing over
 

@@ -14,10 +14,11 @@ Script entries::
     {"refusal": "I can't help with that."}           # the model declines (each format's refusal)
     {"content": "ok", "no_usage": True}              # an answer without usage
 
-A request with ``"stream": true`` (Chat Completions) is answered as the API streams: Server-Sent
-Events of ``chat.completion.chunk`` objects (the content in pieces, tool calls, the finish reason, the
-usage chunk when ``stream_options.include_usage`` asks for it, ``[DONE]``), sent with chunked transfer
-encoding. Stream-only entries::
+A request with ``"stream": true`` is answered as the API streams, with chunked transfer encoding: Chat
+Completions as Server-Sent Events of ``chat.completion.chunk`` objects (the content in pieces, tool calls,
+the finish reason, the usage chunk when ``stream_options.include_usage`` asks for it, ``[DONE]``),
+Anthropic Messages and OpenAI Responses as their event streams (tests/support/wire_formats.py).
+Stream-only entries::
 
     {"content": "a b c", "chunks": ["a ", "b ", "c"]}   # the content in these pieces (default: word by word)
     {"content": "...", "until": threading.Event()}      # the first piece, then the rest once the test sets it
@@ -212,8 +213,7 @@ class ScriptedLLM:
                 "model": whole["model"]}
         message = whole["choices"][0]["message"]
         content = message.get("content") or ""
-        pieces = spec.get("chunks") or [w for w in content.replace(" ", " \0").split("\0") if w]
-        assert "".join(pieces) == content, "a script's chunks must spell its content"
+        pieces = _pieces(spec) if content else []
         chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                         "finish_reason": None}]}]
         chunks += [{**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
@@ -267,18 +267,25 @@ class ScriptedLLM:
                 self._send(200, outer._completion(request, spec))
 
             def _stream(self, chunks: list[dict[str, Any]], spec: dict[str, Any]) -> None:
-                """Server-Sent Events, chunked (HTTP/1.1 on this one connection, closed after)."""
+                """Chat Completions' stream: ``data:`` lines of chunks, then ``[DONE]``."""
+                frames = [(None, c, bool(c["choices"] and c["choices"][0]["delta"].get("content"))) for c in chunks]
+                self._sse([*frames, (None, "[DONE]", False)], spec)
+
+            def _sse(self, frames: list[tuple[str | None, Any, bool]], spec: dict[str, Any]) -> None:
+                """Server-Sent Events ``(event name, data, is a piece of content)``, chunked (HTTP/1.1 on this
+                one connection, closed after), with the stream-only script entries (until, break_after, pace)."""
                 self.close_connection = True
-                pieces = sum(1 for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content"))
+                pieces = sum(1 for _, _, piece in frames if piece)
                 sent = 0
                 try:
                     self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                      b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-                    for chunk in [*chunks, None]:
-                        data = b"data: [DONE]\n\n" if chunk is None else f"data: {json.dumps(chunk)}\n\n".encode()
+                    for name, payload, piece in frames:
+                        body = payload if isinstance(payload, str) else json.dumps(payload)
+                        data = (f"event: {name}\n" if name else "").encode() + f"data: {body}\n\n".encode()
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                         self.wfile.flush()
-                        if chunk is not None and chunk["choices"] and chunk["choices"][0]["delta"].get("content"):
+                        if piece:
                             sent += 1
                             if sent == spec.get("break_after"):
                                 return  # no terminating chunk: the client sees the stream break off
@@ -318,6 +325,11 @@ class ScriptedLLM:
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
                 answer = {"bedrock": wire_formats.converse_answer, "anthropic": wire_formats.anthropic_answer,
                           "responses": wire_formats.responses_answer}[wire]
+                if raw.get("stream") and wire in wire_formats.STREAMED:
+                    body = answer(spec, raw, outer.prompt_cache)
+                    return self._sse(wire_formats.STREAMED[wire](body, _pieces(spec)), spec)
+                if spec.get("until") is not None:
+                    spec["until"].wait(30)
                 self._send(200, answer(spec, raw, outer.prompt_cache))
 
             def _titan(self, path: str) -> None:
@@ -381,6 +393,14 @@ class ScriptedLLM:
                     pass  # the client gave up (timeout test)
 
         return Handler
+
+
+def _pieces(spec: dict[str, Any]) -> list[str]:
+    """A streamed answer's content in pieces: the script's ``chunks``, else word by word."""
+    content = spec.get("content") or ""
+    pieces = spec.get("chunks") or [w for w in content.replace(" ", " \0").split("\0") if w]
+    assert "".join(pieces) == content, "a script's chunks must spell its content"
+    return pieces
 
 
 def _pseudo_vector(text: str, dimension: int) -> list[float]:

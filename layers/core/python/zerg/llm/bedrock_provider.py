@@ -96,7 +96,7 @@ class BedrockChatModel:
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
-        stream: TextStream | None = None,  # not streamed: the whole text, once (docs/models.md)
+        stream: TextStream | None = None,  # not streamed (no ConverseStream yet): the whole text, once
     ) -> ChatResult:
         offer_tools = bool(tools) and tool_choice != "none"
         system, turns = converse_messages(messages, caching=caches(model), tools_as_text=not offer_tools)

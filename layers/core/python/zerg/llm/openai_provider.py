@@ -8,10 +8,10 @@ messages), as with every other provider.
 
 Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
 
-Chat Completions streams when the caller passes a :class:`~zerg.llm.port.TextStream` (``stream: true``
-with ``stream_options.include_usage``, so the ledger still gets the call's tokens; a server that refuses
-that request is asked again without streaming, and the text handed over whole); the Responses adapter
-does not stream yet: it hands the whole text over once (:func:`~zerg.llm.port.deliver_whole`).
+Both stream when the caller passes a :class:`~zerg.llm.port.TextStream`: Chat Completions with
+``stream: true`` and ``stream_options.include_usage`` (so the ledger still gets the call's tokens; a server
+that refuses that request is asked again without streaming, the text handed over whole), the Responses API
+with ``stream: true`` (its final event carries the whole response, read as an unstreamed one).
 
 The conversation and the tools ride in ``extra_body``, not in the typed parameters: the SDK walks typed
 parameters recursively against its TypedDicts on every call (5-13 ms for a supervisor-sized request,
@@ -27,7 +27,7 @@ from typing import Any
 from zerg import observability
 from zerg.llm.port import ChatResult, LLMError, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
-from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
+from zerg.llm.retry import Failure, retry_after, short, status_kind, transport_failure, with_retries
 
 DECLINED = "The model declined to answer."  # a refusal that gave no words of its own
 
@@ -65,12 +65,8 @@ class _OpenAIBase:
             return Failure("timeout", True, "timed out")
         if isinstance(exc, openai.APIConnectionError):
             return Failure("unavailable", True, f"is unreachable: {exc}")
-        import httpx  # the openai SDK's transport: a stream broken while it is read surfaces as httpx's error
-
-        if isinstance(exc, httpx.TimeoutException):
-            return Failure("timeout", True, "timed out while streaming")
-        if isinstance(exc, httpx.TransportError):
-            return Failure("unavailable", True, f"broke off its stream: {exc}")
+        if (broken := transport_failure(exc)) is not None:  # a stream broken while it is read
+            return broken
         if isinstance(exc, openai.APIError):  # an error event inside a stream
             return Failure("unavailable", True, "sent an error in its stream", said=short(exc.message))
         return None
@@ -204,7 +200,7 @@ class OpenAIResponsesModel(_OpenAIBase):
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
-        stream: TextStream | None = None,  # not streamed: the whole text, once
+        stream: TextStream | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"input": responses_input(messages), "store": False}
         if tools:
@@ -215,7 +211,12 @@ class OpenAIResponsesModel(_OpenAIBase):
             kwargs["max_output_tokens"] = max_tokens
         if temperature is not None:
             kwargs["temperature"] = temperature
-        resp = self._call(self.client.responses.create, {"model": model}, kwargs, model, timeout)
+        if stream is None:
+            resp = self._call(self.client.responses.create, {"model": model}, kwargs, model, timeout)
+        else:
+            resp = with_retries(self._streaming(kwargs, model, stream), self._classify, model=model,
+                                where=self.base_url, timeout=timeout, default_timeout=self.timeout,
+                                max_retries=self.max_retries)
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ToolCall] = []
@@ -243,8 +244,35 @@ class OpenAIResponsesModel(_OpenAIBase):
             cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
             usage = Usage(u.input_tokens, u.output_tokens, cost_usd(model, u.input_tokens, u.output_tokens),
                           tokens_cached=cached)
-        return deliver_whole(stream, ChatResult(model=resp.model or model, content=content, tool_calls=calls,
-                                                usage=usage, stop_reason=stop))
+        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+
+    def _streaming(self, kwargs: dict[str, Any], model: str, stream: TextStream) -> Any:
+        """One attempt of a streamed call: each ``response.output_text.delta`` to ``stream`` (a retry after
+        text was written restarts it), the response of the final event (completed or incomplete)."""
+        wrote = False
+
+        def attempt(left: float) -> Any:
+            nonlocal wrote
+            if wrote:
+                stream.restart()
+                wrote = False
+            final = None
+            with self.client.responses.create(model=model, stream=True, extra_body=kwargs, timeout=left) as events:
+                for event in events:
+                    if event.type == "response.output_text.delta" and event.delta:
+                        wrote = True
+                        stream.text(event.delta)
+                    elif event.type in ("response.completed", "response.incomplete"):
+                        final = event.response
+                    elif event.type in ("response.failed", "error"):
+                        message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
+                        raise LLMError(f"model {model} at {self.base_url} failed while streaming: "
+                                       f"{message or getattr(event, 'message', '')}".rstrip(": "), "unavailable")
+            if final is None:
+                raise LLMError(f"model {model} at {self.base_url} ended its stream without a response", "malformed")
+            return final
+
+        return attempt
 
 
 def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
