@@ -20,6 +20,7 @@ from tests.support.waiting import wait_for
 from tests.test_api import db_events, read_stream
 from tests.test_providers import MODEL, settings_for
 from tests.test_run_e2e import start_and_wait
+from tests.test_tracing import LATEST, closed_trace, named, receiver, run_to_end, traced  # noqa: F401 (fixtures)
 from zerg.llm import CallTag, ChatResult, ToolCall
 from zerg.llm.ledger import MeteredChatModel, calls_of_run
 from zerg.llm.port import StreamStopped
@@ -255,6 +256,24 @@ def test_a_run_streams_its_answer_after_the_last_worker_and_stores_the_whole_tex
     with pool.connection() as conn:  # the streamed call is in the ledger like any other
         supervisor_calls = [c for c in calls_of_run(conn, owner, run["id"]) if c["component"] == "supervisor"]
     assert len(supervisor_calls) == 2 and all(c["tokens_out"] > 0 for c in supervisor_calls)
+
+
+@pytest.mark.e2e  # the run's launch path starts the local engine
+def test_the_streamed_supervisor_calls_keep_their_chat_spans_with_usage(traced, receiver, llm, pool, owner):  # noqa: F811
+    rt = traced(**LATEST)
+    script = run_script(["Check disk"], answer=lambda r: ANSWER)
+    llm.respond_with(lambda r: {**spec, "chunks": [ANSWER[:9], ANSWER[9:]]}
+                     if (spec := script(r)).get("content") == ANSWER else spec)
+    run = run_to_end(rt, pool, owner, "check disk")
+    assert run["status"] == "success" and run["result"] == ANSWER
+    spans = closed_trace(receiver, run, workers=1)
+    supervisor = {s["span_id"] for s in named(spans, "invoke_agent supervisor")}
+    chats = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "chat"]
+    streamed = [c for c in chats if c["parent_span_id"] in supervisor]
+    assert len(streamed) == 2 and all(c["attributes"]["zerg.streamed"] is True for c in streamed)
+    assert all(c["attributes"]["gen_ai.usage.output_tokens"] > 0 for c in streamed)
+    assert sorted(c["attributes"]["gen_ai.response.finish_reasons"][0] for c in streamed) == ["stop", "tool_call"]
+    assert not any(c["attributes"]["zerg.streamed"] for c in chats if c not in streamed)  # workers do not stream
 
 
 def test_a_scheduled_run_does_not_stream_its_assessment(runtime_env, llm, engine, pool, owner):
