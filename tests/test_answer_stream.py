@@ -175,7 +175,8 @@ def test_a_streamed_reply_of_tool_calls_is_assembled_and_writes_nothing(llm, tmp
 
 def test_a_stream_that_breaks_off_is_retried_from_the_start(llm, tmp_path):
     settings = settings_for("openai-chat", llm, tmp_path)
-    llm.script({"content": "one two three four", "break_after": 2}, {"content": "The whole answer", "chunks": ["The ", "whole answer"]})
+    llm.script({"content": "one two three four", "break_after": 2},
+               {"content": "The whole answer", "chunks": ["The ", "whole answer"]})
     seen = Recorder()
     result = ProviderRouter(settings).complete([{"role": "user", "content": "go"}], model=MODEL["openai-chat"],
                                                stream=seen)
@@ -232,8 +233,8 @@ def test_bedrock_does_not_stream_and_hands_the_whole_text_over_once(llm, tmp_pat
     router = ProviderRouter(settings)
     result = router.complete([{"role": "user", "content": "check"}], model=MODEL["bedrock"], stream=seen)
     assert seen.calls == [("text", ANSWER)] and result.content == ANSWER
-    router.complete([{"role": "user", "content": "check"}], model=MODEL["bedrock"], stream=seen,
-                    tools=[{"type": "function", "function": {"name": "spawn_worker", "parameters": {"type": "object"}}}])
+    tools = [{"type": "function", "function": {"name": "spawn_worker", "parameters": {"type": "object"}}}]
+    router.complete([{"role": "user", "content": "check"}], model=MODEL["bedrock"], stream=seen, tools=tools)
     assert seen.calls == [("text", ANSWER)]  # a reply of tool calls hands nothing over
 
 
@@ -259,7 +260,8 @@ def test_a_run_streams_its_answer_after_the_last_worker_and_stores_the_whole_tex
 
 
 @pytest.mark.e2e  # the run's launch path starts the local engine
-def test_the_streamed_supervisor_calls_keep_their_chat_spans_with_usage(traced, receiver, llm, pool, owner):  # noqa: F811
+def test_the_streamed_supervisor_calls_keep_their_chat_spans_with_usage(
+        traced, receiver, llm, pool, owner):  # noqa: F811 (the fixtures imported above)
     rt = traced(**LATEST)
     script = run_script(["Check disk"], answer=lambda r: ANSWER)
     llm.respond_with(lambda r: {**spec, "chunks": [ANSWER[:9], ANSWER[9:]]}

@@ -228,7 +228,8 @@ class ScriptedLLM:
                  "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}, "finish_reason": None}]})
             chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
                 {"index": i, "function": {"arguments": args[half:]}}]}, "finish_reason": None}]})
-        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": whole["choices"][0]["finish_reason"]}]})
+        finish = whole["choices"][0]["finish_reason"]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if "usage" in whole and (request.get("stream_options") or {}).get("include_usage"):
             chunks.append({**base, "choices": [], "usage": whole["usage"]})
         return chunks

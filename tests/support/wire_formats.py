@@ -236,8 +236,8 @@ def anthropic_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[str,
                 "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}, False))
             raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
             for part in (raw[:len(raw) // 2], raw[len(raw) // 2:]):
-                frames.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "input_json_delta", "partial_json": part}}, False))
+                delta = {"type": "input_json_delta", "partial_json": part}
+                frames.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}, False))
         frames.append(("content_block_stop", {"type": "content_block_stop", "index": i}, False))
     frames.append(("message_delta", {"type": "message_delta",
                                      "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},

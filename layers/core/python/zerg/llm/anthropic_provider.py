@@ -3,13 +3,14 @@
 The port's messages (Chat Completions dicts) become Messages blocks: system messages the ``system``
 parameter, tool calls ``tool_use`` blocks and tool results ``tool_result`` blocks (ids kept, so a
 conversation converted back and forth is the same), consecutive messages of one role one turn.
-With a :class:`~zerg.llm.port.TextStream` the call streams (the SDK's ``messages.stream``, which assembles
-the final message, tool inputs included, from the events). Prompt caching: ``cache_control`` on the static prefix, the thread and the run's messages up to the
-first fence (:mod:`zerg.llm.cache_points`). Usage counts cache reads and writes in ``tokens_in`` (as
-OpenAI's ``prompt_tokens`` does), cache reads again in ``tokens_cached``; the cost prices each at its
-rate. Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off). As for OpenAI
-(:mod:`zerg.llm.openai_provider`), the conversation rides in ``extra_body``: the SDK's recursive walk of
-typed parameters would leave our plain JSON as it is, at a cost on every call.
+With a :class:`~zerg.llm.port.TextStream` the call streams (the SDK's ``messages.stream``, which
+assembles the final message, tool inputs included, from the events). Prompt caching: ``cache_control``
+on the static prefix, the thread and the run's messages up to the first fence
+(:mod:`zerg.llm.cache_points`). Usage counts cache reads and writes in ``tokens_in`` (as OpenAI's
+``prompt_tokens`` does), cache reads again in ``tokens_cached``; the cost prices each at its rate.
+Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off). As for OpenAI
+(:mod:`zerg.llm.openai_provider`), the conversation rides in ``extra_body``: the SDK's recursive walk
+of typed parameters would leave our plain JSON as it is, at a cost on every call.
 """
 
 from __future__ import annotations

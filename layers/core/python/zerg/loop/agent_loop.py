@@ -218,7 +218,8 @@ class AgentLoop:
                 return LoopResult(stop=stop)
         return LoopResult(exhausted=True)
 
-    def _ask(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], tool_choice: str | None) -> ChatResult:
+    def _ask(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
+             tool_choice: str | None) -> ChatResult:
         """One model call, streamed when the hooks give a stream (closed with the reply either way)."""
         stream = self.hooks.answer_stream()
         streaming = {"stream": stream} if stream is not None else {}
