@@ -129,6 +129,34 @@ def test_a_reload_mid_answer_shows_the_draft_once_and_then_the_answer(open_page,
     assert answer.inner_text().count("Disk on cube") == 1
 
 
+def test_a_stream_dropped_mid_answer_resumes_after_its_last_event_without_repeating_text(
+        chromium, served, new_owner, streaming):
+    from tests.support.browser import WAIT_MS, CuttableProxy, sign_in
+
+    proxy = CuttableProxy(served.url)  # the page reaches zerg serve through it
+    context = chromium.new_context(base_url=proxy.url)
+    context.set_default_timeout(WAIT_MS)
+    try:
+        page = context.new_page()
+        sign_in(page, new_owner())
+        with page.expect_response(is_supervisor_post) as posted:
+            ask(page, "How full is the disk on cube?")
+        answer = answers(page, supervisor_run_id(posted.value))
+        expect(answer.locator(".md[data-streaming]")).to_contain_text("Disk on cube")
+        connection = page.get_by_role("status", name="Connection")
+        proxy.cut()  # the open event stream drops mid-answer
+        expect(connection).to_have_text("Reconnecting…")
+        streaming.release.set()  # the model writes the rest while the page is away
+        proxy.restore()  # EventSource comes back with Last-Event-ID: the events after it, once
+        expect(connection).to_have_text("Live")
+        expect(answer.locator(".md:not([data-streaming])")).to_contain_text("That is all.")
+        expect(answer).to_have_count(1)
+        assert answer.inner_text().count("Disk on cube") == 1
+    finally:
+        context.close()
+        proxy.close()
+
+
 def test_code_blocks_are_highlighted_and_copied_and_so_is_the_whole_answer(chromium, served, new_owner, conductor):
     from tests.support.browser import sign_in
 
