@@ -169,8 +169,8 @@ def test_code_blocks_are_highlighted_and_copied_and_so_is_the_whole_answer(chrom
         with page.expect_response(is_supervisor_post) as posted:
             ask(page, "How full is the disk on cube?")
         answer = answers(page, supervisor_run_id(posted.value))
-        expect(answer.locator("pre code.hljs.language-bash span.hljs-built_in").first).to_have_text("df")
-        expect(answer.locator("pre code.language-python span.hljs-keyword").first).to_have_text("import")
+        expect(answer.locator("pre code.language-bash span.tok-func").first).to_have_text("df")
+        expect(answer.locator("pre code.language-python span.tok-kwd").first).to_have_text("import")
         expect(answer.locator(".code-bar")).to_have_count(2)
         expect(answer.locator("table th").first).to_have_text("mount")
         header = answer.locator("table th").first.evaluate("th => getComputedStyle(th).backgroundColor")

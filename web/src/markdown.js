@@ -1,6 +1,6 @@
 // Model text as safe HTML: marked renders Markdown, DOMPurify removes anything executable
 // (script, event handlers, javascript: links, raw HTML the model or a tool put in its answer).
-// Fenced code in a known language is highlighted (highlight.js, loaded on first need: ./highlight.js)
+// Fenced code in a known language is highlighted (speed-highlight, loaded on first need: ./highlight.js)
 // before sanitising, so what it produces is sanitised like the rest.
 import DOMPurify from 'dompurify';
 import { marked } from 'marked';
@@ -15,7 +15,7 @@ marked.use({
       const name = highlighter && highlighter.language(token.lang);
       if (!name) return false; // marked's own rendering: escaped text
       const body = highlighter.highlight(token.text.replace(/\n$/, ''), name);
-      return `<pre><code class="hljs language-${name}">${body}\n</code></pre>\n`;
+      return `<pre><code class="language-${name}">${body}\n</code></pre>\n`;
     },
   },
 });
