@@ -49,7 +49,8 @@ def test_full_flow_auth_start_stream_and_details(api_server, llm, alice, pool):
     assert body["status"] == "running" and body["stream_url"] == f"/api/jarvis/supervisor/events?run_id={body['run_id']}"
 
     events = read_stream(client, body["stream_url"])
-    kinds = [k for _, k, _ in events if k != "supervisor_thinking"]
+    kinds = [k for _, k, _ in events if k not in ("supervisor_thinking", "answer_delta")]
+    assert "".join(p["text"] for _, k, p in events if k == "answer_delta") == "All good."  # streamed, then stored
     assert kinds[0] == "supervisor_started" and kinds[1:3] == ["worker_spawned"] * 2 and kinds[-1] == "supervisor_complete"
     assert sorted(kinds[3:-1]) == sorted(["worker_started", "worker_complete", "worker_summary_ready"] * 2)
     assert events == db_events(pool, body["run_id"])  # exactly the log, in order, ids = row ids

@@ -86,8 +86,10 @@ FIGURES = {
     "web": ["== the built app (web/dist) ==", "transferred size, gzip", "== the page (headless Chromium",
             "POST /supervisor -> first worker row rendered", "POST /api/jarvis/route (pre-check",
             "POST /api/jarvis/quick (scripted model)", "run start -> first supervisor_thinking"],
+    "answer_stream": ["== the answer streams", "last worker -> first answer words (page)",
+                      "last worker_complete -> first answer_delta (log)", "answer_delta rows per answer"],
 }
-NEEDS_BROWSER = {"web"}  # skipped (failed under CI=true) like the browser tests when a part is missing
+NEEDS_BROWSER = {"web", "answer_stream"}  # skipped (failed under CI=true) like the browser tests when a part is missing
 
 
 @pytest.mark.parametrize("name", list(FIGURES))

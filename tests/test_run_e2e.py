@@ -76,7 +76,12 @@ def test_event_sequence_is_the_contract(runtime_env, llm, engine, pool, owner):
     llm.respond_with(run_script(["task one", "task two"]))
     run, _ = start_and_wait(engine, pool, owner, "two things")
     events = run_events(pool, run["id"])
-    kinds = [e for e, _ in events if e != "supervisor_thinking"]
+    kinds = [e for e, _ in events if e not in ("supervisor_thinking", "answer_delta")]
+    # The answer streams after the last worker's events, before the end, and spells the stored answer.
+    deltas = [i for i, (e, _) in enumerate(events) if e == "answer_delta"]
+    assert deltas and deltas[0] > max(i for i, (e, _) in enumerate(events) if e.startswith("worker_"))
+    assert deltas[-1] == len(events) - 2 and events[deltas[0]][1]["reset"] is True
+    assert "".join(events[i][1]["text"] for i in deltas) == "Both checks are fine."
     assert kinds[0] == "supervisor_started" and kinds[-1] == "supervisor_complete"
     assert kinds[1:3] == ["worker_spawned", "worker_spawned"]
     body = kinds[3:-1]
@@ -87,7 +92,7 @@ def test_event_sequence_is_the_contract(runtime_env, llm, engine, pool, owner):
     assert events[0][1] == {"run_id": run["id"], "thread_id": run["thread_id"], "task": "two things"}
     assert events[-1][1] == {"run_id": run["id"], "result": "Both checks are fine."}
     assert {e for e, _ in events} <= {"supervisor_started", "supervisor_thinking", "worker_spawned", "worker_started",
-                                      "worker_complete", "worker_summary_ready", "supervisor_complete"}
+                                      "worker_complete", "worker_summary_ready", "answer_delta", "supervisor_complete"}
 
 
 def test_a_second_run_reuses_the_thread_and_shows_the_previous_answer(runtime_env, llm, engine, pool, owner):

@@ -246,6 +246,7 @@ def complete_run(page, task: str) -> int:
         ask(page, task)
     run_id = supervisor_run_id(posted.value)
     expect(answers(page, run_id)).to_have_count(1)
+    expect(answers(page, run_id).locator(".md[data-streaming]")).to_have_count(0)  # the whole answer, not its draft
     return run_id
 
 

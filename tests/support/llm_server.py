@@ -14,6 +14,17 @@ Script entries::
     {"refusal": "I can't help with that."}           # the model declines (each format's refusal)
     {"content": "ok", "no_usage": True}              # an answer without usage
 
+A request with ``"stream": true`` is answered as the API streams, with chunked transfer encoding: Chat
+Completions as Server-Sent Events of ``chat.completion.chunk`` objects (the content in pieces, tool calls,
+the finish reason, the usage chunk when ``stream_options.include_usage`` asks for it, ``[DONE]``),
+Anthropic Messages and OpenAI Responses as their event streams (tests/support/wire_formats.py).
+Stream-only entries::
+
+    {"content": "a b c", "chunks": ["a ", "b ", "c"]}   # the content in these pieces (default: word by word)
+    {"content": "...", "until": threading.Event()}      # the first piece, then the rest once the test sets it
+    {"content": "...", "break_after": 2}                # two pieces, then the connection drops mid-stream
+    {"content": "...", "pace": 0.02}                    # a model's pace: this many seconds between pieces (benchmarks)
+
 The same scripts drive every wire format the server speaks (tests/support/wire_formats.py): Chat
 Completions at ``/v1/chat/completions``, Anthropic Messages at ``/v1/messages``, OpenAI Responses at
 ``/v1/responses`` and Bedrock Converse at ``/model/{modelId}/converse`` (``root_url`` is the endpoint
@@ -194,6 +205,35 @@ class ScriptedLLM:
             del body["usage"]
         return body
 
+    def _chunks(self, request: dict[str, Any], spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """The streamed answer: one ``chat.completion.chunk`` per piece of content, the tool calls,
+        the finish reason, then the usage (when asked for), as the API sends them."""
+        whole = self._completion(request, spec)
+        base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+                "model": whole["model"]}
+        message = whole["choices"][0]["message"]
+        content = message.get("content") or ""
+        pieces = _pieces(spec) if content else []
+        chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]}]
+        chunks += [{**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+        if message.get("refusal"):
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"refusal": message["refusal"]},
+                                                "finish_reason": None}]})
+        for i, call in enumerate(message.get("tool_calls") or []):
+            args = call["function"]["arguments"]
+            half = len(args) // 2  # the arguments in two pieces, as the API splits them
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "id": call["id"], "type": "function",
+                 "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}, "finish_reason": None}]})
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "function": {"arguments": args[half:]}}]}, "finish_reason": None}]})
+        finish = whole["choices"][0]["finish_reason"]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if "usage" in whole and (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": whole["usage"]})
+        return chunks
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         outer = self
 
@@ -221,7 +261,42 @@ class ScriptedLLM:
                 if "status" in spec:
                     body = {"error": {"message": spec.get("message", "error"), "type": "server_error"}}
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
+                if request.get("stream"):
+                    return self._stream(outer._chunks(request, spec), spec)
+                if spec.get("until") is not None:
+                    spec["until"].wait(30)
                 self._send(200, outer._completion(request, spec))
+
+            def _stream(self, chunks: list[dict[str, Any]], spec: dict[str, Any]) -> None:
+                """Chat Completions' stream: ``data:`` lines of chunks, then ``[DONE]``."""
+                frames = [(None, c, bool(c["choices"] and c["choices"][0]["delta"].get("content"))) for c in chunks]
+                self._sse([*frames, (None, "[DONE]", False)], spec)
+
+            def _sse(self, frames: list[tuple[str | None, Any, bool]], spec: dict[str, Any]) -> None:
+                """Server-Sent Events ``(event name, data, is a piece of content)``, chunked (HTTP/1.1 on this
+                one connection, closed after), with the stream-only script entries (until, break_after, pace)."""
+                self.close_connection = True
+                pieces = sum(1 for _, _, piece in frames if piece)
+                sent = 0
+                try:
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                     b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+                    for name, payload, piece in frames:
+                        body = payload if isinstance(payload, str) else json.dumps(payload)
+                        data = (f"event: {name}\n" if name else "").encode() + f"data: {body}\n\n".encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                        if piece:
+                            sent += 1
+                            if sent == spec.get("break_after"):
+                                return  # no terminating chunk: the client sees the stream break off
+                            if sent == 1 and spec.get("until") is not None and pieces > 1:
+                                spec["until"].wait(30)
+                            if spec.get("pace"):
+                                time.sleep(spec["pace"])  # the model's writing speed, not a synchronisation
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client closed its stream (a cancelled run)
 
             def _wire(self, path: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -251,6 +326,11 @@ class ScriptedLLM:
                     return self._send(spec["status"], body, {"retry-after-ms": "1"})
                 answer = {"bedrock": wire_formats.converse_answer, "anthropic": wire_formats.anthropic_answer,
                           "responses": wire_formats.responses_answer}[wire]
+                if raw.get("stream") and wire in wire_formats.STREAMED:
+                    body = answer(spec, raw, outer.prompt_cache)
+                    return self._sse(wire_formats.STREAMED[wire](body, _pieces(spec)), spec)
+                if spec.get("until") is not None:
+                    spec["until"].wait(30)
                 self._send(200, answer(spec, raw, outer.prompt_cache))
 
             def _titan(self, path: str) -> None:
@@ -314,6 +394,14 @@ class ScriptedLLM:
                     pass  # the client gave up (timeout test)
 
         return Handler
+
+
+def _pieces(spec: dict[str, Any]) -> list[str]:
+    """A streamed answer's content in pieces: the script's ``chunks``, else word by word."""
+    content = spec.get("content") or ""
+    pieces = spec.get("chunks") or [w for w in content.replace(" ", " \0").split("\0") if w]
+    assert "".join(pieces) == content, "a script's chunks must spell its content"
+    return pieces
 
 
 def _pseudo_vector(text: str, dimension: int) -> list[float]:

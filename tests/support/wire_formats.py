@@ -7,6 +7,8 @@ Each format has two halves, so that one script drives every provider:
 - ``*_to_chat(request)``: the request as the Chat Completions request it stands for (system, user,
   assistant with ``tool_calls``, ``tool`` messages; function tools; ``tool_choice``), which is what
   the server records in ``requests`` and what the responders (tests/support/scripts.py) read;
+- ``*_events(body, pieces)``: Anthropic's and Responses' answer as the event stream of a ``"stream": true``
+  request (:data:`STREAMED`): the text in ``pieces``, tool inputs in two halves, the whole answer at the end;
 - ``*_answer(spec, request)``: a script entry (``{"content"}``, ``{"tool_calls": [(name, args)]}`` where
   ``args`` is a dict or raw text, ``{"refusal": text}``, ``{"no_usage": True}``) as that format's answer,
   ``*_error(spec)`` an ``{"status", "message"}`` entry as that format's error (Bedrock's error code in
@@ -194,6 +196,57 @@ def responses_answer(spec: dict[str, Any], req: dict[str, Any], cache: PromptCac
                          "input_tokens_details": {"cached_tokens": 0},
                          "output_tokens_details": {"reasoning_tokens": 0}}
     return body
+
+
+def responses_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[str, Any, bool]]:
+    """A Responses answer as its event stream: created, a text delta per piece, completed (the whole response)."""
+    frames: list[tuple[str, Any, bool]] = [("response.created", {"type": "response.created", "sequence_number": 0,
+                                                                  "response": {**body, "status": "in_progress",
+                                                                               "output": [], "usage": None}}, False)]
+    for i, item in enumerate(body["output"]):
+        for j, part in enumerate(item.get("content") or [] if item["type"] == "message" else []):
+            if part["type"] != "output_text":
+                continue
+            for piece in pieces if "".join(pieces) == part["text"] else [part["text"]]:
+                frames.append(("response.output_text.delta", {
+                    "type": "response.output_text.delta", "item_id": item["id"], "output_index": i, "content_index": j,
+                    "delta": piece, "logprobs": [], "sequence_number": len(frames)}, True))
+    frames.append(("response.completed", {"type": "response.completed", "sequence_number": len(frames),
+                                          "response": body}, False))
+    return frames
+
+
+def anthropic_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[str, Any, bool]]:
+    """An Anthropic answer as its event stream: message_start, each block (text in ``pieces``, a tool's input
+    JSON in two halves), message_delta with the stop reason and output tokens, message_stop."""
+    usage = body.get("usage")
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+    if usage:
+        start["usage"] = {**usage, "output_tokens": 1}
+    frames: list[tuple[str, Any, bool]] = [("message_start", {"type": "message_start", "message": start}, False)]
+    for i, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            frames.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}}, False))
+            for piece in pieces if "".join(pieces) == block["text"] else [block["text"]]:
+                frames.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": piece}}, True))
+        else:
+            frames.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
+                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}, False))
+            raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+            for part in (raw[:len(raw) // 2], raw[len(raw) // 2:]):
+                delta = {"type": "input_json_delta", "partial_json": part}
+                frames.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}, False))
+        frames.append(("content_block_stop", {"type": "content_block_stop", "index": i}, False))
+    frames.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                                     "usage": {"output_tokens": usage["output_tokens"] if usage else 0}}, False))
+    frames.append(("message_stop", {"type": "message_stop"}, False))
+    return frames
+
+
+STREAMED = {"anthropic": anthropic_events, "responses": responses_events}
 
 
 # --- Bedrock Converse -------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ export const RUN_EVENTS = [
   'worker_summary_ready', 'memory_changed', 'supervisor_complete', 'error',
   // issue 27: a worker's call waits for the owner's approval (the run is `awaiting_approval`), then is answered
   'approval_requested', 'approval_answered',
+  // issue 29: the supervisor's answer as the model writes it ({offset, text, reset?}: chat/answerStream.js)
+  'answer_delta',
 ];
 export const TERMINAL = new Set(['supervisor_complete', 'error']);
 export const BACKOFF_START_MS = 5000;

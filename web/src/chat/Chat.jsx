@@ -5,8 +5,9 @@ import { ApiError, describe, get, isMissingRoute, post, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { duration } from '../format.js';
 import { UTTERANCE_CHARS, nearLimit } from '../limits.js';
-import { renderMarkdown } from '../markdown.js';
 import { follow } from '../stream.js';
+import { Answer } from './Answer.jsx';
+import { withDelta, withFinalAnswer, withoutDraft } from './answerStream.js';
 import { ApprovalCard } from './ApprovalCard.jsx';
 import { Feed } from './Feed.jsx';
 import { Push } from './Push.jsx';
@@ -38,7 +39,7 @@ function Message({ m }) {
     <article data-role={m.role} data-mode={m.mode || undefined} data-run-id={assistant && m.runId ? m.runId : undefined}
       class={`msg msg-${m.role}`} aria-label={assistant ? (m.mode === 'quick' ? 'Jarvis (quick answer)' : 'Jarvis') : 'You'}>
       {assistant
-        ? <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(m.content) }} />
+        ? <Answer text={m.content} streaming={m.streaming} />
         : <p class="plain">{m.content}</p>}
       {assistant && m.jobIds && m.jobIds.length > 0 && <Sources runId={m.runId} jobIds={m.jobIds} />}
     </article>
@@ -156,6 +157,7 @@ export function Chat({ visible }) {
     const url = `/api/jarvis/supervisor/events${qs({ run_id: runId })}`;
     const onEvent = (type, p) => {
       if (type === 'supervisor_thinking') setRun((r) => ({ ...r, thinking: p.message || '' }));
+      else if (type === 'answer_delta') setMessages((ms) => withDelta(ms, runId, p)); // the answer as it is written
       else if (type === 'approval_requested') {
         setRun((r) => ({ ...r, status: 'awaiting_approval' }));
         loadApprovals(runId);
@@ -179,7 +181,7 @@ export function Chat({ visible }) {
         loadApprovals(runId); // their last word (e.g. expired) if the page missed it
         const answer = { key: `run-${runId}`, role: 'assistant', runId, content: p.result || '', jobIds: [...order] };
         // Re-attached after the answer was stored (a reload): the thread shows it already.
-        setMessages((ms) => (ms.some((m) => m.role === 'assistant' && m.runId === runId) ? ms : [...ms, answer]));
+        setMessages((ms) => withFinalAnswer(ms, answer)); // replaces the streamed draft
         scrollDown();
         if (readRef.current) speak(p.result || '');
         // The thread's own record carries the evidence (metadata.job_ids): use it when it differs.
@@ -189,6 +191,7 @@ export function Chat({ visible }) {
         }).catch(() => {});
       } else if (type === 'error') {
         finishRun('failed');
+        setMessages((ms) => withoutDraft(ms, runId)); // half an answer is no answer
         loadApprovals(runId); // a cancel or failure while waiting: the cards say cancelled
         append({ key: `err-${runId}`, role: 'error', content: p.message || 'The run failed.' });
         get(`/api/jarvis/runs/${runId}`).then((doc) => {

@@ -3,12 +3,14 @@
 The port's messages (Chat Completions dicts) become Messages blocks: system messages the ``system``
 parameter, tool calls ``tool_use`` blocks and tool results ``tool_result`` blocks (ids kept, so a
 conversation converted back and forth is the same), consecutive messages of one role one turn.
-Prompt caching: ``cache_control`` on the static prefix, the thread and the run's messages up to the
-first fence (:mod:`zerg.llm.cache_points`). Usage counts cache reads and writes in ``tokens_in`` (as
-OpenAI's ``prompt_tokens`` does), cache reads again in ``tokens_cached``; the cost prices each at its
-rate. Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off). As for OpenAI
-(:mod:`zerg.llm.openai_provider`), the conversation rides in ``extra_body``: the SDK's recursive walk of
-typed parameters would leave our plain JSON as it is, at a cost on every call.
+With a :class:`~zerg.llm.port.TextStream` the call streams (the SDK's ``messages.stream``, which
+assembles the final message, tool inputs included, from the events). Prompt caching: ``cache_control``
+on the static prefix, the thread and the run's messages up to the first fence
+(:mod:`zerg.llm.cache_points`). Usage counts cache reads and writes in ``tokens_in`` (as OpenAI's
+``prompt_tokens`` does), cache reads again in ``tokens_cached``; the cost prices each at its rate.
+Retries and the time budget are :mod:`zerg.llm.retry`'s (the SDK's own are off). As for OpenAI
+(:mod:`zerg.llm.openai_provider`), the conversation rides in ``extra_body``: the SDK's recursive walk
+of typed parameters would leave our plain JSON as it is, at a cost on every call.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import json
 from typing import Any
 
 from zerg.llm.cache_points import cache_marks
-from zerg.llm.port import ChatResult, StopReason, ToolCall, Usage
+from zerg.llm.port import ChatResult, StopReason, TextStream, ToolCall, Usage
 from zerg.llm.pricing import cost_usd
-from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
+from zerg.llm.retry import Failure, retry_after, short, status_kind, transport_failure, with_retries
 from zerg.llm.wire import content_text, tool_arguments
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; the port's None means "the model's default"
@@ -54,6 +56,7 @@ class AnthropicChatModel:
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
+        stream: TextStream | None = None,  # the answer's text as it is written (docs/models.md)
     ) -> ChatResult:
         system, turns = anthropic_messages(messages, tools_as_text=not tools)
         kwargs: dict[str, Any] = {"messages": turns}
@@ -66,10 +69,10 @@ class AnthropicChatModel:
         if temperature is not None:  # the port's range is OpenAI's 0-2, the Messages API's 0-1
             kwargs["temperature"] = min(temperature, MAX_TEMPERATURE)
         typed = {"model": model, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS, "messages": []}
-        resp = with_retries(lambda left: self.client.messages.create(**typed, extra_body=kwargs, timeout=left),
-                            self._classify,
-                            model=model, where=self.base_url, timeout=timeout, default_timeout=self.timeout,
-                            max_retries=self.max_retries)
+        ask = (lambda left: self.client.messages.create(**typed, extra_body=kwargs, timeout=left)) if stream is None \
+            else self._streaming(typed, kwargs, stream)
+        resp = with_retries(ask, self._classify, model=model, where=self.base_url, timeout=timeout,
+                            default_timeout=self.timeout, max_retries=self.max_retries)
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in resp.content or []:
@@ -84,8 +87,27 @@ class AnthropicChatModel:
             content = content or DECLINED
         elif calls:
             stop = "tool_calls"
-        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=_usage(model, getattr(resp, "usage", None)),
-                          stop_reason=stop)
+        return ChatResult(model=resp.model or model, content=content, tool_calls=calls,
+                          usage=_usage(model, getattr(resp, "usage", None)), stop_reason=stop)
+
+    def _streaming(self, typed: dict[str, Any], kwargs: dict[str, Any], stream: TextStream) -> Any:
+        """One attempt of a streamed call: each text delta to ``stream`` as it arrives (a retry after
+        text was written restarts it), the final message as the SDK assembled it (tool inputs included)."""
+        wrote = False
+
+        def attempt(left: float) -> Any:
+            nonlocal wrote
+            if wrote:
+                stream.restart()
+                wrote = False
+            with self.client.messages.stream(**typed, extra_body=kwargs, timeout=left) as events:
+                for piece in events.text_stream:
+                    if piece:
+                        wrote = True
+                        stream.text(piece)
+                return events.get_final_message()
+
+        return attempt
 
     def _classify(self, exc: BaseException) -> Failure | None:
         anthropic = self._anthropic
@@ -99,6 +121,10 @@ class AnthropicChatModel:
             return Failure("timeout", True, "timed out")
         if isinstance(exc, anthropic.APIConnectionError):
             return Failure("unavailable", True, f"is unreachable: {exc}")
+        if (broken := transport_failure(exc)) is not None:  # a stream broken while it is read
+            return broken
+        if isinstance(exc, anthropic.APIError):  # an error event inside a stream
+            return Failure("unavailable", True, "sent an error in its stream", said=short(exc.message))
         return None
 
 

@@ -24,7 +24,7 @@ import threading
 from typing import Any
 
 from zerg.llm.cache_points import cache_marks
-from zerg.llm.port import ChatResult, ErrorKind, StopReason, ToolCall, Usage
+from zerg.llm.port import ChatResult, ErrorKind, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
 from zerg.llm.retry import Failure, short, status_kind, with_retries
 from zerg.llm.wire import content_text, tool_arguments
@@ -96,6 +96,7 @@ class BedrockChatModel:
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
+        stream: TextStream | None = None,  # not streamed (no ConverseStream yet): the whole text, once
     ) -> ChatResult:
         offer_tools = bool(tools) and tool_choice != "none"
         system, turns = converse_messages(messages, caching=caches(model), tools_as_text=not offer_tools)
@@ -131,8 +132,8 @@ class BedrockChatModel:
             content = content or DECLINED
         elif calls:
             stop = "tool_calls"
-        return ChatResult(model=model, content=content, tool_calls=calls, usage=_usage(model, resp.get("usage")),
-                          stop_reason=stop)
+        return deliver_whole(stream, ChatResult(model=model, content=content, tool_calls=calls,
+                                                usage=_usage(model, resp.get("usage")), stop_reason=stop))
 
     def _classify(self, exc: BaseException) -> Failure | None:
         errors = self._errors

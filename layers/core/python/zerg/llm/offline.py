@@ -86,7 +86,7 @@ class OfflineChatModel:
         return ToolCall(id=f"offline_{self._ids}", name=name, arguments=json.dumps(args))
 
     def complete(self, messages, *, model, tools=None, max_tokens=None, temperature=None, timeout=None,
-                 tool_choice=None, tag=None) -> ChatResult:
+                 tool_choice=None, tag=None, stream=None) -> ChatResult:
         names = set() if tool_choice == "none" else {t["function"]["name"] for t in tools or []}
         if "spawn_worker" in names or any(m["role"] == "tool" for m in messages) and "container_exec" not in names:
             content, calls = self._supervise(messages, "spawn_worker" in names)
@@ -94,6 +94,9 @@ class OfflineChatModel:
             content, calls = self._work(messages)
         else:
             content, calls = self._summarise(messages), []
+        if stream is not None and content and not calls:  # written at once, handed over a line at a time
+            for line in content.splitlines(keepends=True):
+                stream.text(line)
         return ChatResult(model="offline", content=content, tool_calls=calls, usage=_tokens(messages, content))
 
     # --- supervisor ------------------------------------------------------------------------

@@ -8,6 +8,11 @@ messages), as with every other provider.
 
 Retries and the time budget are :mod:`zerg.llm.retry`'s (the client's own retries are off).
 
+Both stream when the caller passes a :class:`~zerg.llm.port.TextStream`: Chat Completions with
+``stream: true`` and ``stream_options.include_usage`` (so the ledger still gets the call's tokens; a server
+that refuses that request is asked again without streaming, the text handed over whole), the Responses API
+with ``stream: true`` (its final event carries the whole response, read as an unstreamed one).
+
 The conversation and the tools ride in ``extra_body``, not in the typed parameters: the SDK walks typed
 parameters recursively against its TypedDicts on every call (5-13 ms for a supervisor-sized request,
 docs/performance.md), and ours are already plain JSON of the wire format, which that walk would leave
@@ -19,9 +24,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from zerg.llm.port import ChatResult, LLMError, StopReason, ToolCall, Usage
+from zerg import observability
+from zerg.llm.port import ChatResult, LLMError, StopReason, TextStream, ToolCall, Usage, deliver_whole
 from zerg.llm.pricing import cost_usd
-from zerg.llm.retry import Failure, retry_after, short, status_kind, with_retries
+from zerg.llm.retry import Failure, retry_after, short, status_kind, transport_failure, with_retries
 
 DECLINED = "The model declined to answer."  # a refusal that gave no words of its own
 
@@ -59,6 +65,10 @@ class _OpenAIBase:
             return Failure("timeout", True, "timed out")
         if isinstance(exc, openai.APIConnectionError):
             return Failure("unavailable", True, f"is unreachable: {exc}")
+        if (broken := transport_failure(exc)) is not None:  # a stream broken while it is read
+            return broken
+        if isinstance(exc, openai.APIError):  # an error event inside a stream
+            return Failure("unavailable", True, "sent an error in its stream", said=short(exc.message))
         return None
 
 
@@ -76,6 +86,7 @@ class OpenAIChatModel(_OpenAIBase):
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,  # the ledger's concern, not the provider's
+        stream: TextStream | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"messages": messages}
         if tools:
@@ -86,6 +97,15 @@ class OpenAIChatModel(_OpenAIBase):
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:  # 0 is a choice, not "unset"
             kwargs["temperature"] = temperature
+        if stream is not None:
+            try:
+                return self._streamed(kwargs, model, timeout, stream)
+            except LLMError as exc:
+                if exc.kind != "rejected":
+                    raise
+                # A compatible server that refuses streaming (or stream_options): asked again as before.
+                observability.logger().warning("streamed call refused: asked without streaming",
+                                               extra={"model": model, "reason": str(exc)})
         resp = self._call(self.client.chat.completions.create, {"model": model, "messages": []}, kwargs, model, timeout)
         if not resp.choices:
             raise LLMError(f"model {model} at {self.base_url} returned no choices", "malformed")
@@ -96,22 +116,74 @@ class OpenAIChatModel(_OpenAIBase):
             for c in (msg.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        refusal = getattr(msg, "refusal", None)
-        content = msg.content or ""
-        stop: StopReason = CHAT_STOPS.get(choice.finish_reason or "stop", "stop")
-        if refusal or stop == "refusal":
-            content, stop = content or refusal or DECLINED, "refusal"
-        elif calls:
-            stop = "tool_calls"
-        u = resp.usage
-        if u is None:
-            usage = Usage(0, 0, None)  # no usage: nothing counted, the cost unknown (never a made-up 0)
-        else:
-            details = getattr(u, "prompt_tokens_details", None)
-            cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-            usage = Usage(u.prompt_tokens, u.completion_tokens, cost_usd(model, u.prompt_tokens, u.completion_tokens),
-                          tokens_cached=cached)
-        return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+        return deliver_whole(stream, _chat_result(resp.model or model, model, msg.content or "", calls,
+                                                  getattr(msg, "refusal", None), choice.finish_reason, resp.usage))
+
+    def _streamed(self, kwargs: dict[str, Any], model: str, timeout: float | None,
+                  stream: TextStream) -> ChatResult:
+        """The call as a stream: each piece of content to ``stream`` as it arrives, the result
+        assembled from the chunks (tool calls by their index, the usage from the last chunk)."""
+        kwargs = {**kwargs, "stream_options": {"include_usage": True}}
+        wrote = False
+
+        def attempt(left: float) -> ChatResult:
+            nonlocal wrote
+            if wrote:  # a retry after a stream that broke off: the text so far is withdrawn
+                stream.restart()
+                wrote = False
+            chunks = self.client.chat.completions.create(model=model, messages=[], stream=True, extra_body=kwargs,
+                                                         timeout=left)
+            text: list[str] = []
+            refusal: list[str] = []
+            calls: dict[int, dict[str, str]] = {}
+            finish, usage, answered_by = None, None, None
+            with chunks:  # closed whatever happens: a StreamStopped ends the HTTP response too
+                for chunk in chunks:
+                    answered_by = chunk.model or answered_by
+                    usage = chunk.usage or usage
+                    for choice in chunk.choices[:1]:
+                        delta = choice.delta
+                        finish = choice.finish_reason or finish
+                        if getattr(delta, "refusal", None):
+                            refusal.append(delta.refusal)
+                        for c in delta.tool_calls or []:
+                            call = calls.setdefault(c.index, {"id": "", "name": "", "arguments": ""})
+                            call["id"] = c.id or call["id"]
+                            if c.function is not None:
+                                call["name"] += c.function.name or ""
+                                call["arguments"] += c.function.arguments or ""
+                        if delta.content:
+                            text.append(delta.content)
+                            if not calls:  # text beside tool calls is no answer: it is not shown
+                                wrote = True
+                                stream.text(delta.content)
+            if finish is None and not text and not calls and not refusal:
+                raise LLMError(f"model {model} at {self.base_url} streamed no choices", "malformed")
+            tool_calls = [ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+                          for _, c in sorted(calls.items()) if c["name"]]
+            return _chat_result(answered_by or model, model, "".join(text), tool_calls, "".join(refusal) or None,
+                                finish, usage)
+
+        return with_retries(attempt, self._classify, model=model, where=self.base_url, timeout=timeout,
+                            default_timeout=self.timeout, max_retries=self.max_retries)
+
+
+def _chat_result(answered_by: str, model: str, content: str, calls: list[ToolCall], refusal: str | None,
+                 finish_reason: str | None, u: Any) -> ChatResult:
+    """A Chat Completions answer (whole or assembled from a stream) as the port's result."""
+    stop: StopReason = CHAT_STOPS.get(finish_reason or "stop", "stop")
+    if refusal or stop == "refusal":
+        content, stop = content or refusal or DECLINED, "refusal"
+    elif calls:
+        stop = "tool_calls"
+    if u is None:
+        usage = Usage(0, 0, None)  # no usage: nothing counted, the cost unknown (never a made-up 0)
+    else:
+        details = getattr(u, "prompt_tokens_details", None)
+        cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+        usage = Usage(u.prompt_tokens, u.completion_tokens, cost_usd(model, u.prompt_tokens, u.completion_tokens),
+                      tokens_cached=cached)
+    return ChatResult(model=answered_by, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
 
 
 class OpenAIResponsesModel(_OpenAIBase):
@@ -128,6 +200,7 @@ class OpenAIResponsesModel(_OpenAIBase):
         timeout: float | None = None,
         tool_choice: str | None = None,
         tag: Any = None,
+        stream: TextStream | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"input": responses_input(messages), "store": False}
         if tools:
@@ -138,7 +211,12 @@ class OpenAIResponsesModel(_OpenAIBase):
             kwargs["max_output_tokens"] = max_tokens
         if temperature is not None:
             kwargs["temperature"] = temperature
-        resp = self._call(self.client.responses.create, {"model": model}, kwargs, model, timeout)
+        if stream is None:
+            resp = self._call(self.client.responses.create, {"model": model}, kwargs, model, timeout)
+        else:
+            resp = with_retries(self._streaming(kwargs, model, stream), self._classify, model=model,
+                                where=self.base_url, timeout=timeout, default_timeout=self.timeout,
+                                max_retries=self.max_retries)
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ToolCall] = []
@@ -167,6 +245,34 @@ class OpenAIResponsesModel(_OpenAIBase):
             usage = Usage(u.input_tokens, u.output_tokens, cost_usd(model, u.input_tokens, u.output_tokens),
                           tokens_cached=cached)
         return ChatResult(model=resp.model or model, content=content, tool_calls=calls, usage=usage, stop_reason=stop)
+
+    def _streaming(self, kwargs: dict[str, Any], model: str, stream: TextStream) -> Any:
+        """One attempt of a streamed call: each ``response.output_text.delta`` to ``stream`` (a retry after
+        text was written restarts it), the response of the final event (completed or incomplete)."""
+        wrote = False
+
+        def attempt(left: float) -> Any:
+            nonlocal wrote
+            if wrote:
+                stream.restart()
+                wrote = False
+            final = None
+            with self.client.responses.create(model=model, stream=True, extra_body=kwargs, timeout=left) as events:
+                for event in events:
+                    if event.type == "response.output_text.delta" and event.delta:
+                        wrote = True
+                        stream.text(event.delta)
+                    elif event.type in ("response.completed", "response.incomplete"):
+                        final = event.response
+                    elif event.type in ("response.failed", "error"):
+                        message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
+                        raise LLMError(f"model {model} at {self.base_url} failed while streaming: "
+                                       f"{message or getattr(event, 'message', '')}".rstrip(": "), "unavailable")
+            if final is None:
+                raise LLMError(f"model {model} at {self.base_url} ended its stream without a response", "malformed")
+            return final
+
+        return attempt
 
 
 def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,6 +35,27 @@ class LLMError(RuntimeError):
 ModelError = LLMError  # the name issue 28 uses: one error type, its kinds, whatever the provider
 
 
+class StreamStopped(Exception):
+    """Raised by a :class:`TextStream` to end the call it listens to (the run closed while its answer
+    was being written). Providers let it pass: no retry, no answer, no ledger row."""
+
+
+class TextStream(Protocol):
+    """Where a streamed call's text goes as the model writes it (``complete(..., stream=...)``).
+
+    A provider that streams calls :meth:`text` with each piece of the answer's text, in order, and
+    :meth:`restart` before a retried attempt that follows one which wrote text; one that cannot
+    stream calls :meth:`text` once with the whole text (nothing for an answer made of tool calls).
+    Either way the call's :class:`ChatResult` is the whole answer, with its usage, as without a stream.
+    """
+
+    def text(self, piece: str) -> None:
+        """More of the answer's text; may raise :class:`StreamStopped`."""
+
+    def restart(self) -> None:
+        """What :meth:`text` was given so far is withdrawn: the call starts again."""
+
+
 @dataclass(frozen=True)
 class ToolCall:
     id: str
@@ -90,6 +111,14 @@ class ChatResult:
         return msg
 
 
+def deliver_whole(stream: TextStream | None, result: ChatResult) -> ChatResult:
+    """The fallback of a provider that does not stream: the whole text as one piece (a reply of tool
+    calls writes nothing: its text, if any, is no answer)."""
+    if stream is not None and result.content and not result.tool_calls:
+        stream.text(result.content)
+    return result
+
+
 class ChatModel(Protocol):
     def complete(
         self,
@@ -102,6 +131,7 @@ class ChatModel(Protocol):
         timeout: float | None = None,
         tool_choice: str | None = None,  # "none": tools stay visible but the model must answer
         tag: CallTag | None = None,  # whose call this is (the ledger records it; providers ignore it)
+        stream: TextStream | None = None,  # the answer's text as it is written (see TextStream)
     ) -> ChatResult: ...
 
 

@@ -88,6 +88,18 @@ def with_retries(
         tries += 1
 
 
+def transport_failure(exc: BaseException) -> Failure | None:
+    """A timeout or a broken connection of the SDKs' HTTP transport (httpx, or the httpx2 the current
+    openai and anthropic SDKs use), as raised while a stream is read (the SDKs wrap it only on connect)."""
+    names = {f"{c.__module__.split('.')[0]}.{c.__name__}" for c in type(exc).__mro__}
+    for lib in ("httpx", "httpx2"):
+        if f"{lib}.TimeoutException" in names:
+            return Failure("timeout", True, "timed out while streaming")
+        if f"{lib}.TransportError" in names:
+            return Failure("unavailable", True, f"broke off its stream: {exc}")
+    return None
+
+
 def short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 

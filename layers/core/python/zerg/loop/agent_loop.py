@@ -15,6 +15,9 @@ Invariants:
   never handed to a hook: its result is the error "tool X is not allowed for this agent". The
   filter is here, in code, whatever a prompt says.
 - Every message is handed to :meth:`LoopHooks.message` the moment it is appended.
+- A model call whose hooks give an :class:`AnswerStream` is streamed: its text goes to the stream as
+  the model writes it, and the stream is closed with the reply (or None when the call failed), so it
+  can tell an answer from text beside tool calls. The reply itself is the same as without a stream.
 - What the model is shown is assembled per inference by :func:`model_view`: tool results and
   ephemeral untrusted layers are fenced as data there (:mod:`zerg.llm.untrusted`), each with a
   marker no text written before the call can know; the stored messages keep the raw text.
@@ -24,10 +27,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from zerg import observability, tracing
-from zerg.llm import CallTag, ChatModel, ToolCall, Usage
+from zerg.llm import CallTag, ChatModel, ChatResult, ToolCall, Usage
+from zerg.llm.port import TextStream
 from zerg.llm.untrusted import fence_messages
 from zerg.loop.tool import Tool, ToolContext, ToolOutcome, invoke
 
@@ -119,6 +123,13 @@ def model_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return fence_messages(messages)
 
 
+class AnswerStream(TextStream, Protocol):
+    """A model call's text as it is written (:class:`~zerg.llm.port.TextStream`), then the call's end."""
+
+    def close(self, reply: ChatResult | None) -> None:
+        """The call ended with ``reply`` (None: it failed); text beside tool calls is no answer."""
+
+
 class LoopHooks:
     """The points where agents differ; each default is "nothing special"."""
 
@@ -134,6 +145,10 @@ class LoopHooks:
 
     def timeout(self) -> float | None:
         """This model call's budget in seconds (None: the provider's default)."""
+        return None
+
+    def answer_stream(self) -> AnswerStream | None:
+        """Where this model call's text goes as it is written (None: the call is not streamed)."""
         return None
 
     def message(self, message: dict[str, Any]) -> None:
@@ -191,11 +206,8 @@ class AgentLoop:
                 return LoopResult(stop=stop)
             last = step == self.max_steps - 1
             started = time.perf_counter()
-            reply = self.llm.complete(
-                model_view(hooks.request(messages)), model=self.model, tools=schemas, timeout=hooks.timeout(),
-                tool_choice="none" if last and self.answer_on_last_step else None, tag=self.tag,
-                temperature=self.temperature, max_tokens=self.max_tokens,
-            )
+            reply = self._ask(model_view(hooks.request(messages)), schemas,
+                              "none" if last and self.answer_on_last_step else None)
             spent.add_model_call(reply.model, reply.usage, (time.perf_counter() - started) * 1000)
             self._append(messages, reply.as_message())
             if not reply.tool_calls:
@@ -205,6 +217,23 @@ class AgentLoop:
             if stop := hooks.step_done(messages):
                 return LoopResult(stop=stop)
         return LoopResult(exhausted=True)
+
+    def _ask(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
+             tool_choice: str | None) -> ChatResult:
+        """One model call, streamed when the hooks give a stream (closed with the reply either way)."""
+        stream = self.hooks.answer_stream()
+        streaming = {"stream": stream} if stream is not None else {}
+        try:
+            reply = self.llm.complete(messages, model=self.model, tools=schemas, timeout=self.hooks.timeout(),
+                                      tool_choice=tool_choice, tag=self.tag, temperature=self.temperature,
+                                      max_tokens=self.max_tokens, **streaming)
+        except BaseException:
+            if stream is not None:
+                stream.close(None)
+            raise
+        if stream is not None:
+            stream.close(reply)  # may stop the loop (StreamStopped): the run closed while the model wrote
+        return reply
 
     def _calls(self, calls: list[ToolCall], messages: list[dict[str, Any]], spent: AgentUsage) -> LoopResult | None:
         """Run one reply's tool calls in order; a result when a hook ends the loop."""

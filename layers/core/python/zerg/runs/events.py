@@ -44,6 +44,7 @@ EVENT_TYPES = frozenset(
         "approval_requested",  # {job_id, approval_id, tool, arguments, reason, expires_at}: the run waits (issue 27)
         "approval_answered",  # {job_id, approval_id, status}: the worker goes on (approved, denied, expired, cancelled)
         "memory_changed",  # {memory: file|fact, path | fact_id, action, writer}: a model changed the owner's memory
+        "answer_delta",  # {offset, text, reset?}: the supervisor's answer as it is written (zerg.supervisor.answer_stream)
         "supervisor_complete",  # {run_id, result}
         "error",  # {run_id, message, details?}
     }

@@ -50,6 +50,10 @@ Invariants:
 - The owner's agent configuration (:mod:`zerg.agents.settings`), read once per turn, decides the
   supervisor's model, temperature, max tokens, tools and standing instructions, and the default
   model of the workers it spawns. A tool the configuration removed is refused by the loop.
+- The answer streams: every supervisor inference of a run someone watches (not a background run) is
+  a streamed model call whose text becomes ``answer_delta`` events as it is written
+  (:mod:`zerg.supervisor.answer_stream`); a reply of tool calls withdraws its text. A run that closes
+  meanwhile (cancelled) ends the call and the turn with no answer. The stored answer is unchanged.
 - ``resume`` and ``finalize`` first reconcile the run's jobs with their workers' ``metadata.json``;
   ``finalize`` also fails a job left with no outcome, so a run never ends ``success`` while a job
   of it stays ``running`` in the index.
@@ -66,6 +70,7 @@ from zerg.alerts import background, budget
 from zerg.alerts.budget import ModelPriceUnknown, RunBudgetReached, SpendingCapReached
 from zerg.alerts.severity import render as render_assessment
 from zerg.llm import CallTag, LLMError, ToolCall
+from zerg.llm.port import StreamStopped
 from zerg.llm.untrusted import reads_untrusted
 from zerg.loop.agent_loop import AgentLoop, AgentUsage, LoopHooks, Stop
 from zerg.loop.tool import ToolContext, ToolOutcome, parse_args
@@ -76,6 +81,7 @@ from zerg.runs import store as runs
 from zerg.runs.closing import after_close
 from zerg.runtime import Runtime
 from zerg.statuses import JOB_UNFINISHED, RUN_FINAL, is_background
+from zerg.supervisor.answer_stream import AnswerDeltas
 from zerg.supervisor.context import SupervisorContext, load_thread, own_messages
 from zerg.supervisor.evidence import build_evidence_mount
 from zerg.tools.approval_gate import approval_gate
@@ -226,6 +232,17 @@ class _SupervisorHooks(LoopHooks):
             return None
         return max(1.0, min(self.rt.settings.llm_timeout_s, self.hard_deadline - time.monotonic()))
 
+    def answer_stream(self) -> AnswerDeltas | None:
+        if is_background(self.run):  # nobody watches it write: its answer is an assessment object
+            return None
+        run_id, owner_id = self.run["id"], self.run["owner_id"]
+
+        def emit(payload: dict[str, Any]) -> int | None:
+            with self.rt.pool.connection() as conn:
+                return events.emit(conn, run_id, owner_id, "answer_delta", payload)
+
+        return AnswerDeltas(emit)
+
     def request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         view = self.context.messages(messages)
         self.read_untrusted = self.read_untrusted or reads_untrusted(view)
@@ -295,6 +312,8 @@ def _turn(rt: Runtime, run: dict[str, Any], messages: list[dict[str, Any]],
         return {"jobs": [], "done": True}
     except SpendingCapReached as exc:  # not a model failure: no retry, no answer; the run ends failed
         capped = exc
+        return {"jobs": [], "done": True}
+    except StreamStopped:  # the run closed (cancelled) while the model wrote: nothing more to do
         return {"jobs": [], "done": True}
     finally:
         with rt.pool.connection() as conn:

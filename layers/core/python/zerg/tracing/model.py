@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from zerg import tracing
-from zerg.llm.port import CallTag, ChatModel, ChatResult
+from zerg.llm.port import CallTag, ChatModel, ChatResult, TextStream
 
 # A model string's provider prefix ("bedrock:…", "anthropic:…") and the semantic conventions' name for it.
 PROVIDERS = {"openai": "openai", "openai-chat": "openai", "anthropic": "anthropic", "bedrock": "aws.bedrock",
@@ -66,9 +66,12 @@ class TracedChatModel:
 
     def complete(self, messages: list[dict[str, Any]], *, model: str, tools: list[dict[str, Any]] | None = None,
                  max_tokens: int | None = None, temperature: float | None = None, timeout: float | None = None,
-                 tool_choice: str | None = None, tag: CallTag | None = None) -> ChatResult:
+                 tool_choice: str | None = None, tag: CallTag | None = None,
+                 stream: TextStream | None = None) -> ChatResult:
+        extra = {"stream": stream} if stream is not None else {}  # a ChatModel of old need not know the word
         call = lambda: self.inner.complete(messages, model=model, tools=tools, max_tokens=max_tokens,  # noqa: E731
-                                           temperature=temperature, timeout=timeout, tool_choice=tool_choice, tag=tag)
+                                           temperature=temperature, timeout=timeout, tool_choice=tool_choice, tag=tag,
+                                           **extra)
         if not tracing.in_run():
             return call()
         opts = tracing.options()
@@ -78,6 +81,7 @@ class TracedChatModel:
             "gen_ai.request.temperature": temperature,
             tracing.JOB_ID: tag.job_id if tag is not None else None,
             "zerg.component": tag.component if tag is not None else None,
+            "zerg.streamed": stream is not None,
         }
         if opts.capture_content:
             attrs["gen_ai.input.messages"] = tracing.content(json.dumps(messages, default=str))
