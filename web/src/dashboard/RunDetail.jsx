@@ -6,11 +6,11 @@ import { useEffect } from 'preact/hooks';
 import { get, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { ApprovalCard } from '../chat/ApprovalCard.jsx';
+import { Answer } from '../chat/Answer.jsx';
 import { between, duration, num, usd } from '../format.js';
-import { renderMarkdown } from '../markdown.js';
 import { follow } from '../stream.js';
 import { ErrorLine, Time, useLoad } from './common.jsx';
-import { fromEvents, kindOf, labelOf, layout } from './waterfall.js';
+import { fromEvents, kindOf, labelOf, layout, timeline } from './waterfall.js';
 
 const UNFINISHED = new Set(['queued', 'running', 'awaiting_approval']);
 const STATUS_WORDS = { ok: 'ok', unset: 'ok', error: 'error', running: 'running', cancelled: 'cancelled' };
@@ -92,8 +92,8 @@ export function RunDetail({ runId }) {
   useEffect(() => {
     if (!going) return undefined;
     let pending = null;
-    const refresh = () => {
-      if (pending) return;
+    const refresh = (type) => {
+      if (type === 'answer_delta' || pending) return; // the answer's words: its final event redraws
       pending = setTimeout(() => { pending = null; run.reload(); events.reload(); trace.reload(); }, 250);
     };
     const stream = follow(`/api/jarvis/supervisor/events${qs({ run_id: runId })}`, { onEvent: refresh });
@@ -128,7 +128,7 @@ export function RunDetail({ runId }) {
           {r.result && (
             <section aria-label="Answer" class="run-answer">
               <h4>Answer</h4>
-              <div class="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(r.result) }} />
+              <Answer text={r.result} />
             </section>
           )}
           {r.error && <p class="error">{r.error}</p>}
@@ -155,11 +155,11 @@ export function RunDetail({ runId }) {
       <h4>Timeline</h4>
       <ErrorLine error={events.error} />
       <ol class="timeline" aria-label="Run timeline">
-        {evs.map((e, i) => (
+        {timeline(evs).map(({ e, prev, n }) => (
           <li key={e.id} data-event-type={e.event_type}>
             <span class="muted">+{duration(between(t0, e.created_at))}</span>
-            {i > 0 && <span class="muted"> (Δ {duration(between(evs[i - 1].created_at, e.created_at))})</span>}{' '}
-            <strong>{e.event_type}</strong>
+            {prev && <span class="muted"> (Δ {duration(between(prev.created_at, e.created_at))})</span>}{' '}
+            <strong>{e.event_type}</strong>{n > 1 && <span class="muted"> ×{n}</span>}
             {e.payload && Object.keys(e.payload).length > 0 && (
               <details class="payload"><summary>payload</summary><pre class="wrap small">{JSON.stringify(e.payload, null, 2)}</pre></details>
             )}
@@ -169,3 +169,4 @@ export function RunDetail({ runId }) {
     </>
   );
 }
+

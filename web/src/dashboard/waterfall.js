@@ -132,3 +132,15 @@ export function layout(roots) {
   const place = (n) => ({ left: ((ms(n.start) - lo) / total) * 100, width: Math.max((n.duration_ms / total) * 100, 0.4) });
   return { place, total, start: lo };
 }
+
+/** The timeline's rows: a streamed answer's consecutive `answer_delta` events as one row (the first,
+ * with how many), every other event as itself; each with the event before it for the Δ. */
+export function timeline(evs) {
+  const rows = [];
+  evs.forEach((e, i) => {
+    const last = rows[rows.length - 1];
+    if (last && e.event_type === 'answer_delta' && last.e.event_type === 'answer_delta') last.n += 1;
+    else rows.push({ e, prev: i > 0 ? evs[i - 1] : null, n: 1 });
+  });
+  return rows;
+}

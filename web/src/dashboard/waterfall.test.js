@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fromEvents, kindOf, labelOf, layout } from './waterfall.js';
+import { fromEvents, kindOf, labelOf, layout, timeline } from './waterfall.js';
 
 const T = (s) => new Date(Date.UTC(2026, 10, 29, 8, 0, 0) + s * 1000).toISOString();
 const ev = (id, s, type, payload = {}) => ({ id, created_at: T(s), event_type: type, payload });
@@ -68,5 +68,14 @@ describe('the waterfall from spans', () => {
     expect(total).toBe(4000);
     expect(place(a)).toEqual({ left: 0, width: 100 });
     expect(place(a.children[0])).toEqual({ left: 25, width: 25 });
+  });
+});
+
+describe('timeline', () => {
+  it('folds a streamed answer into one row and keeps the time since the event before', () => {
+    const evs = [ev(1, 0, 'supervisor_started'), ev(2, 1, 'answer_delta'), ev(3, 1.1, 'answer_delta'),
+      ev(4, 1.2, 'answer_delta'), ev(5, 2, 'supervisor_complete')];
+    const rows = timeline(evs);
+    expect(rows.map((r) => [r.e.id, r.n, r.prev && r.prev.id])).toEqual([[1, 1, null], [2, 3, 1], [5, 1, 4]]);
   });
 });
