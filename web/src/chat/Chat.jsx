@@ -362,7 +362,8 @@ export function Chat({ visible }) {
   const connection = conn === 'reconnecting' || feedConn === 'reconnecting' ? 'Reconnecting…' : 'Live';
 
   return (
-    <main class="chat">
+    <main class="chat" id={visible ? 'main-content' : undefined}>
+      <h1 class="sr-only">Jarvis</h1>
       <div class="chat-bar">
         <p role="status" aria-label="Connection" class={`conn ${connection === 'Live' ? 'ok' : 'warn'}`}>{connection}</p>
         <Settings />
