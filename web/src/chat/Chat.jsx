@@ -6,6 +6,7 @@ import { cardsForRun } from '../approvals.js';
 import { duration } from '../format.js';
 import { UTTERANCE_CHARS, nearLimit } from '../limits.js';
 import { renderMarkdown } from '../markdown.js';
+import { memo } from '../memo.js';
 import { follow } from '../stream.js';
 import { ApprovalCard } from './ApprovalCard.jsx';
 import { Feed } from './Feed.jsx';
@@ -47,6 +48,9 @@ function Message({ m }) {
     </article>
   );
 }
+
+// A long thread: a message renders again only when it changed (not on every keystroke or page loaded).
+const ShownMessage = memo(Message);
 
 function WorkerRow({ w, onRetry }) {
   return (
@@ -374,7 +378,7 @@ export function Chat({ visible }) {
       <section role="log" aria-label="Conversation" class="log" ref={logRef}>
         {older && <button type="button" class="secondary" onClick={loadOlder}>Load older messages</button>}
         {loadError && <p class="error" role="alert">{loadError}</p>}
-        {messages.map((m) => <Message key={m.key} m={m} />)}
+        {messages.map((m) => <ShownMessage key={m.key} m={m} />)}
       </section>
       <section role="status" aria-live="polite" aria-label="Workers" class="progress">
         {run && run.active && ((run.approvals || []).some((x) => x.status === 'pending')
