@@ -20,7 +20,7 @@ def test_bench_web_smoke_run_prints_its_figures(admin_url, monkeypatch, capsys):
                   # issue 29: the bundle, a cold load, a long thread scrolled
                   "budget 80 KiB", "first paint (first-contentful-paint)", "budget 300 ms",
                   "composer ready (message box visible and enabled)", "budget 600 ms",
-                  "loaded by scrolling up (pages of the thread)", "scrolled top to bottom and back",
+                  "loaded page by page from the top of the log", "scrolled top to bottom and back",
                   "long tasks > 50 ms while scrolling", "budget 0"):
         assert label in out, f"bench.web did not print {label!r}:\n{out}"
     assert '"level"' not in out, f"log lines on stdout:\n{out}"
