@@ -8,6 +8,14 @@ built app served by ``zerg serve`` (a subprocess) with the zero-latency scripted
 - the seed's budgets (8.1), measured with fetch from the signed-in page: POST /api/jarvis/route on
   the pre-check path (<= 500 ms), POST /api/jarvis/quick with the scripted model (<= 2 s), and for one
   run the time from its start (supervisor_started) to its first supervisor_thinking (<= 2 s).
+- issue 29's budgets: the built app <= 80 KiB gzip; a cold load (a new browser context: empty cache,
+  new connections; the session cookie carried over) of the signed-in chat on loopback: first paint
+  (first-contentful-paint) <= 300 ms and the composer ready (the message box in the DOM, visible and
+  enabled, marked by a MutationObserver) <= 600 ms, p95 over N loads; and a thread of 2,000 stored
+  messages (seeded through zerg.runs.threads, the real store) loaded page by page from the top of the
+  conversation (its "Load older messages"), then scrolled top to bottom and back in the page's own
+  scroll container, one step per animation frame: long tasks > 50 ms (PerformanceObserver 'longtask')
+  while scrolling must be 0; with the main thread's busy time per frame (CDP Performance metrics).
 
 Needs the built app (web/dist) and /usr/bin/chromium: it gets both first, as ``./dev.sh test`` does
 (:func:`bench._common.prepare_web`), or fails with one line saying what is missing.
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -25,6 +34,64 @@ from pathlib import Path
 from bench._common import Unavailable, bench_database, environ, prepare_web, script
 
 BUDGETS_MS = {"route": 500, "quick": 2000, "startup": 2000}  # seed 8.1
+BUNDLE_KIB = 80  # issue 29: the whole app, gzip
+FIRST_PAINT_MS, COMPOSER_MS = 300, 600  # issue 29: a cold load on loopback
+THREAD_MESSAGES = 2000  # issue 29: "2,000 messages in the thread scroll without jank"
+SCROLL_STEP_PX = 600  # per animation frame: a fast fling (36,000 px/s at 60 Hz)
+
+# Issue 29's marks: when the composer first stands ready (a visible, enabled textarea: the chat has
+# one), and every long task of the page (> 50 ms by the Long Tasks API's definition).
+COLD_MARKS = """
+window.__zergCold = {ready: null, long: []};
+(() => {
+  const observer = new MutationObserver(() => {
+    const box = [...document.querySelectorAll('textarea')].find((t) => !t.disabled && t.getClientRects().length > 0);
+    if (box && window.__zergCold.ready === null) { window.__zergCold.ready = performance.now(); observer.disconnect(); }
+  });
+  observer.observe(document, {subtree: true, childList: true, attributes: true});
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__zergCold.long.push([e.startTime, e.duration]);
+    }).observe({type: 'longtask', buffered: true});
+  } catch (err) { window.__zergCold.long = null; }
+})();
+"""
+
+# The scroll container of the conversation: the nearest ancestor of its messages that scrolls (the
+# log today; the page itself if the layout makes the page the one scroll container).
+SCROLLER = """() => {
+  const first = document.querySelector('[role=log] article[data-role]');
+  for (let n = first && first.parentElement; n && n !== document.body; n = n.parentElement) {
+    if (/(auto|scroll)/.test(getComputedStyle(n).overflowY) && n.scrollHeight > n.clientHeight) return n;
+  }
+  return document.scrollingElement;
+}"""
+
+# Scroll the container from top to bottom and back, STEP px per animation frame; the long tasks that
+# started meanwhile and the longest gap between two frames.
+SCROLL_THROUGH = """async ([step]) => {
+  const el = (""" + SCROLLER + """)();
+  const frame = () => new Promise((r) => requestAnimationFrame(r));
+  el.scrollTop = 0;
+  await frame(); await frame();
+  const t0 = performance.now();
+  let last = t0, worst = 0, frames = 0;
+  const go = async (dir) => {
+    for (;;) {
+      const before = el.scrollTop;
+      el.scrollTop = before + dir * step;
+      const now = await frame();
+      worst = Math.max(worst, now - last); last = now; frames += 1;
+      if (el.scrollTop === before) return;
+    }
+  };
+  await go(1);
+  const height = el.scrollHeight;
+  await go(-1);
+  const t1 = performance.now();
+  const long = (window.__zergCold.long || []).filter(([start]) => start >= t0 && start <= t1);
+  return {ms: t1 - t0, frames, worst, height, long};
+}"""
 
 # Marks in the page: when the page called fetch for POST /api/jarvis/supervisor, and when each
 # worker row (by job id) first appeared in the DOM.
@@ -92,6 +159,108 @@ def transferred_size(dist: Path) -> tuple[int, int, int]:
     return len(files), raw, packed
 
 
+def longest(tasks: list) -> str:
+    return f"(longest {max(d for _, d in tasks):.0f} ms)   " if tasks else ""
+
+
+def cold_loads(browser, base_url: str, state: dict, n: int) -> dict[str, list[float]]:
+    """Open the signed-in chat ``n`` times, each in a new browser context (an empty cache, new
+    connections; only the session cookie carried over): first-contentful-paint and the moment the
+    composer stood ready, in ms since the navigation started."""
+    from playwright.sync_api import expect
+
+    from tests.support.browser import message_box
+
+    paint, ready = [], []
+    for _ in range(n):
+        context = browser.new_context(base_url=base_url, storage_state=state)
+        context.set_default_timeout(120_000)
+        context.add_init_script(COLD_MARKS)
+        page = context.new_page()
+        page.goto("/")
+        expect(message_box(page)).to_be_editable()
+        page.wait_for_function("() => window.__zergCold.ready !== null && "
+                               "performance.getEntriesByName('first-contentful-paint').length > 0")
+        fcp, at = page.evaluate("() => [performance.getEntriesByName('first-contentful-paint')[0].startTime, "
+                                "window.__zergCold.ready]")
+        paint.append(fcp)
+        ready.append(at)
+        context.close()
+    return {"paint": paint, "ready": ready}
+
+
+def thread_turns(n: int) -> list[tuple[str, str, dict]]:
+    """``n`` thread messages, questions and markdown answers taking turns, as a long conversation
+    holds them: paragraphs, lists, now and then a code block or a table."""
+    turns = []
+    for i in range(n // 2):
+        host = f"host-{i % 7}"
+        turns.append(("user", f"Question {i}: how are disk and memory on {host} today, and did anything change?", {}))
+        answer = [f"**{host}** looks healthy (check {i}).", "",
+                  f"- disk `/`: {40 + i % 50}% used, `/var` {20 + i % 30}%",
+                  f"- memory: {1 + i % 6} GB free of 8 GB", "- no failed units since yesterday", "",
+                  "Nothing needs doing now; I will keep watching the trend and tell you if it moves."]
+        if i % 5 == 0:
+            answer += ["", "```sh", f"ssh {host} df -h / /var", f"ssh {host} free -m", "```"]
+        if i % 7 == 0:
+            answer += ["", "| mount | used | free |", "|---|---|---|", f"| / | {40 + i % 50}% | 12 GB |",
+                       f"| /var | {20 + i % 30}% | 40 GB |"]
+        turns.append(("assistant", "\n".join(answer), {"mode": "quick"}))
+    return turns
+
+
+def seed_thread(conn, owner_id: int, n: int) -> None:
+    """``n`` messages on the owner's thread through the real store (zerg.runs.threads)."""
+    from zerg.runs import threads
+
+    thread_id = threads.find_or_create_thread(conn, owner_id)
+    turns = thread_turns(n)
+    for start in range(0, len(turns), 200):
+        threads.append_messages(conn, owner_id, thread_id, None, turns[start:start + 200])
+
+
+def scroll_thread(browser, base_url: str, owner, n: int) -> dict:
+    """Sign in as ``owner`` (whose thread holds ``n`` messages), load the whole thread the way the
+    owner would (scroll to the top of the conversation, ask for the earlier page), then scroll it top
+    to bottom and back: the long tasks of each phase."""
+    from playwright.sync_api import expect
+
+    from tests.support.browser import conversation, sign_in
+
+    context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(120_000)
+    context.add_init_script(COLD_MARKS)
+    page = context.new_page()
+    sign_in(page, owner)
+    messages = conversation(page).locator("article[data-role]")
+    expect(messages.first).to_be_visible()
+    earlier = conversation(page).get_by_role("button", name=re.compile(r"(older|earlier)", re.IGNORECASE))
+    t0 = page.evaluate("performance.now()")
+    pages = 0
+    while (count := messages.count()) < n:
+        page.evaluate("() => { const el = (" + SCROLLER + ")(); el.scrollTop = 0; }")
+        if earlier.count():  # a page that loads by itself on reaching the top has no button to press
+            earlier.click()
+        page.wait_for_function("([n]) => document.querySelectorAll('[role=log] article[data-role]').length > n",
+                               arg=[count])
+        pages += 1
+    t1 = page.evaluate("performance.now()")
+    long = [t for t in page.evaluate("window.__zergCold.long") or [] if t0 <= t[0] <= t1]
+    load = {"messages": messages.count(), "pages": pages, "ms": t1 - t0, "long": long}
+    # Chromium's own account of the main thread's work (CDP Performance metrics: TaskDuration, seconds).
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+
+    def busy() -> float:
+        return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
+
+    before = busy()
+    through = page.evaluate(SCROLL_THROUGH, [SCROLL_STEP_PX])
+    through["busy_ms"] = (busy() - before) * 1000
+    context.close()
+    return {"load": load, "through": through}
+
+
 def main(smoke: bool = False) -> None:
     from playwright.sync_api import expect, sync_playwright
 
@@ -105,11 +274,13 @@ def main(smoke: bool = False) -> None:
     if (reason := missing()) is not None:
         raise Unavailable(reason)
     n_runs, n_route, n_quick = (2, 5, 2) if smoke else (10, 50, 10)
+    n_thread = 200 if smoke else THREAD_MESSAGES
 
     files, raw, packed = transferred_size(WEB_DIST)
     print("== the built app (web/dist) ==")
     print(f"{'transferred size, gzip (index.html + assets)':<52} {packed / 1024:8.1f} KiB   "
-          f"(raw {raw / 1024:.1f} KiB, {files} files)")
+          f"(raw {raw / 1024:.1f} KiB, {files} files)   budget {BUNDLE_KIB} KiB: "
+          f"{'within' if packed <= BUNDLE_KIB * 1024 else 'OVER'}")
 
     conductor = Conductor()
     with (
@@ -157,6 +328,11 @@ def main(smoke: bool = False) -> None:
                 quick, answered = page.evaluate(TIMED_FETCH, ["/api/jarvis/quick",
                                                               [{"utterance": "What does DNS stand for?"}] * n_quick])
                 assert answered["answer"] == conductor.plain and len(llm.requests) == calls + n_quick, answered
+                cold = cold_loads(browser, served.url, context.storage_state(), 3 if smoke else 20)
+                with rt.pool.connection() as conn:
+                    reader = create_owner(conn, "bench web thread")
+                    seed_thread(conn, reader.owner_id, n_thread)
+                scroll = scroll_thread(browser, served.url, reader, n_thread)
                 browser.close()
         finally:
             served.stop()
@@ -174,6 +350,21 @@ def main(smoke: bool = False) -> None:
         print(line("run start -> first supervisor_thinking", startup[:1], BUDGETS_MS["startup"]))
         if len(startup) > 1:
             print(line(f"  (the same over all {len(startup)} runs)", startup))
+        print("== issue 29: a cold load of the signed-in chat (new browser context, loopback) ==")
+        print(line("first paint (first-contentful-paint)", cold["paint"], FIRST_PAINT_MS))
+        print(line("composer ready (message box visible and enabled)", cold["ready"], COMPOSER_MS))
+        print(f"== issue 29: a thread of {n_thread:,} stored messages, headless Chromium ==")
+        load = scroll["load"]
+        print(f"{'loaded page by page from the top of the log':<52} {load['messages']:8,} messages   "
+              f"in {load['pages']} pages, {load['ms'] / 1000:.1f} s   long tasks > 50 ms: {len(load['long'])}"
+              f"{longest(load['long'])}")
+        through = scroll["through"]
+        verdict = "within" if not through["long"] else "OVER"
+        print(f"{'scrolled top to bottom and back':<52} {through['height'] / 1000:8,.0f} kpx   "
+              f"{through['frames']} frames in {through['ms'] / 1000:.1f} s, longest frame {through['worst']:.0f} ms, "
+              f"main thread busy {through['busy_ms'] / through['frames']:.1f} ms per frame")
+        print(f"{'long tasks > 50 ms while scrolling':<52} {len(through['long']):8}   {longest(through['long'])}"
+              f"budget 0: {verdict}")
 
 
 if __name__ == "__main__":

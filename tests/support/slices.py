@@ -186,6 +186,8 @@ LISTED: dict[str, tuple[str, str]] = {
     "test_embeddings.py::test_local_minilm_matches_sentence_transformers_on_every_reference_text": ("slow", "9 s"),
     "browser/test_jarvis_web.py::test_a_dropped_event_stream_shows_reconnecting_then_continues_without_loss": ("slow", "7 s"),
     "browser/test_dashboard.py::test_a_second_owner_signed_in_sees_none_of_the_first_owners_things": ("slow", "7 s"),
+    "browser/test_axe.py::test_axe_finds_nothing_critical_or_serious_on_any_page":
+        ("slow", "16 pages, axe-core on each (10-15 s per colour scheme)"),
     "test_run_deadline.py::test_at_the_deadline_the_slow_worker_is_cancelled_and_the_answer_says_so": ("slow", "6 s"),
     "test_sandbox.py::test_two_owners_calls_at_the_same_time_cannot_list_read_or_signal_each_other": ("slow", "6 s"),
     "test_tools.py::test_a_timed_out_ssh_exec_ends_the_remote_command_and_its_children_before_returning": ("slow", "5 s"),

@@ -1,5 +1,6 @@
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { SkipLink } from './a11y.jsx';
 import { get, onSignedOut, post, describe } from './api.js';
 import { Chat } from './chat/Chat.jsx';
 import { Inbox } from './chat/Inbox.jsx';
@@ -79,6 +80,7 @@ function App() {
   const [section, ...rest] = route.split('/');
   return (
     <div class="shell">
+      <SkipLink />
       <header class="top">
         <a class="brand" href="#/">Jarvis</a>
         <nav aria-label="Main">

@@ -5,6 +5,7 @@ import { ApiError, describe, get, isMissingRoute, post, qs } from '../api.js';
 import { cardsForRun } from '../approvals.js';
 import { duration } from '../format.js';
 import { UTTERANCE_CHARS, nearLimit } from '../limits.js';
+import { memo } from '../memo.js';
 import { follow } from '../stream.js';
 import { Answer } from './Answer.jsx';
 import { withDelta, withFinalAnswer, withoutDraft } from './answerStream.js';
@@ -45,6 +46,9 @@ function Message({ m }) {
     </article>
   );
 }
+
+// A long thread: a message renders again only when it changed (not on every keystroke or page loaded).
+const ShownMessage = memo(Message);
 
 function WorkerRow({ w, onRetry }) {
   return (
@@ -362,7 +366,8 @@ export function Chat({ visible }) {
   const connection = conn === 'reconnecting' || feedConn === 'reconnecting' ? 'Reconnecting…' : 'Live';
 
   return (
-    <main class="chat">
+    <main class="chat" id={visible ? 'main-content' : undefined}>
+      <h1 class="sr-only">Jarvis</h1>
       <div class="chat-bar">
         <p role="status" aria-label="Connection" class={`conn ${connection === 'Live' ? 'ok' : 'warn'}`}>{connection}</p>
         <Settings />
@@ -373,7 +378,7 @@ export function Chat({ visible }) {
       <section role="log" aria-label="Conversation" class="log" ref={logRef}>
         {older && <button type="button" class="secondary" onClick={loadOlder}>Load older messages</button>}
         {loadError && <p class="error" role="alert">{loadError}</p>}
-        {messages.map((m) => <Message key={m.key} m={m} />)}
+        {messages.map((m) => <ShownMessage key={m.key} m={m} />)}
       </section>
       <section role="status" aria-live="polite" aria-label="Workers" class="progress">
         {run && run.active && ((run.approvals || []).some((x) => x.status === 'pending')

@@ -24,12 +24,12 @@ export function Inbox() {
     }
   };
   return (
-    <main class="page">
-      <h2>Inbox</h2>
+    <main class="page" id="main-content">
+      <h1>Inbox</h1>
       {error && <p class="error" role="alert">{error}</p>}
       {approvals.length > 0 && (
         <section aria-label="Waiting for your approval">
-          <h3>Waiting for your approval</h3>
+          <h2>Waiting for your approval</h2>
           {approvals.map((a) => <ApprovalCard key={a.id} approval={a} onAnswered={answered} showRun />)}
         </section>
       )}

@@ -81,7 +81,7 @@ export function Contacts() {
       <ErrorLine error={list.error} /><ErrorLine error={error} />
       <table class="grid">
         <caption class="sr-only">Contacts</caption>
-        <thead><tr><th>Kind</th><th>Address</th><th>Verified</th><th></th></tr></thead>
+        <thead><tr><th>Kind</th><th>Address</th><th>Verified</th><th><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>{(list.data ? list.data.contacts : []).map((c) => (
           <tr key={c.id}><td>{c.kind}</td><td>{c.address}</td><td>{c.verified ? <>yes (<Time iso={c.verified_at} />)</> : 'no'}{c.opted_out_at ? ' · opted out' : ''}</td>
             <td>{!c.verified && <button type="button" class="secondary" onClick={() => setPending({ kind: c.kind, address: c.address })}>Enter code</button>}{' '}

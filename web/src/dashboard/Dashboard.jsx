@@ -23,11 +23,12 @@ export function Dashboard({ panel, args }) {
   return (
     <div class="dashboard">
       <nav aria-label="Dashboard" class="side">
+        <h1>Dashboard</h1>
         {PANELS.map(([slug, name]) => (
           <a key={slug} href={`#/dashboard/${slug}`} aria-current={slug === panel ? 'page' : undefined}>{name}</a>
         ))}
       </nav>
-      <main class="panel">
+      <main class="panel" id="main-content">
         {Panel ? <Panel args={args} /> : <><h2>Not found</h2><p>There is no panel “{panel}”.</p></>}
       </main>
     </div>

@@ -98,7 +98,7 @@ export function Memory() {
       <ErrorLine error={facts.error} />
       <table class="grid">
         <caption class="sr-only">Facts, most important first</caption>
-        <thead><tr><th>Category</th><th>Content</th><th>Importance</th><th>Written by</th><th>Updated</th><th></th></tr></thead>
+        <thead><tr><th>Category</th><th>Content</th><th>Importance</th><th>Written by</th><th>Updated</th><th><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>{(facts.data ? facts.data.facts : []).map((f) => (
           <tr key={f.id}><td>{f.category}</td><td>{f.content}</td><td>{f.importance}</td><td>{f.writer}</td><td><Time iso={f.updated_at} /></td>
             <td><button type="button" class="secondary" aria-label={`Forget fact ${f.id}`} onClick={() => forget(f.id)}>Forget</button></td></tr>
