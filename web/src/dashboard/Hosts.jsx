@@ -35,7 +35,7 @@ export function Hosts() {
       <ErrorLine error={list.error} /><ErrorLine error={error} />
       <table class="grid hosts">
         <caption class="sr-only">SSH hosts</caption>
-        <thead><tr><th>Alias</th><th>Host</th><th>User</th><th>Key</th><th>Host key</th><th>Source</th><th>Updated</th><th></th></tr></thead>
+        <thead><tr><th>Alias</th><th>Host</th><th>User</th><th>Key</th><th>Host key</th><th>Source</th><th>Updated</th><th><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>{(list.data ? list.data.hosts : []).map((h) => (
           <Fragment key={h.alias}>
           <tr><td>{h.alias}</td><td>{h.hostname}:{h.port}</td><td>{h.user}</td>
