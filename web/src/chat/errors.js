@@ -1,0 +1,44 @@
+// Errors as sentences with a next step: what the owner reads instead of the server's raw words
+// ("utterance: String should have at most 4000 characters", a pid and a hostname).
+import { ApiError } from '../api.js';
+import { TASK_BYTES } from '../limits.js';
+
+const fmt = (n) => Number(n).toLocaleString('en');
+
+/** A request that failed (ApiError, the network, anything thrown), as one sentence with a next step. */
+export function sentence(err) {
+  if (!err) return '';
+  if (!(err instanceof ApiError)) return `Something went wrong in the page (${err.message || err}). Try again.`;
+  const msg = err.message || '';
+  if (err.status === 0) return 'Jarvis cannot be reached. Check your connection, then try again.';
+  if (err.status === 401) return 'Your session has ended. Sign in again.';
+  const chars = /at most (\d+) characters/.exec(msg);
+  if ((err.status === 400 || err.status === 422) && chars) {
+    return `Your message is too long: at most ${fmt(chars[1])} characters. Shorten it and send it again.`;
+  }
+  if (err.status === 413) {
+    const limit = /limit is (\d+)/.exec(msg);
+    return `Your message is too long for a run: at most ${fmt(limit ? limit[1] : TASK_BYTES)} bytes of text. `
+      + 'Shorten it and send it again.';
+  }
+  if ((err.status === 400 || err.status === 422) && /blank/.test(msg)) return 'Type a message first.';
+  if (err.status === 429) return `${capital(msg)} Try again later.`;
+  if (err.status === 503) return `Jarvis cannot do that right now: ${msg.replace(/[.;]?\s*(try again)?\.?$/i, '')}. Try again in a moment.`;
+  if (err.status >= 500) return 'Jarvis hit an internal error. Try again; if it happens again, look at the server log.';
+  return `${capital(msg)}${/[.!?]$/.test(msg) ? '' : '.'}`;
+}
+
+const capital = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
+
+/** How a run that did not answer ended, as one line; `message` is the run's own error text. */
+export function runEnding(status, message = '') {
+  if (status === 'cancelled') return 'You cancelled this run.';
+  if (status === 'interrupted') return 'This run was interrupted: the process running it stopped before it answered.';
+  if (status === 'timeout') return 'This run reached its time limit before it could finish.';
+  const why = message.replace(/^(run )?failed:\s*/i, '').trim();
+  return why ? `This run failed: ${why.slice(0, 300)}${/[.!?]$/.test(why) ? '' : '.'}` : 'This run failed.';
+}
+
+/** Whether a worker's error only repeats its run's ending (a job cancelled with the run's reason). */
+export const repeatsRun = (workerError, runError) => !!workerError && !!runError && workerError === runError;
+
