@@ -174,6 +174,24 @@ def test_a_long_answer_keeps_its_start_in_view(open_page, new_owner, conductor):
     screenshot(page, "chat-turns-long-answer")
 
 
+def test_a_quick_hand_off_starts_a_run_and_no_hand_off_text_is_shown_or_stored(open_page, new_owner, conductor, pool):
+    conductor.plain = "HAND-OFF"  # the quick model's word for "this needs tools"
+    owner = new_owner("handoff")
+    page = open_page(owner)
+    with page.expect_response(lambda r: r.url.split("?")[0].endswith("/api/jarvis/quick")) as quick_post:
+        with page.expect_response(is_supervisor_post) as posted:
+            ask(page, "What is a kernel?")  # a short definition question: the rules route it to quick
+    assert quick_post.value.status == 409 and quick_post.value.json()["error"] == "needs_supervisor"
+    run_id = supervisor_run_id(posted.value)
+    expect(answers(page, run_id)).to_have_count(1)
+    expect(conversation(page).get_by_text("HAND-OFF")).to_have_count(0)
+    expect(conversation(page).locator("article[data-role='user']")).to_have_count(1)
+    with pool.connection() as conn:
+        stored = [r["content"] for r in conn.execute(
+            "SELECT content FROM thread_messages WHERE owner_id = %s ORDER BY id", (owner.owner_id,)).fetchall()]
+    assert stored == ["What is a kernel?", conductor.answer], stored
+
+
 # --- errors as sentences with a next step -------------------------------------------------------
 
 def alerts(page):

@@ -382,7 +382,8 @@ export function Chat({ visible, owner }) {
           if (readRef.current) speak(q.answer);
           return;
         } catch (err) {
-          if (!isMissingRoute(err)) throw err;
+          // The quick model says it needs tools (409 needs_supervisor, nothing stored): a run takes it.
+          if (!isMissingRoute(err) && !(err instanceof ApiError && err.error === 'needs_supervisor')) throw err;
         }
       }
       await startSupervisor(utterance, before, asked);
