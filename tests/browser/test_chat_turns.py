@@ -108,8 +108,8 @@ def test_progress_rows_live_inside_the_turn_and_stay_with_it_after_the_next_ques
     expect(answers(page, first)).to_have_count(1)
     expect(block).to_contain_text(re.compile(r"Used 2 workers · \d+\.\d s"))  # folded above the answer
     expect(block.locator("details")).not_to_have_attribute("open", "")
-    box = lambda loc: loc.evaluate("el => el.getBoundingClientRect().top")  # noqa: E731
-    assert box(block) < box(answers(page, first)), "the steps sit above the answer"
+    top = "el => el.getBoundingClientRect().top"
+    assert block.evaluate(top) < answers(page, first).evaluate(top), "the steps sit above the answer"
 
     second = complete_run(page, "Check the load on my servers")
     expect(rows_of(page, second)).to_have_count(2)
@@ -178,9 +178,11 @@ def test_a_quick_hand_off_starts_a_run_and_no_hand_off_text_is_shown_or_stored(o
     conductor.plain = "HAND-OFF"  # the quick model's word for "this needs tools"
     owner = new_owner("handoff")
     page = open_page(owner)
-    with page.expect_response(lambda r: r.url.split("?")[0].endswith("/api/jarvis/quick")) as quick_post:
-        with page.expect_response(is_supervisor_post) as posted:
-            ask(page, "What is a kernel?")  # a short definition question: the rules route it to quick
+    def is_quick_post(r):
+        return r.url.split("?")[0].endswith("/api/jarvis/quick")
+
+    with page.expect_response(is_quick_post) as quick_post, page.expect_response(is_supervisor_post) as posted:
+        ask(page, "What is a kernel?")  # a short definition question: the rules route it to quick
     assert quick_post.value.status == 409 and quick_post.value.json()["error"] == "needs_supervisor"
     run_id = supervisor_run_id(posted.value)
     expect(answers(page, run_id)).to_have_count(1)
