@@ -311,7 +311,9 @@ def test_an_interrupted_run_is_one_line_without_pid_or_host_and_run_again_answer
     expect(alerts(page)).to_have_count(1)
     conductor.release()
     log_text = conversation(page).inner_text()
-    assert log_text.count("interrupted") == 1, log_text  # one line, not four
+    assert log_text.lower().count("was interrupted") == 1, log_text  # one line, not four
+    assert log_text.count("stopped before it finished") == 0, log_text  # the server's raw message: nowhere
+    expect(steps(page, run_id)).to_contain_text("Interrupted · 2 workers")
     assert "4242" not in log_text and "host-77" not in log_text, log_text
     screenshot(page, "chat-error-interrupted")
     with page.expect_response(is_supervisor_post) as again:

@@ -55,7 +55,8 @@ export function heading(run, now) {
     const since = run.startedAt ? now - run.startedAt : 0;
     return ['Working', n ? workersWord(n) : '', clock(since)].filter(Boolean).join(' · ');
   }
-  const head = n ? `Used ${workersWord(n)}` : 'No workers';
+  const ended = { cancelled: 'Cancelled', interrupted: 'Interrupted', failed: 'Failed', timeout: 'Timed out' }[run.status];
+  const head = ended ? [ended, n ? workersWord(n) : ''].filter(Boolean).join(' · ') : n ? `Used ${workersWord(n)}` : 'No workers';
   return [head, seconds(run.durationMs), cost(run.costUsd)].filter(Boolean).join(' · ');
 }
 

@@ -23,6 +23,7 @@ describe('a turn\'s progress in words', () => {
     expect(heading(live, 15000)).toBe('Working · 3 workers · 0:14');
     expect(heading({ ...live, active: false, durationMs: 2400, costUsd: 0.004 }, 0)).toBe('Used 3 workers · 2.4 s · $0.004');
     expect(heading(run({ active: false, order: [1], durationMs: 800, costUsd: 0 }), 0)).toBe('Used 1 worker · 0.8 s');
+    expect(heading(run({ active: false, status: 'interrupted', order: [1, 2] }), 0)).toBe('Interrupted · 2 workers');
   });
   it('formats clocks, seconds and small costs', () => {
     expect(clock(3723000)).toBe('1:02:03');
