@@ -148,6 +148,22 @@ def test_the_question_of_a_running_run_survives_a_reload_and_shows_once(open_pag
     expect(question).to_have_count(1)
 
 
+def test_a_follow_up_while_a_run_goes_is_its_own_turn_and_both_turns_finish(open_page, new_owner, conductor):
+    page = open_page(new_owner("followup"))
+    first = start_held(page, conductor)
+    with page.expect_response(is_supervisor_post) as posted:
+        ask(page, "Also check the load on them")  # a follow-up on a running task: the supervisor, a new run
+    second = supervisor_run_id(posted.value)
+    expect(rows_of(page, second)).to_have_count(2)
+    expect(rows_of(page, first)).to_have_count(2)
+    conductor.release()
+    for run_id in (first, second):  # the first run's turn is still followed: it ends too, never stuck "Working"
+        expect(answers(page, run_id)).to_have_count(1)
+        expect(steps(page, run_id)).to_contain_text("Used 2 workers")
+    expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+    screenshot(page, "chat-turns-follow-up")
+
+
 def test_a_failed_worker_says_why_in_its_row(open_page, new_owner, conductor):
     conductor.failing_tasks = {"Check memory"}
     page = open_page(new_owner("wfail"))

@@ -136,7 +136,7 @@ export function Chat({ visible, owner }) {
   const [conn, setConn] = useState('live');
   const [feedConn, setFeedConn] = useState('live');
   const [readAloud, setReadAloud] = useState(false);
-  const streamRef = useRef(null);
+  const streams = useRef(new Map()); // run id -> its event stream: every unfinished run of the page is followed
   const mine = useRef(new Set()); // runs this page started or follows (the feed does not announce them)
   const starting = useRef(0); // POSTs that start a run, in flight: their run_started may come first
   const isMine = (p) => mine.current.has(p.run_id) || (starting.current > 0 && p.trigger === 'api');
@@ -148,7 +148,9 @@ export function Chat({ visible, owner }) {
   visibleRef.current = visible;
   const runsRef = useRef(runs);
   runsRef.current = runs;
-  const run = activeId ? runs[activeId] : null;
+  // The run Cancel and Escape act on: the latest one the page follows that still goes.
+  const run = (activeId && runs[activeId]?.active ? runs[activeId] : null)
+    || Object.values(runs).filter((r) => r.active).sort((a, b) => b.runId - a.runId)[0] || null;
 
   // ---- scrolling: the page is the one scroll container --------------------------------------------
   const scrollToEnd = () => requestAnimationFrame(() => {
@@ -257,7 +259,7 @@ export function Chat({ visible, owner }) {
   });
 
   const attach = (runId, task, question = null) => {
-    if (streamRef.current) streamRef.current.close();
+    streams.current.get(runId)?.close(); // re-attached (a reload, the feed): from its first event again
     mine.current.add(runId);
     setRuns((rs) => ({ ...rs, [runId]: rs[runId] ? { ...rs[runId], active: true } : newRun(runId, task) }));
     ensureTurn(runId, task, question);
@@ -315,9 +317,12 @@ export function Chat({ visible, owner }) {
         get(`/api/jarvis/runs/${runId}`).then(closeWith).catch(() => { if (!cancelled) fallbackToQuick(runId, task); });
       }
     };
-    streamRef.current = follow(url, {
+    const stream = follow(url, {
       onEvent,
-      onState: (s) => setConn(s === 'reconnecting' ? 'reconnecting' : 'live'),
+      onState: (s) => {
+        if (s === 'closed') streams.current.delete(runId);
+        else setConn(s === 'reconnecting' ? 'reconnecting' : 'live');
+      },
       shouldReconnect: async () => {
         try {
           const doc = await get(`/api/jarvis/runs/${runId}`);
@@ -330,6 +335,7 @@ export function Chat({ visible, owner }) {
         }
       },
     });
+    streams.current.set(runId, stream);
     return { markCancelled: () => { cancelled = true; } };
   };
   const cancelFlag = useRef(null);
@@ -460,7 +466,7 @@ export function Chat({ visible, owner }) {
       // A run typed while this was loading is followed already: attaching again would replay its events.
       if (running && !stop && !mine.current.has(running.id)) cancelFlag.current = attach(running.id, running.task);
     })();
-    return () => { stop = true; streamRef.current?.close(); };
+    return () => { stop = true; streams.current.forEach((x) => x.close()); };
   }, []);
 
   useEffect(() => { if (visible) inputRef.current?.focus(); }, [visible]);
@@ -521,6 +527,7 @@ export function Chat({ visible, owner }) {
           <Message key={m.key} m={m} run={m.role === 'assistant' && m.runId ? runs[m.runId] : null}
             onRetryWorker={retryWorker} onAnswered={answered} onRunAgain={runAgain} />
         ))}
+        {busy && <p class="pending" role="status"><span class="spinner" aria-hidden="true" /> Reading your question…</p>}
       </section>
       <form class="composer" ref={composerRef} onSubmit={(e) => { e.preventDefault(); send(); }}>
         <label for="message-input" class="sr-only">Message Jarvis</label>

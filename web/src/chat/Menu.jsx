@@ -25,8 +25,7 @@ export function Menu({ label = 'Settings', children }) {
   }, [open]);
   return (
     <div class="popover-wrap menu" ref={wrap}>
-      <button type="button" class="secondary menu-button" ref={button} aria-expanded={open} aria-controls="chat-settings"
-        aria-haspopup="true" onClick={() => setOpen(!open)}>{label}</button>
+      <button type="button" class="secondary menu-button" ref={button} aria-expanded={open} aria-controls="chat-settings" onClick={() => setOpen(!open)}>{label}</button>
       {/* Kept mounted while closed: a voice session or a push subscription in progress goes on. */}
       <div id="chat-settings" class="popover" role="group" aria-label={label} hidden={!open}>{children}</div>
     </div>
