@@ -288,6 +288,7 @@ def test_a_failed_run_says_so_in_one_sentence_and_run_again_answers(open_page, n
     ending = turn(page, run_id).locator(".ending")
     expect(ending).to_contain_text("This run failed")
     expect(conversation(page).locator("article[data-mode='quick']")).to_have_count(1)  # the quick stand-in
+    expect(page.get_by_role("status", name="Connection")).to_have_text("Live")  # a run that ended is no lost link
     screenshot(page, "chat-error-run-failed")
     conductor.supervisor_down = False
     with page.expect_response(is_supervisor_post) as again:

@@ -167,6 +167,8 @@ export function Chat({ visible, owner }) {
   });
   const append = (...items) => { setMessages((ms) => [...ms, ...items]); scrollToEnd(); };
   const updateRun = (runId, fn) => setRuns((rs) => (rs[runId] ? { ...rs, [runId]: fn(rs[runId]) } : rs));
+  // A run's answer into its turn (the turn's first answer wins: a replay after a reload, or the thread's
+  // stored copy, never shows it twice).
   const setAnswer = (runId, content, jobIds) => setMessages((ms) => ms.map((m) => (
     m.role === 'assistant' && m.runId === runId && !m.content ? { ...m, content, jobIds: jobIds || m.jobIds } : m)));
 
@@ -320,8 +322,8 @@ export function Chat({ visible, owner }) {
     const stream = follow(url, {
       onEvent,
       onState: (s) => {
-        if (s === 'closed') streams.current.delete(runId);
-        else setConn(s === 'reconnecting' ? 'reconnecting' : 'live');
+        if (s === 'closed') streams.current.delete(runId); // ended (or given up on): no link to lose any more
+        setConn(s === 'reconnecting' ? 'reconnecting' : 'live');
       },
       shouldReconnect: async () => {
         try {
@@ -394,8 +396,9 @@ export function Chat({ visible, owner }) {
       }
       await startSupervisor(utterance, before, asked);
     } catch (err) {
-      const again = retryable(err) ? () => { setMessages((ms) => ms.filter((m) => m.key !== failed && m.key !== asked)); send(utterance, mode); } : null;
       const failed = nextKey();
+      // Retry sends it once more: the failed question and its error make way for the new attempt.
+      const again = retryable(err) ? () => { setMessages((ms) => ms.filter((m) => m.key !== failed && m.key !== asked)); send(utterance, mode); } : null;
       append({ key: failed, role: 'error', content: sentence(err), retry: again });
       setText((t) => t || utterance); // nothing lost: the text comes back to the input
     } finally {

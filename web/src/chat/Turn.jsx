@@ -3,7 +3,7 @@
 // and stays with that turn (after the next question and after a reload: the run document's workers).
 import { useEffect, useState } from 'preact/hooks';
 import { duration } from '../format.js';
-import { repeatsRun } from './errors.js';
+import { plainReason, repeatsRun } from './errors.js';
 import { clock, heading, phrase } from './steps.js';
 
 const LIVE = new Set(['spawned', 'queued', 'running']);
@@ -23,7 +23,7 @@ function WorkerRow({ w, now, runError, onRetry }) {
         <span class="dur">{w.duration_ms != null ? duration(w.duration_ms) : live && w.seenAt ? clock(now - w.seenAt) : ''}</span>
       </div>
       {w.summary && <p class="summary">{w.summary}</p>}
-      {failed && <p class="werr">{reason ? `Why: ${reason}` : `This worker ${w.status === 'timeout' ? 'ran out of time' : 'failed'} without saying why.`}</p>}
+      {failed && <p class="werr">{reason ? `Why: ${plainReason(reason)}` : `This worker ${w.status === 'timeout' ? 'ran out of time' : 'failed'} without saying why.`}</p>}
       {w.status === 'timeout' && onRetry && <button type="button" class="secondary" onClick={() => onRetry(w.job_id)}>Retry</button>}
     </li>
   );

@@ -35,8 +35,22 @@ export function runEnding(status, message = '') {
   if (status === 'cancelled') return 'You cancelled this run.';
   if (status === 'interrupted') return 'This run was interrupted: the process running it stopped before it answered.';
   if (status === 'timeout') return 'This run reached its time limit before it could finish.';
-  const why = message.replace(/^(run )?failed:\s*/i, '').trim();
-  return why ? `This run failed: ${why.slice(0, 300)}${/[.!?]$/.test(why) ? '' : '.'}` : 'This run failed.';
+  const why = plainReason(message.replace(/^(run )?failed:\s*/i, ''));
+  if (MODEL.test(message)) return `This run failed: ${why}. Run it again; if it keeps failing, check the model in Dashboard › Agents.`;
+  return why ? `This run failed: ${why}${/[.!?]$/.test(why) ? '' : '.'}` : 'This run failed.';
+}
+
+const MODEL = /model (\S+) at \S+ answered HTTP (\d+)(?::\s*(?:Error code: \d+ - )?(.*))?/s;
+
+/** A run's or a worker's error as plain words: a model's failure without its endpoint's URL, no
+ * exception class name ("LLMError: …"), at most 300 characters. */
+export function plainReason(message = '') {
+  const model = MODEL.exec(message);
+  if (model) {
+    const detail = (model[3] || '').trim().replace(/[.]$/, '').slice(0, 200);
+    return `the model ${model[1]} could not answer (HTTP ${model[2]}${detail ? `: ${detail}` : ''})`;
+  }
+  return message.replace(/^[A-Z]\w*(Error|Exception):\s*/, '').trim().slice(0, 300);
 }
 
 /** Whether a worker's error only repeats its run's ending (a job cancelled with the run's reason). */

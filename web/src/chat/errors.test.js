@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../api.js';
-import { repeatsRun, runEnding, sentence } from './errors.js';
+import { plainReason, repeatsRun, runEnding, sentence } from './errors.js';
 
 describe('errors as sentences', () => {
   it('maps the server\'s validation message to a sentence with a next step', () => {
@@ -22,6 +22,11 @@ describe('errors as sentences', () => {
     expect(runEnding('interrupted', msg)).toBe('This run was interrupted: the process running it stopped before it answered.');
     expect(runEnding('cancelled')).toBe('You cancelled this run.');
     expect(runEnding('failed', 'failed: the model is down')).toBe('This run failed: the model is down.');
+    expect(runEnding('failed', 'LLMError: model gpt-4o at http://127.0.0.1:9/v1 answered HTTP 400: Error code: 400 - down'))
+      .toBe('This run failed: the model gpt-4o could not answer (HTTP 400: down). Run it again; if it keeps failing, '
+        + 'check the model in Dashboard › Agents.');
+    expect(plainReason('LLMError: model m at http://x/v1 answered HTTP 503')).toBe('the model m could not answer (HTTP 503)');
+    expect(runEnding('failed', 'ValueError: bad plan')).toBe('This run failed: bad plan.');
     expect(repeatsRun(msg, msg)).toBe(true);
     expect(repeatsRun('disk full', msg)).toBe(false);
   });
