@@ -76,13 +76,18 @@ def rows_of(page, run_id: int):
 
 
 def start_held(page, conductor, task: str = TASK) -> int:
+    """Ask ``task`` with the workers held; returns once both rows run. The question shows once, even when
+    the page's start-up check for a running run finds it while the page's own POST is in flight."""
     conductor.hold()
+    questions = conversation(page).locator("article[data-role='user']").filter(has_text=re.compile(f"^{re.escape(task)}$"))
+    before = questions.count()
     with page.expect_response(is_supervisor_post) as posted:
         ask(page, task)
     run_id = supervisor_run_id(posted.value)
     expect(rows_of(page, run_id)).to_have_count(2)
     for i in range(2):
         expect(rows_of(page, run_id).nth(i)).to_have_attribute("data-status", "running")
+    expect(questions).to_have_count(before + 1)
     return run_id
 
 

@@ -253,7 +253,11 @@ export function Chat({ visible, owner }) {
   const ensureTurn = (runId, task, question) => setMessages((ms) => {
     if (ms.some((m) => m.role === 'assistant' && m.runId === runId)) return ms;
     let out = ms;
-    if (question) out = out.map((m) => (m.key === question ? { ...m, runId } : m));
+    // Found by the start-up check while this page's own POST was in flight: the question typed here is it.
+    const typed = !question && task ? [...out].reverse().find((m) => m.role === 'user' && !m.runId && !m.id
+      && m.content.trim() === task.trim()) : null;
+    const claim = question || typed?.key;
+    if (claim) out = out.map((m) => (m.key === claim ? { ...m, runId } : m));
     else if (task && !out.some((m) => m.role === 'user' && m.runId === runId)) {
       out = [...out, { key: `q-${runId}`, role: 'user', runId, content: task }];
     }
