@@ -25,6 +25,7 @@ OPERATIONS = {  # (path, method): (success status, error statuses it documents)
     ("/api/jarvis/thread", "get"): (200, {401, 422}),
     ("/api/jarvis/logout", "post"): (200, {401, 422}),
     ("/api/jarvis/pair", "post"): (201, {400, 401, 409, 415, 422}),
+    ("/api/jarvis/me", "get"): (200, {401, 404, 422}),
     ("/api/jarvis/sessions", "get"): (200, {401, 422}),
     ("/api/jarvis/sessions/{session_id}", "delete"): (200, {401, 404, 422}),
     ("/api/jarvis/devices/{device_id}", "delete"): (200, {401, 404, 422}),

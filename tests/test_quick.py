@@ -159,6 +159,26 @@ def test_a_run_stopped_at_its_budget_gets_no_quick_answer_in_its_place(tokens, l
     assert llm.requests == [] and thread_rows(pool, alice.owner_id) == []
 
 
+@pytest.mark.parametrize("said", ["HAND-OFF", " hand-off. ", "`HAND-OFF`"])
+def test_a_hand_off_is_409_needs_supervisor_and_nothing_is_stored(tokens, llm, pool, alice, said):
+    llm.script({"content": said})
+    status, body, _ = call("POST", QUICK, {"utterance": "is my disk full"}, token=tokens[0])
+    assert (status, body["error"]) == (409, "needs_supervisor"), body
+    assert "supervisor" in body["message"] and "nothing was stored" in body["message"]
+    assert "HAND-OFF" in llm.requests[0]["messages"][0]["content"]  # the prompt asks for the word
+    assert thread_rows(pool, alice.owner_id) == []  # no hand-off sentence on the thread
+
+
+def test_a_hand_off_standing_in_for_a_failed_run_is_a_sentence_not_a_loop(tokens, llm, pool, alice):
+    run_id, _ = make_run(pool, alice.owner_id, "check the disk")
+    set_status(pool, run_id, "failed")
+    llm.script({"content": "HAND-OFF"})
+    status, body, _ = call("POST", QUICK, {"utterance": "check the disk", "failed_run_id": run_id}, token=tokens[0])
+    assert status == 200, body
+    assert body["answer"] == f"{quick.apology(run_id, 'failed')}\n\n{quick.NEEDS_TOOLS}"
+    assert "HAND-OFF" not in thread_rows(pool, alice.owner_id)[-1]["content"]
+
+
 @pytest.mark.parametrize("answer", [{"status": 503, "message": "overloaded"}, {"delay": 3.0, "content": "late"},
                                     {"content": "   "}])
 def test_the_model_down_slow_or_empty_is_503_and_the_thread_is_untouched(tokens, llm, pool, alice, answer):

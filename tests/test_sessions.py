@@ -287,6 +287,15 @@ def test_sessions_list_shows_devices_and_sessions_never_a_secret_and_only_the_ow
     assert [s["session_id"] for s in bobs_listing["sessions"]] == [bobs["session_id"]]
 
 
+def test_me_names_the_signed_in_owner_only_and_needs_a_session(alice, bob):
+    """The web client's header: each session sees its own owner's name, never another's."""
+    for owner in (alice, bob):
+        status, me, raw = call("GET", "/api/jarvis/me", token=login(owner.device_secret)["token"])
+        assert (status, me) == (200, {"owner_id": owner.owner_id, "name": owner.name})
+        assert owner.device_secret not in raw["body"]
+    assert call("GET", "/api/jarvis/me")[0] == 401
+
+
 def test_another_owners_session_or_device_cannot_be_revoked_and_gets_404(alice, bob):
     mine, bobs = login(alice.device_secret), login(bob.device_secret)
     for path, what in ((f"/api/jarvis/sessions/{mine['session_id']}", f"session {mine['session_id']}"),

@@ -175,11 +175,15 @@ def test_a_reload_while_waiting_still_shows_the_card_and_a_late_answer_shows_the
     page = open_page(owner)
     run_id, row = start_waiting_run(page, pool, owner)
     expect(card(page, row["id"])).to_be_visible()
+    # The page hears nothing of the run's events until the late click below: otherwise the denial's own
+    # event may take the Approve button away before the click (a race with the stream, not the 409 path).
+    events = "**/api/jarvis/supervisor/events*"
+    page.route(events, lambda route: route.abort())
     page.reload()
     c = card(page, row["id"])
     expect(c).to_be_visible()  # from the approvals list: the run is re-attached while it waits
     expect(workers_region(page)).to_contain_text("Waiting for your approval")
-    expect(worker_rows(page)).to_have_count(1)
+    expect(worker_rows(page)).to_have_count(1)  # from the run's document
 
     # Answered elsewhere meanwhile (the CLI, SMS, another tab): this card's Approve gets the server's 409
     client = api_client(served.url, owner)
@@ -187,6 +191,7 @@ def test_a_reload_while_waiting_still_shows_the_card_and_a_late_answer_shows_the
     c.get_by_role("button", name="Approve").click()
     expect(c.get_by_role("alert")).to_contain_text(f"approval {row['id']} was already answered (denied)")
     expect(c).to_have_attribute("data-status", "denied")
+    page.unroute(events)
     wait_for(lambda: run_row(pool, run_id)["status"] == "success" or None, "the run finished", limit_s=120)
     assert exec_files(served, pool, run_id) == []
 

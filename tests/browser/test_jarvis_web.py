@@ -17,6 +17,7 @@ from tests.support.browser import (
     WAIT_MS,
     answers,
     ask,
+    open_settings,
     conversation,
     is_supervisor_post,
     message_box,
@@ -24,6 +25,7 @@ from tests.support.browser import (
     screenshot,
     sign_in,
     supervisor_run_id,
+    turn,
     worker_rows,
     workers_region,
 )
@@ -51,8 +53,12 @@ def test_sign_in_ask_two_worker_rows_progress_live_then_the_answer_with_evidence
     page = open_page(new_owner())
     screenshot(page, "client-signed-in")
     run_id = start_held_run(page, conductor)
-    expect(page.get_by_text(ESCALATION)).to_be_visible()
-    expect(workers_region(page)).to_contain_text("Investigating…")
+    expect(page.get_by_text(ESCALATION)).to_have_count(0)  # no jargon: the turn says what happens
+    expect(conversation(page).locator("article[data-role='user']", has_text=INVESTIGATION)).to_be_visible()
+    region = turn(page, run_id).get_by_role("status", name="Workers")  # the progress is inside the run's turn
+    expect(region).to_contain_text(re.compile(r"Working · 2 workers · \d+:\d\d"))
+    expect(region).to_contain_text(re.compile(r"Checking (disk usage|memory)…"))  # from the workers' tasks
+    expect(region.locator(".spinner")).not_to_have_count(0)
     rows = worker_rows(page)
     expect(rows.filter(has_text="Check disk usage")).to_have_count(1)
     expect(rows.filter(has_text="Check memory")).to_have_count(1)
@@ -73,6 +79,7 @@ def test_sign_in_ask_two_worker_rows_progress_live_then_the_answer_with_evidence
     hrefs = sorted(links.evaluate_all("links => links.map(a => a.getAttribute('href'))"))
     assert hrefs == [f"#/dashboard/workers/{j}" for j in job_ids]
     expect(page.get_by_role("button", name="Cancel")).to_have_count(0)  # no run active any more
+    expect(region).to_contain_text(re.compile(r"Used 2 workers · \d+\.\d s"))  # folded above the answer
     screenshot(page, "client-answer")
 
 
@@ -283,6 +290,7 @@ for (const name of ['SpeechRecognition', 'webkitSpeechRecognition', 'PushManager
 def test_speech_and_push_are_offered_where_the_browser_has_them(open_page, new_owner):
     page = open_page(new_owner())
     has = page.evaluate(PRESENT)
+    open_settings(page)  # voice, read aloud and push live in the one settings menu
     speak = page.get_by_role("button", name="Speak")
     if has["speech"]:
         expect(speak).to_be_visible()
@@ -308,6 +316,7 @@ def test_without_speech_and_push_apis_the_page_says_so_instead(chromium, served,
         page = context.new_page()
         sign_in(page, new_owner())
         assert page.evaluate(PRESENT) == {"speech": False, "synthesis": False, "push": False}
+        open_settings(page)
         expect(page.get_by_text("Voice input is not supported in this browser")).to_be_visible()
         expect(page.get_by_text("Push notifications are not supported in this browser")).to_be_visible()
         expect(page.get_by_role("button", name="Speak")).to_have_count(0)

@@ -183,6 +183,18 @@ def sign_in(page, owner) -> None:
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
 
+def open_settings(page):
+    """Open the chat's one settings menu (preferences, voice, read aloud, push); returns its popover."""
+    from playwright.sync_api import expect
+
+    button = page.get_by_role("button", name="Settings")
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    menu = page.get_by_role("group", name="Settings")
+    expect(menu).to_be_visible()
+    return menu
+
+
 def message_box(page):
     return page.get_by_label("Message Jarvis")
 
@@ -199,16 +211,23 @@ def conversation(page):
 
 
 def workers_region(page):
-    return page.get_by_role("status", name="Workers")
+    """The progress block of the latest run's turn (each turn keeps its own)."""
+    return conversation(page).get_by_role("status", name="Workers").last
 
 
 def worker_rows(page):
     return workers_region(page).locator("li[data-job-id]")
 
 
+def turn(page, run_id: int):
+    """The assistant turn of a run: its steps, its approvals, its answer (or how it ended)."""
+    return conversation(page).locator(f"article[data-role='assistant'][data-run-id='{run_id}']")
+
+
 def answers(page, run_id: int | None = None):
-    selector = "article[data-role='assistant'][data-run-id]" if run_id is None else \
-        f"article[data-role='assistant'][data-run-id='{run_id}']"
+    """The answers of runs (one per run that answered), each inside its run's turn."""
+    selector = "article[data-role='assistant'][data-run-id] .answer" if run_id is None else \
+        f"article[data-role='assistant'][data-run-id='{run_id}'] .answer"
     return conversation(page).locator(selector)
 
 

@@ -55,6 +55,7 @@ function App() {
   const hash = useHash();
   const [session, setSession] = useState('checking'); // checking | in | out
   const [problem, setProblem] = useState('');
+  const [owner, setOwner] = useState(''); // the signed-in owner's name (GET /api/jarvis/me)
 
   const check = async () => {
     try {
@@ -67,6 +68,10 @@ function App() {
     }
   };
   useEffect(() => { check(); return onSignedOut(() => setSession('out')); }, []);
+  useEffect(() => {
+    if (session !== 'in') return;
+    get('/api/jarvis/me').then((me) => setOwner(me.name)).catch(() => setOwner('')); // an older server: no name
+  }, [session]);
 
   const signOut = async () => {
     try { await post('/api/jarvis/logout'); } catch { /* the session is gone either way */ }
@@ -91,7 +96,7 @@ function App() {
         <button type="button" class="secondary" onClick={signOut}>Sign out</button>
       </header>
       {/* The chat stays mounted (hidden) while other pages show: a running run keeps streaming. */}
-      <div hidden={section !== ''}><Chat visible={section === ''} /></div>
+      <div hidden={section !== ''}><Chat visible={section === ''} owner={owner} /></div>
       {section === 'inbox' && <Inbox />}
       {section === 'dashboard' && <Dashboard panel={rest[0] || 'workers'} args={rest.slice(1)} />}
     </div>

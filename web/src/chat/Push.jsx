@@ -12,7 +12,9 @@ export function vapidKey(base64url) {
 
 export function Push() {
   const [state, setState] = useState('');
-  if (!supported) return <span class="muted">Push notifications are not supported in this browser</span>;
+  if (!supported) {
+    return <fieldset class="menu-group"><legend>Notifications</legend><span class="muted">Push notifications are not supported in this browser</span></fieldset>;
+  }
   const enable = async () => {
     setState('Enabling…');
     try {
@@ -30,9 +32,9 @@ export function Push() {
     }
   };
   return (
-    <span class="push">
+    <fieldset class="menu-group push"><legend>Notifications</legend>
       <button type="button" class="secondary" onClick={enable}>Enable push notifications</button>
       {state && <span class="muted" role="status">{state}</span>}
-    </span>
+    </fieldset>
   );
 }

@@ -1,4 +1,5 @@
-// The user's answer preferences (sent with each supervisor run): kept on this device.
+// The user's answer preferences (sent with each supervisor run): kept on this device, shown in the
+// chat's settings menu (Menu.jsx).
 import { useState } from 'preact/hooks';
 
 const KEY = 'jarvis.preferences';
@@ -13,30 +14,24 @@ export function loadPreferences() {
 }
 
 export function Settings() {
-  const [open, setOpen] = useState(false);
   const [prefs, setPrefs] = useState(loadPreferences);
   const save = (next) => {
     setPrefs(next);
     localStorage.setItem(KEY, JSON.stringify(next));
   };
   return (
-    <div class="popover-wrap">
-      <button type="button" class="secondary" aria-expanded={open} aria-controls="prefs" onClick={() => setOpen(!open)}>Preferences</button>
-      {open && (
-        <div id="prefs" class="popover" role="group" aria-label="Answer preferences"
-          onKeyDown={(e) => { if (e.key === 'Escape') setOpen(false); }}>
-          <label>Answer length{' '}
-            <select value={prefs.verbosity} onChange={(e) => save({ ...prefs, verbosity: e.currentTarget.value })}>
-              <option value="concise">Concise</option>
-              <option value="detailed">Detailed</option>
-            </select>
-          </label>
-          <label>
-            <input type="checkbox" checked={prefs.notify} onChange={(e) => save({ ...prefs, notify: e.currentTarget.checked })} />
-            {' '}Email me the answer when a run ends
-          </label>
-        </div>
-      )}
-    </div>
+    <fieldset class="menu-group" aria-label="Answer preferences">
+      <legend>Answers</legend>
+      <label>Answer length{' '}
+        <select value={prefs.verbosity} onChange={(e) => save({ ...prefs, verbosity: e.currentTarget.value })}>
+          <option value="concise">Concise</option>
+          <option value="detailed">Detailed</option>
+        </select>
+      </label>
+      <label>
+        <input type="checkbox" checked={prefs.notify} onChange={(e) => save({ ...prefs, notify: e.currentTarget.checked })} />
+        {' '}Email me the answer when a run ends
+      </label>
+    </fieldset>
   );
 }

@@ -46,7 +46,8 @@ export function Voice({ onText, readAloud, setReadAloud }) {
   };
 
   return (
-    <div class="voice">
+    <fieldset class="menu-group voice">
+      <legend>Voice</legend>
       {Recognition
         ? <button type="button" class="secondary" aria-pressed={listening} onClick={listen}>Speak</button>
         : <span class="muted">Voice input is not supported in this browser</span>}
@@ -57,7 +58,7 @@ export function Voice({ onText, readAloud, setReadAloud }) {
       {realtime && (
         <span class="muted">OpenAI voice session ready ({realtime.model}, until {new Date(realtime.expires_at * 1000 || realtime.expires_at).toLocaleTimeString()})</span>
       )}
-      {problem && <span class="error">{problem}</span>}
-    </div>
+      {problem && <span class="error" role="alert">{problem}</span>}
+    </fieldset>
   );
 }

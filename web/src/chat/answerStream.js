@@ -27,33 +27,45 @@ export function applyDelta(draft, p) {
 
 export const draftKey = (runId) => `run-${runId}`;
 
-/** `messages` with the run's draft message updated by one answer_delta payload. */
+/** The run's assistant message in `messages` (its turn: made empty when the run starts, or its stored
+ * answer after a reload), or -1. */
+const turnOf = (messages, runId) => messages.findIndex((m) => m.key === draftKey(runId) || (m.role === 'assistant' && m.runId === runId));
+
+/** A message without its draft's fields. */
+const settled = ({ streaming, draft, ...m }) => m;
+
+/** `messages` with the run's draft updated by one answer_delta payload: the text goes into the run's
+ * turn (added when the page has none yet). */
 export function withDelta(messages, runId, p) {
-  const key = draftKey(runId);
-  const at = messages.findIndex((m) => m.key === key || (m.role === 'assistant' && m.runId === runId));
+  const at = turnOf(messages, runId);
   const current = at >= 0 ? messages[at] : null;
-  if (current && !current.streaming) return messages; // the answer is here already
-  const draft = applyDelta(current ? current.draft : EMPTY, p);
-  if (!draft.text) return at >= 0 ? messages.filter((_, i) => i !== at) : messages; // withdrawn, or nothing yet
-  const next = { key, role: 'assistant', runId, content: draft.text, streaming: true, draft, jobIds: current?.jobIds || [] };
+  if (current && current.content && !current.streaming) return messages; // the answer is here already
+  const draft = applyDelta(current && current.streaming ? current.draft : EMPTY, p);
+  let next;
+  if (draft.text) {
+    next = { ...(current || { key: draftKey(runId), role: 'assistant', runId, jobIds: [] }), content: draft.text, streaming: true, draft };
+  } else if (current && current.streaming) next = { ...settled(current), content: '' }; // withdrawn: the turn stays
+  else return messages; // nothing yet
   if (at < 0) return [...messages, next];
   const copy = [...messages];
   copy[at] = next;
   return copy;
 }
 
-/** `messages` with the run's final `answer` message: it replaces the draft, or joins the list unless
- * the run's answer is on the page already. */
+/** `messages` with the run's final `answer`: it replaces the draft or fills the empty turn, or joins the
+ * list, unless the run's answer is on the page already. */
 export function withFinalAnswer(messages, answer) {
-  const at = messages.findIndex((m) => m.key === answer.key || (m.role === 'assistant' && m.runId === answer.runId));
+  const at = turnOf(messages, answer.runId);
   if (at < 0) return [...messages, answer];
-  if (!messages[at].streaming) return messages;
+  if (messages[at].content && !messages[at].streaming) return messages;
   const copy = [...messages];
-  copy[at] = answer;
+  copy[at] = { ...settled(messages[at]), content: answer.content, jobIds: answer.jobIds || messages[at].jobIds };
   return copy;
 }
 
-/** `messages` without the run's draft (the run failed or was cancelled: a draft is never its answer). */
+/** `messages` with the run's draft emptied (the run failed or was cancelled: a draft is never its
+ * answer; the turn stays for its steps and how it ended). */
 export function withoutDraft(messages, runId) {
-  return messages.some((m) => m.streaming && m.runId === runId) ? messages.filter((m) => !(m.streaming && m.runId === runId)) : messages;
+  if (!messages.some((m) => m.streaming && m.runId === runId)) return messages;
+  return messages.map((m) => (m.streaming && m.runId === runId ? { ...settled(m), content: '' } : m));
 }

@@ -42,10 +42,22 @@ describe('the draft message', () => {
     expect(ms[1].content).toBe('Disk is 78% full.\n\nMore.');
   });
 
-  it('goes when the text is withdrawn', () => {
-    let ms = withDelta([user], 7, { offset: 0, text: 'Let me check', reset: true });
+  it('goes when the text is withdrawn, the turn staying for its steps', () => {
+    const turn = { key: 'run-7', role: 'assistant', runId: 7, content: '', jobIds: [] };
+    let ms = withDelta([user, turn], 7, { offset: 0, text: 'Let me check', reset: true });
+    expect(ms[1]).toMatchObject({ key: 'run-7', content: 'Let me check', streaming: true });
     ms = withDelta(ms, 7, { offset: 0, text: '', reset: true });
-    expect(ms).toEqual([user]);
+    expect(ms).toEqual([user, turn]);
+    expect(withDelta([user, turn], 7, { offset: 0, text: '', reset: true })).toEqual([user, turn]);
+  });
+
+  it("fills the run's empty turn and the final answer settles it there", () => {
+    const turn = { key: 'run-7', role: 'assistant', runId: 7, content: '', jobIds: [] };
+    let ms = withDelta([user, turn], 7, { offset: 0, text: 'Disk', reset: true });
+    expect(ms).toHaveLength(2);
+    ms = withFinalAnswer(ms, { key: 'run-7', role: 'assistant', runId: 7, content: 'Disk is fine.', jobIds: [4] });
+    expect(ms).toEqual([user, { ...turn, content: 'Disk is fine.', jobIds: [4] }]);
+    expect(withFinalAnswer([user, turn], { key: 'run-7', role: 'assistant', runId: 7, content: 'Whole.', jobIds: [] })[1].content).toBe('Whole.');
   });
 
   it('is never drawn beside an answer already on the page (re-attached after a reload)', () => {
@@ -56,8 +68,9 @@ describe('the draft message', () => {
   });
 
   it('goes when the run fails or is cancelled mid-answer', () => {
-    const ms = withDelta([user], 7, { offset: 0, text: 'Half an', reset: true });
-    expect(withoutDraft(ms, 7)).toEqual([user]);
+    const turn = { key: 'run-7', role: 'assistant', runId: 7, content: '', jobIds: [] };
+    const ms = withDelta([user, turn], 7, { offset: 0, text: 'Half an', reset: true });
+    expect(withoutDraft(ms, 7)).toEqual([user, turn]);
     expect(withoutDraft([user], 7)).toEqual([user]);
   });
 

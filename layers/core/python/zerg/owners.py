@@ -52,6 +52,12 @@ def owner_by_name(conn: Connection, name: str) -> int | None:
     return row["id"] if row else None
 
 
+def owner_name(conn: Connection, owner_id: int) -> str | None:
+    """The owner's name (as created), or None when there is no such owner."""
+    row = conn.execute("SELECT name FROM owners WHERE id = %s", (owner_id,)).fetchone()
+    return row["name"] if row else None
+
+
 def local_owner(conn: Connection) -> int:
     """The owner that local commands act as (created on first use)."""
     owner_id = owner_by_name(conn, LOCAL_OWNER)

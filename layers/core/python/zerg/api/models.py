@@ -64,6 +64,11 @@ class SessionList(BaseModel):
     sessions: list[SessionInfo] = Field(description="Newest first (at most 100); ended ones are kept 30 days")
 
 
+class OwnerInfo(BaseModel):
+    owner_id: int
+    name: str = Field(description="The owner's name, as `zerg owners add` created it (the web client's header)")
+
+
 class SessionRevoked(BaseModel):
     session_id: UUID
     revoked_at: datetime

@@ -14,6 +14,9 @@ Invariants:
 - Memory and the thread's compaction summaries reach the model fenced as data, never in the system
   prompt (:mod:`zerg.llm.untrusted`); an answer written from them is marked ``read_untrusted``, so
   later runs see it as data too (:func:`zerg.supervisor.context.replayed`).
+- A request the quick model says needs tools (its answer is the word ``HAND-OFF``) is refused with
+  409 ``needs_supervisor`` and nothing stored: the client starts a supervisor run instead, and no
+  hand-off sentence ever stands in the thread as an answer.
 - Seed 8.4: after a run that failed or timed out (``failed_run_id``), the answer starts with a short
   apology that the deeper check failed. Not after a run stopped at its budget (issue 27): 409, no
   model call (a budget stops spending; that run answered with what its workers found).
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 
 QUICK_MARK = {"mode": "quick"}
 FALLBACK_STATUSES = ("failed", "timeout", "interrupted")  # runs whose failure quick mode stands in for
+HAND_OFF = "HAND-OFF"  # the quick model's word for "this needs tools": never stored, never shown
+NEEDS_TOOLS = ("That needs tools, and the deeper check that had them did not finish; ask again to start a new "
+               "check.")
 THREAD_BYTES = 8_000  # of recent thread the quick model sees
 THREAD_MESSAGES = 20  # at most this many of its newest messages (with the compaction summaries)
 MAX_TOKENS = 400
@@ -45,8 +51,8 @@ QUICK_PROMPT = f"""\
 You are Jarvis, a personal assistant, answering in quick mode: one short, direct answer (at most a
 few sentences), from general knowledge, the conversation so far and any memory given to you. You
 have no tools in this mode: if the request needs tools (servers, files, the web, mail, schedules)
-or a real investigation, say in one sentence that you will hand it to the supervisor for a deeper
-check, and do not make anything up.
+or a real investigation, answer with the single word HAND-OFF and nothing else (the request then
+goes to a run with tools), and do not make anything up.
 
 {PROMPT_RULE}"""
 
@@ -68,6 +74,11 @@ class QuickAnswer:
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": "quick", "answer": self.answer, "thread_id": self.thread_id, "message_ids": self.message_ids}
+
+
+def is_hand_off(reply: str) -> bool:
+    """Whether the quick model answered with its hand-off word (case, quotes and a full stop ignored)."""
+    return reply.strip().strip("\"'`*.").upper() == HAND_OFF
 
 
 def apology(run_id: int, status: str) -> str:
@@ -186,6 +197,11 @@ def answer(rt: "Runtime", owner_id: int, utterance: str, failed_run_id: int | No
             sorry = apology(failed_run_id, run["status"])
         tz_name = timezone_of(conn, owner_id) or "UTC"
     reply, source, untrusted = _answer(rt, owner_id, text, utcnow(), tz_name)
+    if is_hand_off(reply):  # the quick model cannot answer it: a run with tools must (nothing stored)
+        if sorry is None:
+            raise QuickRefused(409, "needs_supervisor", "this needs tools or an investigation: start a supervisor "
+                                                        "run (POST /api/jarvis/supervisor); nothing was stored")
+        reply = NEEDS_TOOLS  # standing in for a failed run: no second hand-off to loop on
     if sorry:
         reply = f"{sorry}\n\n{reply}"
     meta = {**QUICK_MARK, **({"failed_run_id": failed_run_id} if failed_run_id is not None else {}),

@@ -116,7 +116,7 @@ def plan(rt: Runtime, run_id: int, owner_id: int, thread_id: int) -> dict[str, A
             runs.save_working(conn, run_id, [], AgentUsage().usage, rounds=0, answer=confirmed)
         return {"jobs": [], "done": True}
     with rt.pool.connection() as conn:
-        events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Analyzing your request..."})
+        events.emit(conn, run_id, owner_id, "supervisor_thinking", {"message": "Planning what to check..."})
     memory = recall.memory_layer(rt, owner_id, run["task"])  # once per invocation, never stored
     saved = notes.remember_explicit(rt, run)  # "remember that ...": written before any model call
     return _turn(rt, run, [{"role": "user", "content": notes.saved_line(saved)}] if saved else [], memory)

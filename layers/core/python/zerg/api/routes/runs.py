@@ -21,6 +21,7 @@ from zerg.api.errors import ApiError, not_found
 from zerg.api.models import (FeedFrame, RunAccepted, RunCancelled, RunDocument, RunEventFrame, RunList, RunTimeline,
                              RunTrace, responses)
 from zerg.api.query import repeated
+from zerg.api.routes.jarvis import UTTERANCE_CHARS
 from zerg.auth import Caller
 from zerg.llm.providers import ModelConfigError
 from zerg.runs import events
@@ -38,7 +39,7 @@ CANCEL_WAIT_S = 5.0  # how long a cancel waits for the run's workers to end thei
 class PreviousMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["user", "assistant"]
-    content: str = Field(min_length=1, max_length=4000)
+    content: str = Field(min_length=1, max_length=UTTERANCE_CHARS)
 
 
 class ClientContext(BaseModel):

@@ -12,13 +12,25 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from zerg.api.deps import MAX_ID, Owner, Rt, Session, json_response
 from zerg.api.errors import not_found
-from zerg.api.models import DeviceRevoked, SessionList, SessionRevoked, responses
+from zerg.api.models import DeviceRevoked, OwnerInfo, SessionList, SessionRevoked, responses
 from zerg.identity import devices, sessions
 
 router = Router()
 
 SessionId = Annotated[UUID, Path(description="A session id (the token's sid), as GET /api/jarvis/sessions lists it")]
 DeviceId = Annotated[int, Path(ge=1, le=MAX_ID, description="A device id, as GET /api/jarvis/sessions lists it")]
+
+
+@router.get("/api/jarvis/me", summary="Who is signed in: the caller's owner id and name",
+            responses=responses(200, "The signed-in owner", OwnerInfo, 401, 404))
+def who_am_i(owner_id: Owner, rt: Rt):
+    from zerg.owners import owner_name
+
+    with rt.pool.connection() as conn:
+        name = owner_name(conn, owner_id)
+    if name is None:  # the owner was deleted under a live session
+        raise not_found(f"owner {owner_id}")
+    return json_response({"owner_id": owner_id, "name": name})
 
 
 @router.get("/api/jarvis/sessions", summary="The owner's devices and sessions (never a secret, hash or token)",
