@@ -183,7 +183,7 @@ def test_the_schedule_form_previews_the_next_fires_and_picks_a_time_zone(open_pa
     screenshot(page, "dashboard-schedules-preview-rate")
 
     page.get_by_label("Name").fill("weekday disks")
-    page.get_by_label("Task").fill("check the disks")
+    page.get_by_label("Task", exact=True).fill("check the disks")
     page.get_by_label("Timing").select_option("cron")
     expression.fill("30 6 * * 1-5")
     page.get_by_label("Time zone").fill("Europe/Berlin")
