@@ -640,6 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.cli.approvals import add_commands as add_approval_commands
 
     add_approval_commands(groups, _add_owner_option, _owner)  # zerg approvals policy show|set|reset
+    from zerg.cli.mcp import add_commands as add_mcp_commands
+
+    add_mcp_commands(groups, _add_owner_option, _owner)  # zerg mcp servers add|list|refresh|rm
     return parser
 
 
