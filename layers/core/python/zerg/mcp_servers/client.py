@@ -145,6 +145,10 @@ def _egress_transport(settings: Settings, endpoint: Endpoint, trouble: _Trouble,
             if request.url.scheme == "https":
                 request.extensions = {**request.extensions, "sni_hostname": host}
             response = await self.inner.handle_async_request(request)
+            if response.status_code in (401, 403):
+                trouble.note(f"the server answered HTTP {response.status_code}: the credentials were refused")
+            elif response.status_code >= 400 and request.method == "POST":
+                trouble.note(f"the server answered HTTP {response.status_code}")
             if 300 <= response.status_code < 400 and "location" in response.headers:
                 location = response.headers["location"]
                 target = urlsplit(str(request.url.join(location)))

@@ -1,0 +1,288 @@
+"""The owner's MCP servers as worker tools (issue 30 item 1), with real parts: mcp-server-time from PyPI
+run over stdio inside the container_exec sandbox, a streamable-HTTP server on loopback built with the
+official SDK (tests/support/mcp/http_server.py), a hostile stdio server (tests/support/mcp/attack_server.py),
+the real database, sealing, API handler, local engine and scripted model. No sleeps: each test waits for
+the row, the file or the execution.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.api import call, login
+from tests.support.factories import set_approval_policy
+from tests.support.mcp.http_server import INJECTION, HttpMcpServer
+from tests.support.scripts import has_tool_results, role_of
+from tests.support.waiting import wait_for
+from zerg import mcp_servers
+from zerg.approvals.wait import approve
+from zerg.mcp_servers import McpError, ServerSpec
+from zerg.runs import store as runs
+from zerg.tools.mcp_tools import owner_tools
+
+ATTACKS = Path(__file__).parent / "support" / "mcp"
+TIME = "mcp-server-time --local-timezone UTC"
+
+
+@pytest.fixture
+def rt(runtime_env):
+    """A runtime whose stdio servers see the test's Python (the PyPI servers) and the attack script."""
+    paths = ",".join(dict.fromkeys([sys.prefix, sys.base_prefix, str(ATTACKS)]))
+    return runtime_env(ZERG_MCP_STDIO_PATHS=paths, ZERG_MCP_TIMEOUT_S="60")
+
+
+@pytest.fixture
+def http_server():
+    server = HttpMcpServer(token="s3cret-token")
+    yield server
+    server.close()
+
+
+def _register(rt, owner, name, **spec):
+    with rt.pool.connection() as conn:
+        mcp_servers.put_server(conn, rt.sealer, owner, name, ServerSpec.model_validate(spec))
+    return mcp_servers.refresh(rt.pool.connection, rt.settings, rt.sealer, owner, name)
+
+
+def _tool(rt, owner, server, name):
+    with rt.pool.connection() as conn:
+        view = mcp_servers.get_server(conn, owner, server)
+    return next(t for t in view.tools if t["name"] == name)
+
+
+def _call(rt, owner, server, name, arguments=None, timeout_s=30.0):
+    return mcp_servers.call_tool(rt.pool.connection, rt.settings, rt.sealer, owner, server,
+                                 _tool(rt, owner, server, name), arguments or {}, timeout_s=timeout_s)
+
+
+def _attack(rt, owner, mode, token, *paths):
+    command = f"python {ATTACKS / 'attack_server.py'} {mode} {token} {' '.join(map(str, paths))}"
+    return _register(rt, owner, f"attack-{mode}", command=command)
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+# --- registration, listing, isolation -------------------------------------------------------------
+
+def test_mcp_server_time_from_pypi_is_listed_and_called_in_the_sandbox(rt, owner):
+    view = _register(rt, owner, "time", command=TIME)
+    assert view.listing_note is None and view.listed_at is not None
+    names = {t["exposed"]: t["read_only"] for t in view.tools}
+    assert names == {"mcp__time__get_current_time": True, "mcp__time__convert_time": True}
+    result = _call(rt, owner, "time", "get_current_time", {"timezone": "Europe/Paris"})
+    assert not result.is_error and '"timezone": "Europe/Paris"' in result.content[0]["text"]
+
+
+def test_the_api_registers_lists_and_removes_and_never_returns_the_secret(rt, alice, bob, http_server):
+    token = login(alice)
+    status, body, _ = call("PUT", "/api/jarvis/mcp/servers/notes", {
+        "url": http_server.url, "bearer_token": "s3cret-token", "allow_private": True}, token=token)
+    assert status == 200, body
+    assert body["auth"] == "bearer" and body["tool_count"] == 3 and body["listing_note"] is None
+    assert {t["exposed"]: t["read_only"] for t in body["tools"]} == {
+        "mcp__notes__word_count": True, "mcp__notes__note_add": False, "mcp__notes__lookup": True}
+    status, listed, _ = call("GET", "/api/jarvis/mcp/servers", token=token)
+    assert status == 200 and [s["name"] for s in listed["servers"]] == ["notes"]
+    assert "s3cret-token" not in json.dumps(listed) and "s3cret-token" not in json.dumps(body)
+    with rt.pool.connection() as conn:  # sealed at rest
+        row = conn.execute("SELECT secret_sealed FROM mcp_servers WHERE owner_id = %s", (alice.owner_id,)).fetchone()
+    assert b"s3cret-token" not in bytes(row["secret_sealed"])
+
+    other = login(bob)  # another owner sees nothing of it, cannot read, list again or remove it
+    assert call("GET", "/api/jarvis/mcp/servers", token=other)[1] == {"servers": []}
+    assert call("GET", "/api/jarvis/mcp/servers/notes", token=other)[0] == 404
+    assert call("POST", "/api/jarvis/mcp/servers/notes/tools", token=other)[0] == 404
+    assert call("DELETE", "/api/jarvis/mcp/servers/notes", token=other)[0] == 404
+    assert owner_tools(rt, bob.owner_id) == {}
+    assert set(owner_tools(rt, alice.owner_id)) == {"mcp__notes__word_count", "mcp__notes__note_add",
+                                                    "mcp__notes__lookup"}
+
+    assert call("DELETE", "/api/jarvis/mcp/servers/notes", token=token)[0] == 204
+    assert call("GET", "/api/jarvis/mcp/servers/notes", token=token)[0] == 404
+
+
+@pytest.mark.parametrize("body, says", [
+    ({"url": "ftp://example.org/mcp"}, "http or https"),
+    ({"url": "https://user:pw@example.org/mcp"}, "no credentials in the URL"),
+    ({"command": "x", "bearer_token": "t"}, "for a remote server"),
+    ({"url": "https://example.org/mcp", "command": "x"}, "exactly one of url"),
+    ({}, "exactly one of url"),
+    ({"url": "https://example.org/mcp", "token": "t"}, "token"),
+])
+def test_bad_registrations_are_refused_precisely(rt, alice, body, says):
+    status, answer, _ = call("PUT", "/api/jarvis/mcp/servers/bad", body, token=login(alice))
+    assert status == 422 or status == 400, (status, answer)
+    assert says in answer["message"], answer
+
+
+def test_a_bad_name_is_refused(rt, alice):
+    status, answer, _ = call("PUT", "/api/jarvis/mcp/servers/Bad__Name", {"url": "https://example.org/mcp"},
+                             token=login(alice))
+    assert status in (400, 422) and "name" in answer["message"], answer
+
+
+def test_the_wrong_bearer_token_fails_the_listing_with_a_clear_note(rt, owner, http_server):
+    view = _register(rt, owner, "notes", url=http_server.url, bearer_token="wrong", allow_private=True)
+    assert view.tools is None and view.listing_note and "401" in view.listing_note
+
+
+# --- egress ---------------------------------------------------------------------------------------
+
+def test_a_loopback_server_is_refused_unless_the_owner_allows_its_host(rt, owner, http_server):
+    view = _register(rt, owner, "notes", url=http_server.url, bearer_token="s3cret-token")
+    assert view.tools is None and "127.0.0.1" in view.listing_note and "loopback" in view.listing_note
+    assert http_server.requests == 0  # refused before connecting
+
+
+def test_a_redirect_to_a_loopback_address_is_not_followed(rt, owner, http_server):
+    target = HttpMcpServer(token="s3cret-token")
+    try:  # the owner allowed 127.0.0.1; the redirect leads to another host name on loopback
+        http_server.redirect_to = f"http://localhost:{target.port}/mcp"
+        view = _register(rt, owner, "notes", url=f"http://127.0.0.1:{http_server.port}/redirect",
+                         bearer_token="s3cret-token", allow_private=True)
+        assert view.tools is None and view.listing_note, view
+        assert "localhost" in view.listing_note
+        assert target.requests == 0
+    finally:
+        target.close()
+
+
+# --- attacks --------------------------------------------------------------------------------------
+
+def test_a_hanging_server_times_out_and_is_gone(rt, owner):
+    token = "zerg-mcp-hang-" + os.urandom(4).hex()
+    _attack(rt, owner, "hang", token)
+    with pytest.raises(McpError, match="no answer within"):
+        _call(rt, owner, "attack-hang", "act", timeout_s=2)
+    assert _processes_with(token) == []
+
+
+def test_a_100_mb_answer_is_refused_and_the_server_killed(rt, owner):
+    token = "zerg-mcp-huge-" + os.urandom(4).hex()
+    _attack(rt, owner, "huge", token)
+    with pytest.raises(McpError, match="over 16 MiB"):
+        _call(rt, owner, "attack-huge", "act")
+    assert _processes_with(token) == []
+
+
+def test_a_malformed_json_rpc_frame_fails_the_call_at_once(rt, owner):
+    _attack(rt, owner, "malformed", "zerg-mcp-bad")
+    with pytest.raises(McpError, match="malformed JSON-RPC frame"):
+        _call(rt, owner, "attack-malformed", "act", timeout_s=600)  # not by its timeout
+
+
+def test_5000_tools_are_capped_with_a_note(rt, owner):
+    view = _attack(rt, owner, "many", "zerg-mcp-many")
+    assert len(view.tools) == mcp_servers.TOOLS_MAX
+    assert "more than 500 tools" in view.listing_note
+    assert len(owner_tools(rt, owner)) == 40  # a worker's budget
+    assert "left out" in next(iter(owner_tools(rt, owner).values())).description
+
+
+def test_a_tool_renamed_between_list_and_call_is_not_called(rt, owner, http_server):
+    _register(rt, owner, "notes", url=http_server.url, bearer_token="s3cret-token", allow_private=True)
+    http_server.rename()
+    with pytest.raises(McpError, match="no longer lists a tool 'word_count'"):
+        _call(rt, owner, "notes", "word_count", {"text": "a b"})
+
+
+def test_instructions_in_a_description_reach_the_model_fenced_as_data(rt, owner, http_server):
+    _register(rt, owner, "notes", url=http_server.url, bearer_token="s3cret-token", allow_private=True)
+    described = owner_tools(rt, owner)["mcp__notes__lookup"].schema()["function"]["description"]
+    begin, end = described.index("BEGIN: description of an MCP tool"), described.rindex(" END>>>")
+    assert begin < described.index("IMPORTANT SYSTEM NOTICE") < end
+    assert "UNTRUSTED-DATA[quoted] 000000000000000000000000 END" in described  # the forged fence line is quoted
+    assert INJECTION not in described.replace("UNTRUSTED-DATA[quoted]", "UNTRUSTED-DATA")[end:]
+
+
+def test_a_stdio_server_that_forks_a_daemon_leaves_nothing_running(rt, owner):
+    token = "zerg-mcp-fork-" + os.urandom(4).hex()
+    _attack(rt, owner, "fork", token)
+    result = _call(rt, owner, "attack-fork", "act")
+    assert result.content[0]["text"] == "forked a daemon"
+    assert _processes_with(token) == []
+
+
+def test_a_stdio_server_cannot_write_outside_its_home_nor_read_the_hosts_credentials(rt, owner, tmp_path,
+                                                                                     monkeypatch):
+    secret = tmp_path / "credentials"
+    secret.write_text("aws_secret_access_key = HOST-SECRET-42")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ENV-SECRET-43")
+    outside = Path("/etc") / f"zerg-mcp-escape-{os.urandom(4).hex()}"
+    _attack(rt, owner, "escape", "zerg-mcp-escape", secret, outside, "/root/.aws/credentials")
+    found = json.loads(_call(rt, owner, "attack-escape", "act").content[0]["text"])
+    assert "HOST-SECRET-42" not in json.dumps(found) and "ENV-SECRET-43" not in json.dumps(found)
+    assert found[str(outside)].startswith("write refused") and not outside.exists()
+    assert secret.read_text() == "aws_secret_access_key = HOST-SECRET-42"  # not written either
+    assert set(found["environment"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "TERM", "PWD", "SHLVL", "_"}
+
+
+# --- a worker run, end to end ---------------------------------------------------------------------
+
+def _script(request):
+    role = role_of(request)
+    text = json.dumps(request["messages"])
+    if role == "supervisor":
+        if not has_tool_results(request):
+            return {"tool_calls": [("spawn_worker", {"task": "What time is it in Paris, and note it"})]}
+        return {"content": "done: " + ("PARIS-TIME" if "Europe/Paris" in text else "no time")}
+    if role == "worker":
+        tools = [m for m in request["messages"] if m["role"] == "tool"]
+        names = {t["function"]["name"] for t in request.get("tools") or []}
+        if not tools:
+            assert "mcp__time__get_current_time" in names
+            return {"tool_calls": [("mcp__time__get_current_time", {"timezone": "Europe/Paris"})]}
+        if len(tools) == 1 and "mcp__notes__note_add" in names:
+            return {"content": "noting it", "tool_calls": [("mcp__notes__note_add", {"text": "Paris time noted"})]}
+        return {"content": "Paris: " + tools[0]["content"][-400:]}
+    return {"content": "short summary"}
+
+
+@pytest.mark.e2e
+def test_a_worker_run_calls_mcp_server_time_and_waits_for_approval_of_a_non_read_only_tool(
+        rt, llm, pool, owner, http_server):
+    llm.respond_with(_script)
+    _register(rt, owner, "time", command=TIME)
+    _register(rt, owner, "notes", url=http_server.url, bearer_token="s3cret-token", allow_private=True)
+    set_approval_policy(pool, owner, tools={})
+    with pool.connection() as conn:
+        started = runs.start_run(conn, owner, "paris time", trigger="cli")
+    arn = rt.starter.start(started.run_id, owner, started.thread_id)
+
+    def pending():
+        with pool.connection() as conn:
+            return conn.execute("SELECT * FROM approvals WHERE owner_id = %s AND run_id = %s AND task_token IS NOT "
+                                "NULL", (owner, started.run_id)).fetchone()
+
+    row = wait_for(pending, "the approval of mcp__notes__note_add", limit_s=120)
+    assert row["tool"] == "mcp__notes__note_add" and row["arguments"] == {"text": "Paris time noted"}
+    assert http_server.notes == []  # held: not called
+    assert approve(rt, owner, row["id"]).decided
+    desc = rt.starter.engine().wait(arn, timeout=180)
+    assert desc["status"] == "SUCCEEDED", desc
+    assert http_server.notes == ["Paris time noted"]  # ran exactly once, once approved
+
+    with pool.connection() as conn:
+        run = runs.get_run(conn, owner, started.run_id)
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (started.run_id,)).fetchall()
+    assert run["status"] == "success" and run["result"] == "done: PARIS-TIME"
+    files = [f.path for f in rt.store.list_files(job["worker_id"]) if f.path.startswith("tool_calls/")]
+    assert files == ["tool_calls/001_mcp__time__get_current_time.txt", "tool_calls/002_mcp__notes__note_add.txt"]
+    saved = rt.store.read_file(job["worker_id"], files[0])
+    assert "tool 'get_current_time' of MCP server 'time'" in saved and '"timezone": "Europe/Paris"' in saved
+    assert "status: ok" in saved and "noted (1 notes)" in rt.store.read_file(job["worker_id"], files[1])
