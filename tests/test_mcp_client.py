@@ -13,17 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from zerg import mcp_servers
+from zerg.approvals.wait import approve
+from zerg.mcp_servers import McpError, ServerSpec
+from zerg.runs import store as runs
+from zerg.tools.mcp_tools import owner_tools
 
 from tests.support.api import call, login
 from tests.support.factories import set_approval_policy
 from tests.support.mcp.http_server import INJECTION, HttpMcpServer
 from tests.support.scripts import has_tool_results, role_of
 from tests.support.waiting import wait_for
-from zerg import mcp_servers
-from zerg.approvals.wait import approve
-from zerg.mcp_servers import McpError, ServerSpec
-from zerg.runs import store as runs
-from zerg.tools.mcp_tools import owner_tools
 
 ATTACKS = Path(__file__).parent / "support" / "mcp"
 TIME = "mcp-server-time --local-timezone UTC"

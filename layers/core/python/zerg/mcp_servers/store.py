@@ -69,6 +69,8 @@ def delete(conn: Connection, owner_id: int, name: str) -> bool:
 
 
 def export_mcp_servers(conn: Connection, owner_id: int) -> Iterator[dict[str, Any]]:
-    """The owner's servers for ``zerg owners export``: never the sealed secret."""
-    yield from conn.execute("SELECT id, owner_id, " + PUBLIC_COLUMNS + " FROM mcp_servers WHERE owner_id = %s "
-                            "ORDER BY name", (owner_id,))
+    """The owner's servers for ``zerg owners export``: never the sealed secret (``allow_private``, a yes/no
+    the owner set, is named for what it is: ``internal_host_allowed``)."""
+    columns = PUBLIC_COLUMNS.replace("allow_private", "allow_private AS internal_host_allowed")
+    yield from conn.execute("SELECT id, owner_id, " + columns + " FROM mcp_servers WHERE owner_id = %s ORDER BY name",
+                            (owner_id,))
