@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from zerg.sealing import Sealer
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,23}$"
+URL_PATTERN = r"^https?://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?([/?#][!-~]*)?$"
 _NAME = re.compile(NAME_PATTERN)
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PREFIX = "mcp__"
@@ -65,12 +66,14 @@ class OAuthSpec(BaseModel):
 
 
 class ServerSpec(BaseModel):
-    """What an owner registers: a remote server (``url``) or a local command (``command``)."""
+    """What an owner registers: a remote server (``url``) or a local command (``command``), exactly one;
+    ``bearer_token``, ``oauth`` (not both) and ``allow_private`` with a ``url`` only."""
 
     model_config = ConfigDict(extra="forbid")
-    url: str | None = Field(default=None, min_length=1, max_length=2_000,
-                            description="A remote server's streamable HTTP endpoint (http or https)")
-    command: str | None = Field(default=None, min_length=1, max_length=4_000,
+    url: str | None = Field(default=None, min_length=1, max_length=2_000, pattern=URL_PATTERN,
+                            description="A remote server's streamable HTTP endpoint (http or https, a host name or "
+                                        "an IPv4 address, no credentials)")
+    command: str | None = Field(default=None, min_length=1, max_length=4_000, pattern=r"\S",
                                 description="A local server: a shell command run over stdio in the sandbox")
     bearer_token: SecretStr | None = Field(default=None, min_length=1, max_length=SECRET_MAX,
                                            description="Sent as Authorization: Bearer; sealed, never returned")
@@ -83,7 +86,11 @@ class ServerSpec(BaseModel):
     def _url(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises for a port out of range
+        except ValueError as exc:
+            raise ValueError(f"not a URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("an http or https URL with a host")
         if "@" in parts.netloc:
