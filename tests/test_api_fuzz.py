@@ -97,8 +97,8 @@ STATED: dict[tuple[str, str], str] = {
     ("POST /api/jarvis/schedules",
      r"^task: required for a (check|reminder) schedule|^give exactly one of cron, rate or at"):
         "task is required unless kind is digest, and exactly one of cron, rate and at: rules between fields",
-    ("PUT /api/jarvis/mcp/servers/{name}", r"give exactly one of url|are for a remote server \(url\) only|"
-                                           r"give bearer_token or oauth, not both|not a URL \(Port out of range"):
+    ("PUT /api/jarvis/mcp/servers/{name}", (r"give exactly one of url|are for a remote server \(url\) only|"
+                                            r"give bearer_token or oauth, not both|not a URL \(Port out of range")):
         "exactly one of url and command, the secrets with a url only, and a port up to 65535: rules between "
         "fields (and a number range a URL pattern does not state)",
     ("PATCH /api/jarvis/schedules/{schedule_id}",

@@ -93,9 +93,10 @@ def test_the_api_registers_lists_and_removes_and_never_returns_the_secret(rt, al
     status, body, _ = call("PUT", "/api/jarvis/mcp/servers/notes", {
         "url": http_server.url, "bearer_token": "s3cret-token", "allow_private": True}, token=token)
     assert status == 200, body
-    assert body["auth"] == "bearer" and body["tool_count"] == 3 and body["listing_note"] is None
+    assert body["auth"] == "bearer" and body["tool_count"] == 4 and body["listing_note"] is None
     assert {t["exposed"]: t["read_only"] for t in body["tools"]} == {
-        "mcp__notes__word_count": True, "mcp__notes__note_add": False, "mcp__notes__lookup": True}
+        "mcp__notes__word_count": True, "mcp__notes__note_add": False, "mcp__notes__wait_forever": True,
+        "mcp__notes__lookup": True}
     status, listed, _ = call("GET", "/api/jarvis/mcp/servers", token=token)
     assert status == 200 and [s["name"] for s in listed["servers"]] == ["notes"]
     assert "s3cret-token" not in json.dumps(listed) and "s3cret-token" not in json.dumps(body)
@@ -110,15 +111,16 @@ def test_the_api_registers_lists_and_removes_and_never_returns_the_secret(rt, al
     assert call("DELETE", "/api/jarvis/mcp/servers/notes", token=other)[0] == 404
     assert owner_tools(rt, bob.owner_id) == {}
     assert set(owner_tools(rt, alice.owner_id)) == {"mcp__notes__word_count", "mcp__notes__note_add",
-                                                    "mcp__notes__lookup"}
+                                                    "mcp__notes__wait_forever", "mcp__notes__lookup"}
 
     assert call("DELETE", "/api/jarvis/mcp/servers/notes", token=token)[0] == 204
     assert call("GET", "/api/jarvis/mcp/servers/notes", token=token)[0] == 404
 
 
 @pytest.mark.parametrize("body, says", [
-    ({"url": "ftp://example.org/mcp"}, "http or https"),
-    ({"url": "https://user:pw@example.org/mcp"}, "no credentials in the URL"),
+    ({"url": "ftp://example.org/mcp"}, "url: String should match pattern"),
+    ({"url": "https://user:pw@example.org/mcp"}, "url: String should match pattern"),
+    ({"url": "https://example.org:99999/mcp"}, "Port out of range"),
     ({"command": "x", "bearer_token": "t"}, "for a remote server"),
     ({"url": "https://example.org/mcp", "command": "x"}, "exactly one of url"),
     ({}, "exactly one of url"),
@@ -230,6 +232,59 @@ def test_a_stdio_server_cannot_write_outside_its_home_nor_read_the_hosts_credent
     assert found[str(outside)].startswith("write refused") and not outside.exists()
     assert secret.read_text() == "aws_secret_access_key = HOST-SECRET-42"  # not written either
     assert set(found["environment"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "TERM", "PWD", "SHLVL", "_"}
+
+
+def test_cancelling_the_run_sends_notifications_cancelled_to_a_stdio_server_and_ends_it(rt, owner):
+    import threading
+
+    from zerg.loop.tool import CancelSignal
+    from zerg.mcp_servers import client
+
+    token = "zerg-mcp-wait-" + os.urandom(4).hex()
+    _attack(rt, owner, "wait", token)
+    with rt.pool.connection() as conn:
+        target = mcp_servers.endpoint(conn, rt.sealer, owner, "attack-wait")
+    trouble, cancel = client._Trouble(), CancelSignal()
+
+    async def work(guard):
+        async with client.session(rt.settings, target, 600, trouble) as session:
+            with guard.request():
+                await session.call_tool("act", {})
+
+    def cancel_once_waiting():
+        wait_for(lambda: b"waiting on request" in trouble.stderr, "the server to hold the call", limit_s=60)
+        cancel.set("the run was cancelled")
+
+    threading.Thread(target=cancel_once_waiting, daemon=True).start()
+    with pytest.raises(McpError, match=r"cancelled \(the run was cancelled\)"):
+        client.run(work, timeout_s=600, cancel=cancel, what="attack-wait/act", trouble=trouble)
+    said = bytes(trouble.stderr).decode()
+    held = said.split("waiting on request ")[1].split()[0]
+    assert f"cancelled request {held}" in said  # the server was told, for that very request
+    assert _processes_with(token) == []  # and it is gone
+
+
+def test_cancelling_ends_a_remote_call_at_once(rt, owner, http_server):
+    import threading
+
+    from zerg.loop.tool import CancelSignal
+
+    _register(rt, owner, "slow", url=http_server.url, bearer_token="s3cret-token", allow_private=True)
+    cancel, outcome = CancelSignal(), []
+
+    def calling():
+        try:
+            mcp_servers.call_tool(rt.pool.connection, rt.settings, rt.sealer, owner, "slow",
+                                  _tool(rt, owner, "slow", "wait_forever"), {}, timeout_s=600, cancel=cancel)
+        except McpError as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=calling)
+    thread.start()
+    assert http_server.waiting.wait(60), "the tool never started"
+    cancel.set("the run was cancelled")
+    thread.join(60)
+    assert not thread.is_alive() and "cancelled (the run was cancelled)" in outcome[0]
 
 
 # --- a worker run, end to end ---------------------------------------------------------------------

@@ -77,7 +77,13 @@ for line in sys.stdin:
             "serverInfo": {"name": "attack", "version": "1"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": listing()}})
+    elif method == "tools/call" and MODE == "wait":  # no answer: the client must cancel it
+        sys.stderr.write(f"waiting on request {ident}\n")
+        sys.stderr.flush()
     elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": call()}]}})
+    elif method == "notifications/cancelled":  # the test reads this line in the client's copy of stderr
+        sys.stderr.write(f"cancelled request {message['params'].get('requestId')}\n")
+        sys.stderr.flush()
     elif ident is not None:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})

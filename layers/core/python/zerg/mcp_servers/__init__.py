@@ -250,7 +250,7 @@ def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int
     trouble = client._Trouble()
     timeout = settings.mcp_timeout_s
 
-    async def work() -> client.Listing:
+    async def work(guard: client.Guard) -> client.Listing:
         async with client.session(settings, target, timeout, trouble) as session:
             return await client.list_tools(session, TOOLS_MAX)
 
@@ -297,7 +297,7 @@ def call_tool(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: i
     trouble = client._Trouble()
     started = time.monotonic()
 
-    async def work() -> Any:
+    async def work(guard: client.Guard) -> Any:
         async with client.session(settings, target, timeout_s, trouble) as session:
             listing = await client.list_tools(session, TOOLS_MAX)
             now = next((t for t in listing.tools if t.name == tool["name"]), None)
@@ -308,7 +308,8 @@ def call_tool(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: i
             if not current or current[0]["fingerprint"] != tool["fingerprint"]:
                 raise McpError(f"the server changed tool {tool['name']!r} since it was listed (its input schema or "
                                f"read-only hint): not called; the owner can list {server}'s tools again")
-            return await session.call_tool(tool["name"], arguments, read_timeout_seconds=timeout_s)
+            with guard.request():
+                return await session.call_tool(tool["name"], arguments, read_timeout_seconds=timeout_s)
 
     result = client.run(work, timeout_s=timeout_s, cancel=cancel, what=f"{server}/{tool['name']}", trouble=trouble)
     content = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in result.content]

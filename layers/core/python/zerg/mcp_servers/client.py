@@ -12,7 +12,9 @@ Invariants:
   host, and only when the owner allowed it (``allow_private``). The connection goes to the checked
   address (the Host header and TLS server name keep the name), so DNS cannot change it in between.
 - Bounded: a connection and each request end within their timeout, a cancel (the run's) ends the
-  call at once and the SDK sends ``notifications/cancelled`` for the request in flight; one message
+  call at once and the SDK sends ``notifications/cancelled`` for the request in flight (over HTTP at
+  protocol 2026-07-28, by closing the request's response stream, as that revision says); a stdio
+  server then has :data:`CLOSE_GRACE_S` to exit on its closed input before its sandbox is killed; one message
   from the server is at most :data:`FRAME_MAX` bytes (larger: the call fails, the process is killed);
   a malformed JSON-RPC frame fails the call at once, naming it.
 - Errors are :class:`McpError` with one line a person or a model can read; never a stack trace.
@@ -20,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import sys
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 FRAME_MAX = 16 * 1024 * 1024  # bytes of one message from a server (a tools/list page, a tool's result)
 LIST_PAGES_MAX = 50  # tools/list pages followed before giving up on a server's cursor
 CONNECT_TIMEOUT_S = 30.0
+CLOSE_GRACE_S = 2.0  # how long a stdio server may take to exit once its input is closed
 STDERR_KEPT = 2_000  # bytes of a stdio server's stderr kept for an error message
 Resolver = Callable[[str, int], list[str]]
 
@@ -277,7 +281,12 @@ async def _stdio_streams(settings: Settings, endpoint: Endpoint, trouble: _Troub
             tasks.start_soon(stdin_writer)
             try:
                 yield read_stream, write_stream
-            finally:
+            finally:  # the protocol's shutdown: close its input, give it a moment to exit (its last words
+                with anyio.CancelScope(shield=True):  # on stderr still read), then the sandbox goes anyway
+                    with contextlib.suppress(Exception):
+                        await proc.stdin.aclose()
+                    with anyio.move_on_after(CLOSE_GRACE_S):
+                        await proc.wait()
                 tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
@@ -329,38 +338,72 @@ async def list_tools(client: ClientSession, limit: int) -> Listing:
     return Listing(tools, True)
 
 
-def run(work: Callable[[], Any], *, timeout_s: float, cancel: Any = None, what: str, trouble: _Trouble) -> Any:
-    """Run the coroutine ``work()`` to its end in this thread: within ``timeout_s``; ended at once
-    when ``cancel`` (a :class:`zerg.loop.tool.CancelSignal`) fires. Every failure is an :class:`McpError`."""
+class Guard:
+    """Where a cancel lands: the request in flight (``scope``, set around it), so that the session stays
+    up while the SDK tells the server (``notifications/cancelled``); before and after it, the whole work."""
+
+    def __init__(self) -> None:
+        self.scope: Any = None
+        self.cancelled = False
+
+    @contextlib.contextmanager
+    def request(self) -> Any:
+        import anyio
+
+        with anyio.CancelScope() as scope:
+            self.scope = scope
+            try:
+                yield
+            finally:
+                self.scope = None
+        if scope.cancelled_caught:
+            raise _Cancelled
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, what: str, trouble: _Trouble) -> Any:
+    """Run the coroutine ``work(guard)`` to its end in this thread: within ``timeout_s``; ended at once
+    when ``cancel`` (a :class:`zerg.loop.tool.CancelSignal`) fires (the request in ``guard.request()``
+    first, the server told). Every failure is an :class:`McpError`."""
     import anyio
+
+    guard = Guard()
 
     async def main() -> Any:
         result: list[Any] = []
-        cancelled: list[bool] = []
         async with anyio.create_task_group() as tasks:
             async def watch() -> None:
                 await anyio.wait_readable(cancel.fileno())
-                cancelled.append(True)
-                tasks.cancel_scope.cancel()
+                guard.cancelled = True
+                if guard.scope is not None:
+                    guard.scope.cancel()
+                else:
+                    tasks.cancel_scope.cancel()
 
             async def body() -> None:
                 with anyio.fail_after(timeout_s):
-                    result.append(await work())
+                    result.append(await work(guard))
                 tasks.cancel_scope.cancel()
 
             if cancel is not None:
                 tasks.start_soon(watch)
             tasks.start_soon(body)
-        if cancelled:
-            raise McpError(f"{what}: cancelled ({cancel.reason}); the server was told (notifications/cancelled)")
+        if guard.cancelled:
+            raise _Cancelled
         return result[0]
 
     try:
         return anyio.run(main)
-    except McpError:
-        raise
     except BaseException as exc:  # an exception group, a timeout, the SDK's own errors: one line
         if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        if guard.cancelled:  # whatever the unwinding raised on its way out
+            raise McpError(f"{what}: cancelled ({cancel.reason}); the server was told "
+                           "(notifications/cancelled)") from None
+        if isinstance(exc, McpError):
             raise
         raise McpError(f"{what}: {describe(exc, trouble, timeout_s)}") from None
 
