@@ -25,7 +25,7 @@ class HttpMcpServer:
         self.requests = 0
         self.redirect_to: str | None = None
         self.waiting, self.cancelled = threading.Event(), threading.Event()
-        server = MCPServer("zerg-test")
+        server = MCPServer("zerg-test", log_level="WARNING")
 
         @server.tool(annotations=ToolAnnotations(read_only_hint=True))
         def word_count(text: str) -> str:

@@ -14,7 +14,8 @@ Invariants:
 - Bounded: a connection and each request end within their timeout, a cancel (the run's) ends the
   call at once and the SDK sends ``notifications/cancelled`` for the request in flight (over HTTP at
   protocol 2026-07-28, by closing the request's response stream, as that revision says); a stdio
-  server then has :data:`CLOSE_GRACE_S` to exit on its closed input before its sandbox is killed; one message
+  server then has :data:`CLOSE_GRACE_S` to read it and exit on its closed input before its sandbox is
+  killed (without a cancel it is killed once its input is closed: its sandbox holds nothing to keep); one message
   from the server is at most :data:`FRAME_MAX` bytes (larger: the call fails, the process is killed);
   a malformed JSON-RPC frame fails the call at once, naming it.
 - Errors are :class:`McpError` with one line a person or a model can read; never a stack trace.
@@ -70,6 +71,7 @@ class _Trouble:
 
     reason: str | None = None
     stderr: bytearray = field(default_factory=bytearray)
+    cancelled: bool = False  # the run's cancel ended a request: a stdio server gets its grace to read it
 
     def note(self, reason: str) -> None:
         if self.reason is None:
@@ -281,12 +283,13 @@ async def _stdio_streams(settings: Settings, endpoint: Endpoint, trouble: _Troub
             tasks.start_soon(stdin_writer)
             try:
                 yield read_stream, write_stream
-            finally:  # the protocol's shutdown: close its input, give it a moment to exit (its last words
-                with anyio.CancelScope(shield=True):  # on stderr still read), then the sandbox goes anyway
+            finally:  # its input closed; after a cancel, a moment to read the notification and exit (its
+                with anyio.CancelScope(shield=True):  # last words on stderr still read); then the sandbox goes
                     with contextlib.suppress(Exception):
                         await proc.stdin.aclose()
-                    with anyio.move_on_after(CLOSE_GRACE_S):
-                        await proc.wait()
+                    if trouble.cancelled:
+                        with anyio.move_on_after(CLOSE_GRACE_S):
+                            await proc.wait()
                 tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
@@ -377,7 +380,7 @@ def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, w
         async with anyio.create_task_group() as tasks:
             async def watch() -> None:
                 await anyio.wait_readable(cancel.fileno())
-                guard.cancelled = True
+                guard.cancelled = trouble.cancelled = True
                 if guard.scope is not None:
                     guard.scope.cancel()
                 else:
