@@ -20,7 +20,7 @@ from zerg.runs import store as runs
 from zerg.tools.mcp_tools import owner_tools
 
 from tests.support.api import call, login
-from tests.support.factories import set_approval_policy
+from tests.support.factories import make_run, set_approval_policy
 from tests.support.mcp.http_server import INJECTION, HttpMcpServer
 from tests.support.scripts import has_tool_results, role_of
 from tests.support.waiting import wait_for
@@ -86,6 +86,36 @@ def test_mcp_server_time_from_pypi_is_listed_and_called_in_the_sandbox(rt, owner
     assert names == {"mcp__time__get_current_time": True, "mcp__time__convert_time": True}
     result = _call(rt, owner, "time", "get_current_time", {"timezone": "Europe/Paris"})
     assert not result.is_error and '"timezone": "Europe/Paris"' in result.content[0]["text"]
+
+
+GIT = ('cd "$HOME" && git init -q scratch && cd scratch && git -c user.email=z@example.org -c user.name=zerg '
+       'commit -q --allow-empty -m "first commit" && exec mcp-server-git --repository "$HOME/scratch"')
+
+
+def test_mcp_server_git_on_a_scratch_repository_and_the_policy_per_tool(rt, pool, owner):
+    """mcp-server-git (PyPI) on a repository its sandbox makes; the approval gate's defaults from the
+    read-only hints, and the owner's choice per tool by its full name."""
+    from zerg.tools.approval_gate import approval_gate
+
+    view = _register(rt, owner, "git", command=GIT)
+    hints = {t["name"]: t["read_only"] for t in view.tools}
+    assert hints["git_log"] is True and hints["git_status"] is True and hints["git_commit"] is False
+    log = _call(rt, owner, "git", "git_log", {"repo_path": "/home/sandbox/scratch"})
+    assert "first commit" in log.content[0]["text"]
+
+    tools = owner_tools(rt, owner)
+    run_id, _ = make_run(pool, owner, "git things", trigger="cli")  # a person's run (unattended ones ask more)
+    gate = approval_gate(rt, owner, run_id)
+    read = tools["mcp__git__git_log"].args.model_validate({"repo_path": "/home/sandbox/scratch"})
+    write = tools["mcp__git__git_commit"].args.model_validate({"repo_path": "/home/sandbox/scratch", "message": "x"})
+    assert gate("mcp__git__git_log", read) is None  # read-only: allowed by default
+    asked = gate("mcp__git__git_commit", write)
+    assert asked.approval is not None and "asks before mcp__git__git_commit" in asked.approval.reason
+    set_approval_policy(pool, owner, tools={"mcp__git__git_commit": "allow", "mcp__git__git_log": "deny"})
+    assert gate("mcp__git__git_commit", write) is None
+    assert gate("mcp__git__git_log", read).text.startswith("DENIED")
+    unattended = approval_gate(rt, owner, make_run(pool, owner, "nightly", trigger="schedule")[0])
+    assert unattended("mcp__git__git_commit", write).approval is not None  # allowed, but nobody is there
 
 
 def test_the_api_registers_lists_and_removes_and_never_returns_the_secret(rt, alice, bob, http_server):
