@@ -28,14 +28,14 @@ from bench._common import bench_database, environ, fmt, measure, script
 
 def main(smoke: bool = False) -> None:
     from mcp_server_time.server import TimeServer
-
-    from tests.support.mcp.http_server import HttpMcpServer
     from zerg import mcp_servers
     from zerg.mcp_servers import ServerSpec
     from zerg.owners import create_owner
     from zerg.sandbox import detect
     from zerg.tools.mcp_tools import owner_tools
     from zerg.wiring import get_runtime
+
+    from tests.support.mcp.http_server import HttpMcpServer
 
     repeat = 2 if smoke else 15
     paths = ",".join(dict.fromkeys([sys.prefix, sys.base_prefix]))

@@ -173,6 +173,25 @@ def test_the_wrong_bearer_token_fails_the_listing_with_a_clear_note(rt, owner, h
     assert view.tools is None and view.listing_note and "401" in view.listing_note
 
 
+def test_oauth_client_credentials_get_a_token_from_the_servers_authorization_server(rt, owner):
+    server = HttpMcpServer(token="issued-token", oauth_client=("zerg", "client-s3cret"))
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        view = _register(rt, owner, "crm", url=server.url, allow_private=True,
+                         oauth={"client_id": "zerg", "client_secret": "client-s3cret", "issuer": base})
+        assert view.listing_note is None and view.auth == "oauth" and view.oauth_client_id == "zerg", view
+        assert _call(rt, owner, "crm", "word_count", {"text": "one two three"}).content[0]["text"] == "3 words"
+        assert server.token_requests >= 2  # a token per connection, never stored
+        with rt.pool.connection() as conn:
+            row = conn.execute("SELECT oauth, secret_sealed FROM mcp_servers WHERE owner_id = %s", (owner,)).fetchone()
+        assert "client-s3cret" not in json.dumps(row["oauth"]) and b"client-s3cret" not in bytes(row["secret_sealed"])
+        wrong = _register(rt, owner, "crm", url=server.url, allow_private=True,
+                          oauth={"client_id": "zerg", "client_secret": "wrong", "issuer": base})
+        assert wrong.tools is None and wrong.listing_note, wrong
+    finally:
+        server.close()
+
+
 # --- egress ---------------------------------------------------------------------------------------
 
 def test_a_loopback_server_is_refused_unless_the_owner_allows_its_host(rt, owner, http_server):

@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import socket
 import sys
@@ -136,7 +137,7 @@ def _egress_transport(settings: Settings, endpoint: Endpoint, trouble: _Trouble,
 
     class _Egress(httpx2.AsyncBaseTransport):
         def __init__(self) -> None:
-            self.inner = httpx2.AsyncHTTPTransport()
+            self.inner = httpx2.AsyncHTTPTransport(verify=_tls())
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
             import anyio.to_thread
@@ -169,6 +170,15 @@ def _egress_transport(settings: Settings, endpoint: Endpoint, trouble: _Trouble,
     return _Egress()
 
 
+@functools.lru_cache(maxsize=1)
+def _tls() -> Any:
+    """The TLS context of every connection (the system's trust, as httpx2's default): built once, since
+    building it reads the CA bundle (20-100 ms, twice per call before)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 @asynccontextmanager
 async def _http_streams(settings: Settings, endpoint: Endpoint, trouble: _Trouble, resolve: Resolver,
                         timeout_s: float) -> AsyncIterator[Any]:
@@ -186,7 +196,7 @@ async def _http_streams(settings: Settings, endpoint: Endpoint, trouble: _Troubl
             issuer=endpoint.oauth.get("issuer"))
     client = httpx2.AsyncClient(transport=_egress_transport(settings, endpoint, trouble, resolve), headers=headers,
                                 auth=auth, timeout=httpx2.Timeout(min(CONNECT_TIMEOUT_S, timeout_s), read=timeout_s),
-                                follow_redirects=False)
+                                follow_redirects=False, verify=_tls())
     async with client, streamable_http_client(endpoint.url or "", http_client=client,
                                               max_sse_event_size=FRAME_MAX) as streams:
         yield streams[0], streams[1]
