@@ -390,3 +390,34 @@ def test_a_worker_run_calls_mcp_server_time_and_waits_for_approval_of_a_non_read
     saved = rt.store.read_file(job["worker_id"], files[0])
     assert "tool 'get_current_time' of MCP server 'time'" in saved and '"timezone": "Europe/Paris"' in saved
     assert "status: ok" in saved and "noted (1 notes)" in rt.store.read_file(job["worker_id"], files[1])
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+def test_the_cli_adds_lists_and_removes_and_reads_the_token_from_a_file(rt, alice, bob, capsys, tmp_path,
+                                                                        http_server):
+    from zerg.cli.main import main
+
+    who = ["--owner", alice.name]
+    token = tmp_path / "token"
+    token.write_text("s3cret-token\n")
+    assert main(["mcp", "servers", "add", "notes", "--url", http_server.url, "--token-file", str(token),
+                 "--allow-private", *who]) == 0
+    out = capsys.readouterr().out
+    assert "notes\thttp\t" in out and "bearer (sealed)" in out and "mcp__notes__note_add\n" in out
+    assert "mcp__notes__word_count (read-only)" in out and "s3cret-token" not in out
+    assert main(["mcp", "servers", "add", "time", "--command", TIME, *who]) == 0
+    assert "mcp__time__get_current_time (read-only)" in capsys.readouterr().out
+    assert main(["mcp", "servers", "list", *who]) == 0
+    listed = capsys.readouterr().out
+    assert listed.index("notes\t") < listed.index("time\t") and "s3cret-token" not in listed
+    assert main(["mcp", "servers", "list", "--owner", bob.name]) == 0
+    assert "no MCP servers" in capsys.readouterr().out
+    assert main(["mcp", "servers", "rm", "notes", "--owner", bob.name]) == 1  # not bob's
+    assert "no MCP server notes" in capsys.readouterr().err
+    assert main(["mcp", "servers", "add", "bad", "--url", "ftp://x", *who]) == 2
+    assert "url: String should match pattern" in capsys.readouterr().err
+    assert main(["mcp", "servers", "add", "x", "--url", http_server.url, "--token-env", "ZERG_NO_SUCH_VAR", *who]) == 2
+    assert "ZERG_NO_SUCH_VAR" in capsys.readouterr().err
+    assert main(["mcp", "servers", "rm", "notes", *who]) == 0
+    assert main(["mcp", "servers", "refresh", "notes", *who]) == 1
