@@ -9,10 +9,10 @@ Invariants:
 - ``binds`` are host directories the command sees read-only besides the system ones (bwrap; the
   ``unshare`` level sees only the system directories; best effort sees the host as the command's
   uid may): the installation that holds the server's program.
-- :func:`teardown` leaves nothing running and nothing on disk: the namespace's init is killed (the
-  kernel then kills everything in it, a process that forked and left its parent included), the
-  launcher's process group too, every process of the call's uid (as root), then the call directory
-  is removed. It may be called more than once.
+- :func:`kill` then :func:`teardown` leave nothing running and nothing on disk: the namespace's init
+  is killed (the kernel then kills everything in it, a process that forked and left its parent
+  included), then the launcher's process group, every process of the call's uid (as root), and the
+  call directory is removed. :func:`teardown` runs once, however often it is called.
 """
 
 from __future__ import annotations
