@@ -421,3 +421,17 @@ def test_the_cli_adds_lists_and_removes_and_reads_the_token_from_a_file(rt, alic
     assert "ZERG_NO_SUCH_VAR" in capsys.readouterr().err
     assert main(["mcp", "servers", "rm", "notes", *who]) == 0
     assert main(["mcp", "servers", "refresh", "notes", *who]) == 1
+
+
+def test_the_owner_sets_an_mcp_tools_mode_through_the_policy_api(rt, alice, bob):
+    token = login(alice)
+    status, body, _ = call("PUT", "/api/jarvis/approvals/policy",
+                           {"tools": {"mcp__notes__note_add": "allow", "mcp__git__git_log": "deny"}}, token=token)
+    assert status == 200, body
+    shown = call("GET", "/api/jarvis/approvals/policy", token=token)[1]["tools"]
+    assert shown["mcp__notes__note_add"] == "allow" and shown["mcp__git__git_log"] == "deny"
+    assert shown["ssh_exec"] == "ask"  # the governed tools' modes as ever
+    assert "mcp__notes__note_add" not in call("GET", "/api/jarvis/approvals/policy", token=login(bob))[1]["tools"]
+    for bad in ("mcp__Bad Name__x", "mcp__notes", "mcp__notes__" + "x" * 60, "shell_exec"):
+        status, answer, _ = call("PUT", "/api/jarvis/approvals/policy", {"tools": {bad: "allow"}}, token=token)
+        assert status == 422 and "tools" in answer["message"], (bad, answer)
