@@ -357,7 +357,6 @@ def _script(request):
     return {"content": "short summary"}
 
 
-@pytest.mark.e2e
 def test_a_worker_run_calls_mcp_server_time_and_waits_for_approval_of_a_non_read_only_tool(
         rt, llm, pool, owner, http_server):
     llm.respond_with(_script)
