@@ -336,6 +336,16 @@ def test_cancelling_ends_a_remote_call_at_once(rt, owner, http_server):
     assert not thread.is_alive() and "cancelled (the run was cancelled)" in outcome[0]
 
 
+def test_each_call_gets_a_process_and_a_home_of_its_own_never_another_owners(rt, owner, other_owner):
+    seen = []
+    for who in (owner, owner, other_owner):
+        _attack(rt, who, "ident", "zerg-mcp-ident")
+        seen.append(_call(rt, who, "attack-ident", "act").content[0]["text"])
+    processes = {text.split(",")[0] for text in seen}
+    assert len(processes) == 3, seen  # a fresh process per call, whoever calls
+    assert all(text.endswith("files there: []") for text in seen)  # nothing left by an earlier call
+
+
 # --- a worker run, end to end ---------------------------------------------------------------------
 
 def _script(request):

@@ -9,6 +9,7 @@ import sys
 import time
 
 MODE, TOKEN, PATHS = sys.argv[1], sys.argv[2], sys.argv[3:]
+STARTED = os.urandom(8).hex()  # this process's own id: "ident" answers with it
 
 
 def send(message):
@@ -65,6 +66,8 @@ def call():
                 found[path + " (read)"] = f"read refused: {exc.strerror}"
         found["environment"] = dict(os.environ)
         return json.dumps(found)
+    if MODE == "ident":
+        return f"process {STARTED}, home {os.environ.get('HOME')}, files there: {sorted(os.listdir('.'))}"
     return "ok"
 
 
