@@ -96,6 +96,8 @@ def _tool(rt, owner: int, server: str, name: str) -> dict:
 
     with rt.pool.connection() as conn:
         view = mcp_servers.get_server(conn, owner, server)
+    if not view.tools:
+        raise RuntimeError(f"the server {server} could not be listed: {view.listing_note}")
     return next(t for t in view.tools if t["name"] == name)
 
 

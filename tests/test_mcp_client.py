@@ -444,3 +444,16 @@ def test_the_owner_sets_an_mcp_tools_mode_through_the_policy_api(rt, alice, bob)
     for bad in ("mcp__Bad Name__x", "mcp__notes", "mcp__notes__" + "x" * 60, "shell_exec"):
         status, answer, _ = call("PUT", "/api/jarvis/approvals/policy", {"tools": {bad: "allow"}}, token=token)
         assert status == 422 and "tools" in answer["message"], (bad, answer)
+
+
+def test_a_call_from_a_thread_that_runs_an_event_loop_still_works(rt, owner, http_server):
+    """A sync caller inside async code (or a library's loop, as Playwright's sync API keeps one): the
+    call runs its own loop in a thread of its own instead of failing."""
+    import asyncio
+
+    _register(rt, owner, "notes", url=http_server.url, bearer_token="s3cret-token", allow_private=True)
+
+    async def inside_a_loop():
+        return _call(rt, owner, "notes", "word_count", {"text": "a b c"})
+
+    assert asyncio.run(inside_a_loop()).content[0]["text"] == "3 words"

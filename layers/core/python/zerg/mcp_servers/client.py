@@ -409,7 +409,7 @@ def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, w
         return result[0]
 
     try:
-        return anyio.run(main)
+        return _in_own_loop(main)
     except BaseException as exc:  # an exception group, a timeout, the SDK's own errors: one line
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
@@ -419,6 +419,23 @@ def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, w
         if isinstance(exc, McpError):
             raise
         raise McpError(f"{what}: {describe(exc, trouble, timeout_s)}") from None
+
+
+def _in_own_loop(main: Callable[[], Any]) -> Any:
+    """``anyio.run(main)`` here, or in a thread of its own when this thread already runs an event loop
+    (a caller inside async code, or a library's loop such as Playwright's sync API)."""
+    import asyncio
+
+    import anyio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(main)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zerg-mcp") as pool:
+        return pool.submit(anyio.run, main).result()
 
 
 def describe(exc: BaseException, trouble: _Trouble, timeout_s: float) -> str:
