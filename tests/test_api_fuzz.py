@@ -66,7 +66,9 @@ def _ssh_keys() -> tuple[str, str]:
 def fuzzed(api_server, llm, pool):
     """(base url, a session token) of a server whose owner has data."""
     base, configure = api_server
-    configure(OPENAI_API_KEY="sk-fuzz")  # voice sessions are minted by the scripted server (else 503: no key)
+    # voice sessions are minted by the scripted server (else 503: no key); an MCP server the fuzzer registers
+    # is listed at once: a generated command or URL fails in seconds, not in the default minute
+    configure(OPENAI_API_KEY="sk-fuzz", ZERG_MCP_TIMEOUT_S="3")
     with pool.connection() as conn:
         owner = create_owner(conn, unique_name("fuzzed"))
     client = httpx.Client(base_url=base, timeout=30)
@@ -97,6 +99,10 @@ STATED: dict[tuple[str, str], str] = {
         "task is required unless kind is digest, and exactly one of cron, rate and at: rules between fields",
     ("POST /api/jarvis/schedules/preview", r"^give exactly one of cron, rate or at"):
         "exactly one of cron, rate and at: a rule between fields",
+    ("PUT /api/jarvis/mcp/servers/{name}", (r"give exactly one of url|are for a remote server \(url\) only|"
+                                            r"give bearer_token or oauth, not both|not a URL \(Port out of range")):
+        "exactly one of url and command, the secrets with a url only, and a port up to 65535: rules between "
+        "fields (and a number range a URL pattern does not state)",
     ("PATCH /api/jarvis/schedules/{schedule_id}",
      r"^task: required for a (check|reminder) schedule|^give at most one of cron, rate or at"):
         "a check or reminder keeps a task, and at most one of cron, rate and at: rules between fields",

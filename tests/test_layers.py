@@ -51,11 +51,11 @@ LAYERS: dict[str, int] = {
     "alerts.inbox": RECORDS, "alerts.escalations": RECORDS,
     "inbound.messages": RECORDS, "agents.configs": RECORDS,
     "approvals.requests": RECORDS,
-    "approvals.policies": RECORDS,
+    "approvals.policies": RECORDS, "mcp_servers.store": RECORDS,
     "tracing.store": RECORDS, "tracing.setup": RECORDS,
     # 4 core services and the run lifecycle
     "runs": SERVICES, "memory": SERVICES, "hosts": SERVICES, "notify": SERVICES, "agents": SERVICES,
-    "auth": SERVICES, "approvals": SERVICES, "tracing.steps": SERVICES,
+    "auth": SERVICES, "approvals": SERVICES, "tracing.steps": SERVICES, "mcp_servers": SERVICES,
     # 5 features that start runs or react to their close
     "alerts": FEATURES, "schedules": FEATURES, "inbound": FEATURES, "privacy": FEATURES,
     # 6 agents: the tools and their catalogue, the supervisor, the worker runner, Jarvis

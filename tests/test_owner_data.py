@@ -59,6 +59,8 @@ def fill(pool, store, owner_id: int, tag: str) -> dict:
                         VALUES (%s, %s, %s, %s)""", (owner_id, f"https://push.example.com/{tag}", "B" * 87, "A" * 22))
         conn.execute("INSERT INTO approval_policies (owner_id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                      (owner_id, json.dumps({"ssh_allow": {tag: ["uptime"]}})))
+        conn.execute("""INSERT INTO mcp_servers (owner_id, name, transport, command) VALUES (%s, %s, 'stdio', %s)
+                        ON CONFLICT DO NOTHING""", (owner_id, "srv-" + tag.lower().replace(" ", "-")[:18], f"{tag} cmd"))
         insert_spans(conn, [{"owner_id": owner_id, "run_id": run_id, "trace_id": "a" * 32, "span_id": "b" * 16,
                              "parent_span_id": None, "name": f"{tag} span", "kind": "internal",
                              "started_at": datetime.now(timezone.utc), "duration_ms": 1.0, "status": "ok",

@@ -36,7 +36,9 @@ from tests.support.parts import need
 
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING = ("critical", "serious")
-PANELS = ["workers", "thread", "runs", "usage", "schedules", "memory", "contacts", "hosts", "agents", "approvals"]
+PANELS = {"workers": "Workers", "thread": "Thread", "runs": "Runs", "usage": "Usage", "schedules": "Schedules",
+          "memory": "Memory", "contacts": "Contacts", "hosts": "Hosts", "agents": "Agents", "approvals": "Approvals",
+          "mcp": "MCP servers"}
 
 # Counts the page's fetches in flight and the animation frames since the last fetch or DOM change:
 # a page is settled when nothing is in flight and the DOM has been still for QUIET_FRAMES frames.
@@ -177,9 +179,9 @@ def test_axe_finds_nothing_critical_or_serious_on_any_page(scheme, open_page, ne
     page.goto("/#/inbox")
     expect(page.get_by_text("Disk on cube is 91% full")).to_be_visible()
     check("inbox")
-    for panel in PANELS:
+    for panel, heading in PANELS.items():
         page.goto(f"/#/dashboard/{panel}")
-        expect(page.get_by_role("heading", name=panel.capitalize(), level=2)).to_be_visible()
+        expect(page.get_by_role("heading", name=heading, level=2)).to_be_visible()
         check(f"dashboard-{panel}")
     page.goto(f"/#/dashboard/runs/{run_id}")
     job = page.get_by_role("main").locator("li[data-job-id]").first  # the chat, hidden, has its own

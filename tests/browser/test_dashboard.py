@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from tests.support.browser import api_client, complete_run, screenshot
 from tests.support.factories import make_run, unique_name
 
-PANELS = ["Workers", "Thread", "Runs", "Usage", "Schedules", "Memory", "Contacts", "Hosts", "Agents"]
+PANELS = ["Workers", "Thread", "Runs", "Usage", "Schedules", "Memory", "Contacts", "Hosts", "Agents", "MCP servers"]
 
 
 def open_panel(page, name: str) -> None:

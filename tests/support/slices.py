@@ -203,6 +203,16 @@ LISTED: dict[str, tuple[str, str]] = {
         ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (4-10 s)"),
     "test_mcp_server.py::test_zerg_mcp_serve_keeps_stdout_for_the_protocol_and_exits_when_stdin_closes":
         ("e2e slow", "zerg mcp serve as a process: the whole stack's imports (5-7 s)"),
+    # MCP stdio servers from PyPI start a Python with the SDK in the sandbox (~5 s each under load)
+    "test_mcp_client.py::test_a_worker_run_calls_mcp_server_time_and_waits_for_approval_of_a_non_read_only_tool":
+        ("e2e slow", "a run on the local engine; mcp-server-time started twice (15 s)"),
+    **{f"test_mcp_client.py::{t}": ("slow", s) for t, s in (
+        ("test_mcp_server_time_from_pypi_is_listed_and_called_in_the_sandbox", "mcp-server-time started twice (16 s)"),
+        ("test_mcp_server_git_on_a_scratch_repository_and_the_policy_per_tool", "mcp-server-git started twice (28 s)"),
+        ("test_the_cli_adds_lists_and_removes_and_reads_the_token_from_a_file", "mcp-server-time started once (8 s)"))},
+    "test_bench.py::test_benchmark_smoke_run_prints_its_figures[mcp]": ("slow", "mcp-server-time started 7 times (40 s)"),
+    "browser/test_mcp_web.py::test_the_owner_registers_mcp_server_time_and_sees_its_tools":
+        ("slow", "mcp-server-time started twice by zerg serve (12 s)"),
 }
 
 # Test files that match E2E_SIGNS without driving the engine in any test LISTED does not name, and why.

@@ -3,6 +3,7 @@ import { Agents } from './Agents.jsx';
 import { Approvals } from './Approvals.jsx';
 import { Contacts } from './Contacts.jsx';
 import { Hosts } from './Hosts.jsx';
+import { Mcp } from './Mcp.jsx';
 import { Memory } from './Memory.jsx';
 import { Runs } from './Runs.jsx';
 import { Schedules } from './Schedules.jsx';
@@ -15,6 +16,7 @@ const PANELS = [
   ['usage', 'Usage', Usage], ['schedules', 'Schedules', Schedules], ['memory', 'Memory', Memory],
   ['contacts', 'Contacts', Contacts], ['hosts', 'Hosts', Hosts], ['agents', 'Agents', Agents],
   ['approvals', 'Approvals', Approvals],
+  ['mcp', 'MCP servers', Mcp],
 ];
 
 export function Dashboard({ panel, args }) {

@@ -400,6 +400,15 @@ class Settings(BaseModel):
         default=None, alias="ZERG_WEB_DIR",
         description="The built web app `zerg serve` serves outside /api/; unset = web/dist of the source checkout.",
     )
+    mcp_stdio_paths: tuple[str, ...] = Field(
+        default=(), alias="ZERG_MCP_STDIO_PATHS",
+        description="Host directories an owner's stdio MCP server sees read-only in its sandbox (comma-separated; "
+                    "their bin/ lead PATH); empty = the Python installation Zerg runs on.",
+    )
+    mcp_timeout_s: float = Field(
+        default=60, gt=0, le=600, alias="ZERG_MCP_TIMEOUT_S",
+        description="Seconds one MCP tool call or listing may take (a worker's deadline may cut it shorter).",
+    )
     sandbox_network: bool = Field(
         default=False, alias="ZERG_SANDBOX_NETWORK",
         description="on: container_exec commands get the host's network; off: only their own lo.",
@@ -451,6 +460,16 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return tuple(ipaddress.ip_network(p.strip()) for p in value.split(",") if p.strip())
         return value
+
+    @field_validator("mcp_stdio_paths", mode="before")
+    @classmethod
+    def _paths(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [p.strip() for p in value.split(",") if p.strip()]
+        for path in value:
+            if not str(path).startswith("/"):
+                raise ValueError(f"{path!r} is not an absolute path")
+        return tuple(value)
 
     @field_validator("http_allow_hosts", mode="before")
     @classmethod

@@ -37,14 +37,15 @@ def build_app() -> APIGatewayHttpResolver:
     from zerg.api import docs
     from zerg.api.body import BodyValidation
     from zerg.api.deps import PUBLIC_PATHS, owner_of
-    from zerg.api.routes import (agents, approvals, auth, contacts, facts, hosts, inbound, inbox, jarvis, mcp, memory,
-                                 notifications, push, runs, schedules, sessions, thread, usage, workers)
+    from zerg.api.routes import (agents, approvals, auth, contacts, facts, hosts, inbound, inbox, jarvis, mcp,
+                                 mcp_servers, memory, notifications, push, runs, schedules, sessions, thread, usage,
+                                 workers)
 
     app = ConcurrentResolver(enable_validation=True)  # one per process; prepare() it to resolve in threads
     # Powertools builds each route's middleware stack on its first call, from this attribute.
     app._request_validation_middleware = BodyValidation()  # noqa: SLF001
     for module in (auth, runs, workers, thread, sessions, hosts, memory, facts, schedules, contacts, notifications,
-                   inbox, inbound, agents, usage, jarvis, push, approvals, mcp):
+                   inbox, inbound, agents, usage, jarvis, push, approvals, mcp, mcp_servers):
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

@@ -804,3 +804,38 @@ class ApprovalPolicyView(BaseModel):
                                               "refused without asking")
     customised: bool = Field(description="false: the owner never set a policy (all defaults)")
     updated_at: datetime | None = Field(description="null: never set")
+
+
+class McpTool(BaseModel):
+    """One tool of an owner's MCP server, as it was listed (the server's words: data, not instructions)."""
+
+    name: str = Field(description="The tool's name on its server")
+    exposed: str = Field(description="The name a worker calls it by: mcp__<server>__<tool>")
+    title: str | None
+    description: str = Field(description="The server's description (cut to 2,000 characters)")
+    read_only: bool = Field(description="The server marks it read-only (readOnlyHint): the policy's default is "
+                                        "allow; otherwise ask")
+    input_schema: dict[str, Any] = Field(description="The JSON schema of its arguments")
+
+
+class McpServer(BaseModel):
+    """One of the owner's MCP servers: never a secret (a bearer token or client secret is sealed)."""
+
+    name: str
+    transport: Literal["http", "stdio"] = Field(description="http: a remote server (streamable HTTP); stdio: a "
+                                                            "local command run in the sandbox")
+    url: str | None
+    command: str | None
+    auth: Literal["none", "bearer", "oauth"]
+    oauth_client_id: str | None
+    allow_private: bool = Field(description="The URL's host may resolve to a private or loopback address")
+    tools: list[McpTool] = Field(description="The cached listing, in the server's order")
+    tool_count: int
+    listing_note: str | None = Field(description="Why the last listing failed, or what it left out")
+    listed_at: datetime | None = Field(description="When the cached listing was taken (null: never)")
+    created_at: datetime
+    updated_at: datetime
+
+
+class McpServerList(BaseModel):
+    servers: list[McpServer] = Field(description="By name")

@@ -54,7 +54,8 @@ def view(conn: Connection, owner_id: int) -> dict[str, Any]:
     row = policies.get_policy(conn, owner_id)
     policy = load_policy(conn, owner_id)
     return {
-        "tools": {tool: policy.mode(tool) for tool in DEFAULT_MODES},
+        "tools": {**{tool: policy.mode(tool) for tool in DEFAULT_MODES},
+                  **{tool: mode for tool, mode in sorted(policy.tools.items()) if tool not in DEFAULT_MODES}},
         "ssh_allow": policy.ssh_allow,
         "builtin_allowlist": policy.builtin_allowlist,
         "builtin_commands": [" ".join(rule.lead) for rule in DEFAULT_RULES],

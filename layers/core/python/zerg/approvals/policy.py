@@ -4,7 +4,8 @@
 reason, from the owner's :class:`Policy`, the call's arguments, and who started the run.
 
 Invariants:
-- Only the tools in :data:`GOVERNED` are decided; every other tool (reading memory, the clock,
+- Only the tools in :data:`GOVERNED` and the owner's MCP tools (``mcp__<server>__<tool>``) are decided;
+  an MCP tool's default is ``ask``, ``allow`` when its server marks it read-only. Every other tool (reading memory, the clock,
   ``http_request`` with GET or HEAD...) is allowed without a policy lookup.
 - ``deny`` always wins; an ssh command the host's allowlist names runs without asking unless the
   tool is denied (:mod:`zerg.approvals.commands` decides what a command is).
@@ -20,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +42,12 @@ DEFAULT_MODES: dict[str, Mode] = {
     **{name: "allow" for name in DIRECTIVE_TOOLS},  # they ask the owner themselves where it matters
 }
 GOVERNED = frozenset(DEFAULT_MODES)
+# An owner's MCP server's tool (issue 30, zerg.mcp_servers): governed too, by its full name. Its default
+# is ``ask``, or ``allow`` when the server marks it read-only (readOnlyHint); the owner decides per tool.
+MCP_PREFIX = "mcp__"
+MCP_TOOL_PATTERN = r"^mcp__[a-z0-9][a-z0-9-]{0,23}__[A-Za-z0-9_-]+$"
+_MCP_TOOL = re.compile(MCP_TOOL_PATTERN)
+MCP_POLICY_MAX = 500  # per-tool modes an owner may set for MCP tools
 CONTAINED = frozenset({"container_exec", *DIRECTIVE_TOOLS})
 PERSON_TRIGGERS = frozenset({"api", "cli"})  # the web client's runs are ``api``
 ANY_HOST = "*"
@@ -56,7 +64,9 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tools: dict[str, Mode] = Field(default_factory=dict, description="Tool name -> allow, ask or deny",
                                    # the schema names the governed tools (the validator below says which, by name)
-                                   json_schema_extra={"propertyNames": {"enum": sorted(DEFAULT_MODES)}})
+                                   json_schema_extra={"propertyNames": {"anyOf": [
+                                       {"enum": sorted(DEFAULT_MODES)},
+                                       {"type": "string", "pattern": MCP_TOOL_PATTERN, "maxLength": 64}]}})
     ssh_allow: dict[str, list[str]] = Field(
         default_factory=dict, description="SSH host alias (or '*' for every host) -> command patterns that run "
                                           "without asking",
@@ -75,9 +85,12 @@ class Policy(BaseModel):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: dict[str, Mode]) -> dict[str, Mode]:
-        unknown = sorted(set(value) - GOVERNED)
+        unknown = sorted(t for t in set(value) - GOVERNED if not is_mcp_tool(t))
         if unknown:
-            raise ValueError(f"unknown tool(s) {', '.join(unknown)}; governed tools: {', '.join(sorted(GOVERNED))}")
+            raise ValueError(f"unknown tool(s) {', '.join(t[:80] for t in unknown[:10])}; governed tools: "
+                             f"{', '.join(sorted(GOVERNED))}, and an MCP server's tool as mcp__<server>__<tool>")
+        if sum(1 for t in value if t.startswith(MCP_PREFIX)) > MCP_POLICY_MAX:
+            raise ValueError(f"at most {MCP_POLICY_MAX} MCP tools")
         return value
 
     @field_validator("ssh_allow")
@@ -96,7 +109,9 @@ class Policy(BaseModel):
                     raise ValueError(f"host {host!r}: pattern {pattern[:PATTERNS_MAX]!r} {problem}")
         return value
 
-    def mode(self, tool: str) -> Mode:
+    def mode(self, tool: str, read_only: bool = False) -> Mode:
+        if tool.startswith(MCP_PREFIX):
+            return self.tools.get(tool, "allow" if read_only else "ask")
         return self.tools.get(tool, DEFAULT_MODES[tool])
 
     def patterns(self, host: str | None) -> list[str]:
@@ -109,13 +124,22 @@ class Decision:
     reason: str
 
 
-def decide(policy: Policy, tool: str, args: dict[str, Any], host: str | None, trigger: str | None) -> Decision:
-    """Whether this call runs now (``allow``), waits for the owner (``ask``) or never runs (``deny``)."""
-    if tool not in GOVERNED:
+def is_mcp_tool(tool: str) -> bool:
+    return len(tool) <= 64 and _MCP_TOOL.fullmatch(tool) is not None
+
+
+def decide(policy: Policy, tool: str, args: dict[str, Any], host: str | None, trigger: str | None,
+           read_only: bool = False) -> Decision:
+    """Whether this call runs now (``allow``), waits for the owner (``ask``) or never runs (``deny``).
+    ``read_only``: an MCP tool its server marks read-only (its default is then ``allow``)."""
+    if is_mcp_tool(tool):
+        if tool not in policy.tools and read_only:
+            return Decision("allow", f"{tool} is marked read-only by its server (the owner set no mode for it)")
+    elif tool not in GOVERNED:
         return Decision("allow", f"{tool} is not governed by the approval policy")
     if tool == "http_request" and str(args.get("method", "GET")).upper() in ("GET", "HEAD"):
         return Decision("allow", "http_request GET and HEAD are not governed")
-    mode = policy.mode(tool)
+    mode = policy.mode(tool, read_only)
     if mode == "deny":
         return Decision("deny", f"{tool} is set to deny")
     if tool == "ssh_exec":

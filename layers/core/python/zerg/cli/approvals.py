@@ -33,7 +33,7 @@ def _show(view: dict[str, Any]) -> None:
 
     print("approval policy" + ("" if view["customised"] else " (all defaults)") + ":")
     for tool, mode in view["tools"].items():
-        print(f"  {tool + ':':<17}{mode}{' (default)' if mode == DEFAULT_MODES[tool] else ''}")
+        print(f"  {tool + ':':<17}{mode}{' (default)' if mode == DEFAULT_MODES.get(tool) else ''}")
     print(f"  {'built-in:':<17}{'on' if view['builtin_allowlist'] else 'off'}: "
           f"{', '.join(view['builtin_commands'])}")
     for host, patterns in sorted(view["ssh_allow"].items()):

@@ -642,9 +642,10 @@ def build_parser() -> argparse.ArgumentParser:
     from zerg.cli.approvals import add_commands as add_approval_commands
 
     add_approval_commands(groups, _add_owner_option, _owner)  # zerg approvals policy show|set|reset
-    mcp = groups.add_parser("mcp", help="MCP: Zerg as an MCP server").add_subparsers(dest="cmd", required=True)
+    from zerg.cli.mcp import add_commands as add_mcp_commands
     from zerg.cli.mcp_serve import add_commands as add_mcp_serve_commands
 
+    mcp = add_mcp_commands(groups, _add_owner_option, _owner)  # zerg mcp servers add|list|refresh|rm
     add_mcp_serve_commands(mcp, _add_owner_option, _owner)  # zerg mcp serve
     return parser
 

@@ -29,6 +29,7 @@ from zerg.hosts import store as hosts
 from zerg.identity import devices
 from zerg.inbound import messages as inbound_messages
 from zerg.llm import ledger
+from zerg.mcp_servers import store as mcp_servers
 from zerg.memory import embed_failures, facts, files, summaries, terms, vectors, versions
 from zerg.notify import contacts, limits, notifications, policy, push_subscriptions
 from zerg.runs import events, jobs
@@ -76,6 +77,7 @@ OWNER_TABLES: tuple[OwnerTable, ...] = (
     OwnerTable("agent_configs", agent_configs.export_agent_configs),
     OwnerTable("push_subscriptions", push_subscriptions.export_push_subscriptions),
     OwnerTable("approval_policies", approval_policies.export_approval_policies),
+    OwnerTable("mcp_servers", mcp_servers.export_mcp_servers),
 )
 
 # Tables with an owner whose rows are deliberately left out of the archive (still deleted by the

@@ -252,7 +252,8 @@ def _prlimit() -> str:
     return found
 
 
-def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, command: str, limits: Limits) -> list[str]:
+def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, command: str, limits: Limits,
+                binds: tuple[str, ...] = ()) -> list[str]:
     argv = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not network:
         argv.append("--unshare-net")  # bwrap brings lo up in the new namespace
@@ -263,6 +264,8 @@ def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, command: str, 
             argv += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             argv += ["--ro-bind", host, host]
+    for path in binds:  # read-only host directories a caller asked for (an MCP server's install)
+        argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for inside in ("/tmp", HOME_INSIDE):  # the only writable places: each a tmpfs of its own, capped
         argv += ["--size", str(limits.writable), "--perms", "0700", "--tmpfs", inside]
@@ -303,17 +306,19 @@ def _best_effort_argv(call: reaper.CallDir, command: str, limits: Limits) -> lis
 
 
 def _command(mechanism: str, call: reaper.CallDir, network: bool, command: str,
-             limits: Limits, binary: str | None) -> tuple[list[str], dict[str, str], str]:
-    """(argv, environment, working directory) of the launcher."""
+             limits: Limits, binary: str | None, binds: tuple[str, ...] = (),
+             path: str = SAFE_PATH) -> tuple[list[str], dict[str, str], str]:
+    """(argv, environment, working directory) of the launcher. ``binds``: host directories the command
+    sees read-only (bwrap; at best effort it sees the host anyway); ``path``: its PATH."""
     if mechanism == BEST_EFFORT:
-        env = {"PATH": SAFE_PATH, "HOME": str(call.home), "TMPDIR": str(call.tmp), "LANG": "C.UTF-8",
+        env = {"PATH": path, "HOME": str(call.home), "TMPDIR": str(call.tmp), "LANG": "C.UTF-8",
                "TERM": "dumb", reaper.MARKER_ENV: call.marker}
         return _best_effort_argv(call, command, limits), env, str(call.home)
-    env = {"PATH": SAFE_PATH, "HOME": HOME_INSIDE, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
+    env = {"PATH": path, "HOME": HOME_INSIDE, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb"}
     if binary is None:
         raise reaper.SandboxError(f"no {mechanism} binary")
     if mechanism == BWRAP:  # the launchers start in the call's home: never a directory of ours
-        return _bwrap_argv(binary, call, network, command, limits), env, str(call.home)
+        return _bwrap_argv(binary, call, network, command, limits, binds), env, str(call.home)
     return _unshare_argv(binary, call, network, command, limits), env, str(call.home)
 
 

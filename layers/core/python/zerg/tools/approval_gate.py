@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from zerg import approvals
-from zerg.approvals.policy import GOVERNED, ApprovalNeeded, decide, denied_text
+from zerg.approvals.policy import GOVERNED, ApprovalNeeded, decide, denied_text, is_mcp_tool
 from zerg.loop.tool import ToolOutcome
 from zerg.runs import store as runs
 
@@ -44,7 +44,8 @@ def approval_gate(rt: Runtime, owner_id: int, run_id: int | None) -> Gate:
     trigger: list[str | None] = []
 
     def gate(name: str, args: BaseModel) -> ToolOutcome | None:
-        if name not in GOVERNED:
+        mcp = is_mcp_tool(name)
+        if name not in GOVERNED and not mcp:
             return None
         with rt.pool.connection() as conn:
             if not trigger:
@@ -53,7 +54,7 @@ def approval_gate(rt: Runtime, owner_id: int, run_id: int | None) -> Gate:
             policy = approvals.load_policy(conn, owner_id)
         data = args.model_dump(mode="json")
         host = data.get("host") if name == "ssh_exec" else None
-        decision = decide(policy, name, data, host, trigger[0])
+        decision = decide(policy, name, data, host, trigger[0], read_only=mcp and getattr(args, "mcp_read_only", False))
         if decision.outcome == "allow":
             return None
         if decision.outcome == "deny":

@@ -462,6 +462,7 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
     settings = rt.settings
     hooks = _WorkerHooks(rt, worker_id, deadline, loop, cancel, job, approved)
     tools, refused = config.tools(worker_tools())
+    tools.update(_mcp_tools(rt, job["owner_id"]))  # the owner's MCP servers' tools (issue 30), by their own names
     hooks.tools = tools
     agent = AgentLoop(
         llm=rt.llm, model=model, tools=tools, refused=refused, hooks=hooks, max_steps=settings.worker_max_iterations,
@@ -482,6 +483,17 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
         loop.error = f"stopped after {settings.worker_max_iterations} iterations without a final answer"
     else:
         loop.final = result.answer or ""
+
+
+def _mcp_tools(rt: Runtime, owner_id: int) -> dict[str, Tool]:
+    """The owner's MCP tools (from their cached listings); none when they cannot be read (said in the log)."""
+    from zerg.tools.mcp_tools import owner_tools
+
+    try:
+        return owner_tools(rt, owner_id)
+    except Exception as exc:  # the worker goes on with its built-in tools
+        log.warning("the owner's MCP tools could not be read: %s: %s", type(exc).__name__, exc)
+        return {}
 
 
 def _synthesise(loop: _Loop) -> str:
