@@ -34,8 +34,9 @@ def unsafe_routes() -> list[tuple[str, str]]:
 
 def cookie_routes() -> list[tuple[str, str]]:
     from zerg.api.deps import PUBLIC_PATHS
+    from zerg.api.mcpserver.http import PATH as MCP_PATH  # bearer only: a cookie is refused (test_mcp_server)
 
-    return [(m, p) for m, p in unsafe_routes() if p not in PUBLIC_PATHS]
+    return [(m, p) for m, p in unsafe_routes() if p not in PUBLIC_PATHS and p != MCP_PATH]
 
 
 def concrete(path: str) -> str:

@@ -92,7 +92,8 @@ def _valid_bodies() -> dict[str, Any]:
             "AddContactBody": {"kind": "email", "address": "owner@example.com"},
             "VerifyContactBody": {"kind": "email", "address": "owner@example.com", "code": "123456"},
             "ScheduleSpec": {"name": "daily", "task": "check the disks", "cron": "0 6 * * *"},
-            "SubscriptionIn": {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}}
+            "SubscriptionIn": {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()},
+            "ServerSpec": {"url": "https://8.8.8.8/mcp"}}
 
 
 def _example(schema: dict[str, Any], doc: dict[str, Any]) -> Any:

@@ -45,6 +45,8 @@ BODIES[("/api/jarvis/schedules/{schedule_id}", "patch")] = {}
 BODIES[("/api/jarvis/agents/{agent}", "put")] = {"temperature": 0.5}
 BODIES[("/api/jarvis/approvals/policy", "put")] = {}
 BODIES[("/api/jarvis/route", "post")] = BODIES[("/api/jarvis/quick", "post")] = {"utterance": "what time is it"}
+BODIES[("/api/jarvis/schedules/preview", "post")] = {"rate": "1 hour"}
+BODIES[("/api/jarvis/mcp/servers/{name}", "put")] = {"url": "https://8.8.8.8/mcp"}
 BODIES[("/api/jarvis/push/subscriptions", "post")] = {"endpoint": "https://8.8.8.8/push/x", "keys": Subscriber("/push/x").keys()}
 
 
