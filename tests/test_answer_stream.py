@@ -134,13 +134,17 @@ def test_a_closed_run_refuses_the_next_event_and_the_call_stops():
 
 
 def test_a_database_that_cannot_take_the_draft_costs_the_draft_only():
+    tried: list[dict] = []
+
     def down(payload):
+        tried.append(payload)
         raise OSError("database down")
 
     stream = AnswerDeltas(down, clock=Clock())
-    stream.text("words")
+    stream.text("words")  # the first words are written at once: that write fails
     stream.text("more")
     stream.close(ChatResult(model="m", content="wordsmore"))  # no exception: the answer comes whole at the end
+    assert tried == [{"offset": 0, "text": "words", "reset": True}]  # tried once, then nothing more of this call
 
 
 # --- providers ----------------------------------------------------------------------------------

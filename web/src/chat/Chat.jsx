@@ -139,6 +139,7 @@ export function Chat({ visible, owner }) {
   const [feedConn, setFeedConn] = useState('live');
   const [readAloud, setReadAloud] = useState(false);
   const streams = useRef(new Map()); // run id -> its event stream: every unfinished run of the page is followed
+  const cancelFlags = useRef(new Map()); // run id -> marks it cancelled by the owner (no quick fallback)
   const mine = useRef(new Set()); // runs this page started or follows (the feed does not announce them)
   const starting = useRef(0); // POSTs that start a run, in flight: their run_started may come first
   const isMine = (p) => mine.current.has(p.run_id) || (starting.current > 0 && p.trigger === 'api');
@@ -346,9 +347,8 @@ export function Chat({ visible, owner }) {
       },
     });
     streams.current.set(runId, stream);
-    return { markCancelled: () => { cancelled = true; } };
+    cancelFlags.current.set(runId, () => { cancelled = true; }); // Cancel marks this run, not the last attached
   };
-  const cancelFlag = useRef(null);
   const acts = useRef({});
   const [turnActs] = useState(() => ({
     onRetryWorker: (jobId) => acts.current.retryWorker(jobId),
@@ -374,7 +374,7 @@ export function Chat({ visible, owner }) {
     } finally {
       starting.current -= 1;
     }
-    cancelFlag.current = attach(accepted.run_id, task, question);
+    attach(accepted.run_id, task, question);
   };
 
   /** Send `utterance`: routed (quick or supervisor) unless `mode` says which. */
@@ -423,8 +423,8 @@ export function Chat({ visible, owner }) {
 
   const cancel = async () => {
     if (!run || !run.active) return;
-    cancelFlag.current?.markCancelled();
     const runId = run.runId;
+    cancelFlags.current.get(runId)?.();
     updateRun(runId, (r) => ({ ...r, cancelling: true }));
     try {
       // The stream goes on: the workers' last events and the run's final error event follow.
@@ -442,7 +442,7 @@ export function Chat({ visible, owner }) {
       const accepted = await post(`/api/jarvis/workers/${jobId}/retry`);
       mine.current.add(accepted.run_id);
       append({ key: nextKey(), role: 'notice', content: `Trying again: ${task || `job ${jobId}`}` });
-      cancelFlag.current = attach(accepted.run_id, task, nextKey());
+      attach(accepted.run_id, task, nextKey());
     } catch (err) {
       append({ key: nextKey(), role: 'error', content: `The worker could not be retried. ${sentence(err)}` });
     } finally {
@@ -481,7 +481,7 @@ export function Chat({ visible, owner }) {
         }
       }
       // A run typed while this was loading is followed already: attaching again would replay its events.
-      if (running && !stop && !mine.current.has(running.id)) cancelFlag.current = attach(running.id, running.task);
+      if (running && !stop && !mine.current.has(running.id)) attach(running.id, running.task);
     })();
     return () => { stop = true; streams.current.forEach((x) => x.close()); };
   }, []);

@@ -44,7 +44,8 @@ export function Steps({ run, onRetry }) {
   const open = userOpen ?? run.active;
   if (!run.active && !workers.length && !run.loaded) return null; // a past turn whose run is still loading
   return (
-    <section class={`steps${run.active ? ' live' : ''}`} role="status" aria-live="polite" aria-label="Workers"
+    // The block's clocks tick every second: only the line saying what happens is announced.
+    <section class={`steps${run.active ? ' live' : ''}`} role="status" aria-live="off" aria-label="Workers"
       data-run-id={run.runId}>
       <details open={open} onToggle={(e) => { if (e.currentTarget.open !== open) setUserOpen(e.currentTarget.open); }}>
         <summary>
@@ -57,7 +58,7 @@ export function Steps({ run, onRetry }) {
           </ul>
         )}
       </details>
-      {run.active && <p class={`doing${waiting ? ' waiting' : ''}`}>{run.cancelling ? 'Stopping the workers…' : waiting ? 'Waiting for your approval…' : phrase(run)}</p>}
+      {run.active && <p class={`doing${waiting ? ' waiting' : ''}`} aria-live="polite">{run.cancelling ? 'Stopping the workers…' : waiting ? 'Waiting for your approval…' : phrase(run)}</p>}
     </section>
   );
 }
