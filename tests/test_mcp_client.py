@@ -509,3 +509,93 @@ def test_parameter_notes_are_capped():
     assert len(notes) <= NOTES_MAX + 40 and notes.endswith("[... parameter notes cut]")
     assert all(len(line) <= NOTE_MAX + 10 for line in notes.splitlines())
 
+
+class _ApiRoleSealer:
+    """The sealer as the API function has it on AWS: it may Encrypt owners' secrets, never Decrypt
+    (infra/stacks/workflow.py), so open() fails the way KMSSealer's does on AccessDenied."""
+
+    def __init__(self, real):
+        self.real, self.opened = real, 0
+
+    def seal(self, owner_id, plaintext):
+        return self.real.seal(owner_id, plaintext)
+
+    def open(self, owner_id, sealed):
+        from zerg.sealing import SealError
+
+        self.opened += 1
+        raise SealError("KMS Decrypt with alias/zerg-owner-secrets failed: AccessDeniedException")
+
+
+def _count_script(request):
+    role = role_of(request)
+    if role == "supervisor":
+        if not has_tool_results(request):
+            return {"tool_calls": [("spawn_worker", {"task": "count the words of 'a b c'"})]}
+        return {"content": "done: " + ("COUNTED" if "3 words" in json.dumps(request["messages"]) else "no count")}
+    if role == "worker":
+        if not [m for m in request["messages"] if m["role"] == "tool"]:
+            assert "mcp__notes__word_count" in {t["function"]["name"] for t in request.get("tools") or []}
+            return {"tool_calls": [("mcp__notes__word_count", {"text": "a b c"})]}
+        return {"content": "counted"}
+    return {"content": "short summary"}
+
+
+def test_where_the_api_cannot_open_the_secret_the_put_answers_and_the_next_worker_lists_the_tools(
+        rt, llm, pool, alice, http_server, monkeypatch):
+    real = rt.sealer
+    api_role = _ApiRoleSealer(real)
+    monkeypatch.setitem(rt.__dict__, "sealer", api_role)
+    token = login(alice)
+    status, body, _ = call("PUT", "/api/jarvis/mcp/servers/notes", {
+        "url": http_server.url, "bearer_token": "s3cret-token", "allow_private": True}, token=token)
+    assert status == 200, body
+    assert api_role.opened == 1 and body["tools"] == [] and body["listed_at"] is None
+    assert body["listing_note"].startswith(mcp_servers.PENDING_NOTE) and "next worker" in body["listing_note"]
+    assert "AccessDeniedException" in body["listing_note"] and http_server.requests == 0
+    status, again, _ = call("POST", "/api/jarvis/mcp/servers/notes/tools", token=token)  # the same, on demand
+    assert status == 200 and again["listing_note"] == body["listing_note"], again
+    assert "s3cret-token" not in json.dumps([body, again])
+
+    monkeypatch.setitem(rt.__dict__, "sealer", real)  # the worker may open it
+    llm.respond_with(_count_script)
+    with pool.connection() as conn:
+        started = runs.start_run(conn, alice.owner_id, "count", trigger="cli")
+    arn = rt.starter.start(started.run_id, alice.owner_id, started.thread_id)
+    desc = rt.starter.engine().wait(arn, timeout=180)
+    assert desc["status"] == "SUCCEEDED", desc
+    with pool.connection() as conn:
+        run = runs.get_run(conn, alice.owner_id, started.run_id)
+        (job,) = conn.execute("SELECT * FROM worker_jobs WHERE run_id = %s", (started.run_id,)).fetchall()
+        view = mcp_servers.get_server(conn, alice.owner_id, "notes")
+    assert run["result"] == "done: COUNTED", run
+    assert view.listed_at is not None and view.listing_note is None and len(view.tools) == 4  # cached
+    files = [f.path for f in rt.store.list_files(job["worker_id"]) if f.path.startswith("tool_calls/")]
+    assert files == ["tool_calls/001_mcp__notes__word_count.txt"]
+
+
+def test_a_worker_never_fails_for_a_listing_and_does_not_retry_one_that_failed(rt, owner, http_server):
+    from zerg.tools.mcp_tools import owner_tools as tools_of
+
+    with rt.pool.connection() as conn:  # never listed; its host is loopback, not allowed: the listing fails
+        mcp_servers.put_server(conn, rt.sealer, owner, "notes", ServerSpec(url=http_server.url))
+    assert tools_of(rt, owner, list_pending=True) == {}
+    with rt.pool.connection() as conn:
+        view = mcp_servers.get_server(conn, owner, "notes")
+    assert view.tools is None and "loopback" in view.listing_note
+    assert mcp_servers.list_pending(rt.pool.connection, rt.settings, rt.sealer, owner) == []  # not tried again
+
+
+def test_a_listing_inside_an_api_request_is_bounded_below_the_apis_limit(rt, alice, monkeypatch):
+    asked = []
+    real = mcp_servers.refresh
+
+    def refresh(*args, **kwargs):
+        asked.append(kwargs.get("timeout_s"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mcp_servers, "refresh", refresh)
+    status, body, _ = call("PUT", "/api/jarvis/mcp/servers/far", {"url": "https://example.invalid/mcp"},
+                           token=login(alice))
+    assert status == 200 and body["listing_note"], body
+    assert asked == [mcp_servers.API_LISTING_S] and mcp_servers.API_LISTING_S < 30

@@ -17,6 +17,11 @@ Invariants:
 - A call is made only for a tool of the cached listing, under its original name, and only while
   the server still lists it the same way (same schema, same read-only hint): a tool renamed,
   removed or changed since the listing is refused, until the owner lists the server again.
+- A listing needs the server's secret opened; where it cannot be (on AWS the API may only seal owners'
+  secrets, the worker opens them), the listing is left to the next worker (:data:`PENDING_NOTE`):
+  a worker lists each server that was never listed, the pending ones and the never tried
+  (:func:`list_pending`), within :data:`WORKER_LISTING_S` each and :data:`WORKER_LISTINGS_S` in all,
+  and never fails for it. A listing inside an API request takes at most :data:`API_LISTING_S`.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ TOOLS_MAX = 500  # tools kept from one server's listing
 DESCRIPTION_MAX = 2_000
 SCHEMA_MAX = 16_384
 SECRET_MAX = 4_096
+API_LISTING_S = 20.0  # a listing inside an API request (below API Gateway's 30 s)
+WORKER_LISTING_S = 15.0  # a listing a worker does before its first step, per server
+WORKER_LISTINGS_S = 30.0  # ... and in all
+PENDING_NOTE = "not listed yet: its secret cannot be opened here"
 
 
 class ServerNotFound(LookupError):
@@ -241,14 +250,25 @@ def cached_tools(server: str, tools: list[Any]) -> tuple[list[dict[str, Any]], l
     return kept, left
 
 
-def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int, name: str) -> ServerView:
-    """List the server's tools now and cache them (a failure keeps the last listing, noted why)."""
+def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int, name: str,
+            timeout_s: float | None = None) -> ServerView:
+    """List the server's tools now (within ``timeout_s``, else ``ZERG_MCP_TIMEOUT_S``) and cache them (a
+    failure keeps the last listing, noted why; a secret that cannot be opened here: :data:`PENDING_NOTE`)."""
     from zerg.mcp_servers import client
+    from zerg.sealing import SealError
 
-    with conn_factory() as conn:
-        target = endpoint(conn, sealer, owner_id, name)
+    try:
+        with conn_factory() as conn:
+            target = endpoint(conn, sealer, owner_id, name)
+    except SealError as exc:  # on AWS the API may only seal: a worker, which may open it, lists the tools
+        note = f"{PENDING_NOTE} ({exc}); the next worker that can open it lists the tools"
+        with conn_factory() as conn:
+            row = store.save_listing(conn, owner_id, name, None, note[:1_000])
+        if row is None:
+            raise ServerNotFound(name) from None
+        return ServerView.of(row)
     trouble = client._Trouble()
-    timeout = settings.mcp_timeout_s
+    timeout = min(timeout_s, settings.mcp_timeout_s) if timeout_s else settings.mcp_timeout_s
 
     async def work(guard: client.Guard) -> client.Listing:
         async with client.session(settings, target, timeout, trouble) as session:
@@ -273,6 +293,38 @@ def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int
     if row is None:
         raise ServerNotFound(name)
     return ServerView.of(row)
+
+
+def list_pending(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int) -> list[str]:
+    """List (and cache) the tools of the owner's servers never listed and not failed since: those left
+    to a worker (:data:`PENDING_NOTE`) and those never tried. For a worker, before it takes the tools from
+    the cache: within :data:`WORKER_LISTING_S` each and :data:`WORKER_LISTINGS_S` in all; never raises.
+    Returns what went wrong, one line per server (also kept in its ``listing_note``)."""
+    import logging
+    import time
+
+    log = logging.getLogger(__name__)
+    with conn_factory() as conn:
+        pending = [s.name for s in list_servers(conn, owner_id) if s.listed_at is None
+                   and (s.listing_note is None or s.listing_note.startswith(PENDING_NOTE))]
+    said: list[str] = []
+    ends = time.monotonic() + WORKER_LISTINGS_S
+    for name in pending:
+        left = ends - time.monotonic()
+        if left < 1:
+            said.append(f"{name}: not listed (no time left for listings in this worker)")
+            continue
+        try:
+            view = refresh(conn_factory, settings, sealer, owner_id, name, timeout_s=min(WORKER_LISTING_S, left))
+        except ServerNotFound:
+            continue
+        except Exception as exc:  # never the worker's failure
+            log.warning("listing the tools of MCP server %s failed: %s: %s", name, type(exc).__name__, exc)
+            said.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        if view.tools is None:
+            said.append(f"{name}: {view.listing_note}"[:300])
+    return said
 
 
 @dataclass(frozen=True)

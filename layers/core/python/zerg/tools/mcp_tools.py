@@ -251,10 +251,13 @@ def _content_text(content: list[dict[str, Any]], structured: Any) -> str:
     return "\n".join(parts)
 
 
-def owner_tools(rt: Runtime, owner_id: int) -> dict[str, Tool]:
-    """The owner's MCP tools for one worker, within the budget (see the module's invariants)."""
+def owner_tools(rt: Runtime, owner_id: int, list_pending: bool = False) -> dict[str, Tool]:
+    """The owner's MCP tools for one worker, within the budget (see the module's invariants);
+    ``list_pending``: first list the servers never listed (:func:`zerg.mcp_servers.list_pending`)."""
     from zerg import mcp_servers
 
+    if list_pending:
+        mcp_servers.list_pending(rt.pool.connection, rt.settings, rt.sealer, owner_id)
     with rt.pool.connection() as conn:
         servers = mcp_servers.list_servers(conn, owner_id)
     tools: dict[str, Tool] = {}
