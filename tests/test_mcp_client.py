@@ -599,3 +599,48 @@ def test_a_listing_inside_an_api_request_is_bounded_below_the_apis_limit(rt, ali
                            token=login(alice))
     assert status == 200 and body["listing_note"], body
     assert asked == [mcp_servers.API_LISTING_S] and mcp_servers.API_LISTING_S < 30
+
+
+def test_a_replacement_without_a_secret_keeps_the_stored_one_and_auth_none_drops_it(rt, alice, http_server, capsys):
+    from zerg.cli.main import main
+
+    token = login(alice)
+    path = "/api/jarvis/mcp/servers/notes"
+    status, body, _ = call("PUT", path, {"url": http_server.url, "bearer_token": "s3cret-token",
+                                         "allow_private": True}, token=token)
+    assert status == 200 and body["auth"] == "bearer" and body["tool_count"] == 4, body
+    with rt.pool.connection() as conn:
+        sealed = conn.execute("SELECT secret_sealed FROM mcp_servers WHERE owner_id = %s",
+                              (alice.owner_id,)).fetchone()["secret_sealed"]
+
+    status, body, _ = call("PUT", path, {"url": http_server.url, "allow_private": True}, token=token)  # same url
+    assert status == 200 and body["auth"] == "bearer" and body["tool_count"] == 4, body  # listed with it
+    with rt.pool.connection() as conn:
+        kept = conn.execute("SELECT secret_sealed FROM mcp_servers WHERE owner_id = %s",
+                            (alice.owner_id,)).fetchone()["secret_sealed"]
+    assert bytes(kept) == bytes(sealed)
+
+    moved = http_server.url.replace("127.0.0.1", "localhost")
+    status, answer, _ = call("PUT", path, {"url": moved, "allow_private": True}, token=token)
+    assert status == 409 and "stored bearer token" in answer["message"] and '"auth": "none"' in answer["message"]
+    assert "s3cret-token" not in json.dumps(answer)
+    assert call("GET", path, token=token)[1]["url"] == http_server.url  # untouched
+
+    status, answer, _ = call("PUT", path, {"url": http_server.url, "auth": "none", "bearer_token": "x"}, token=token)
+    assert status in (400, 422) and '"auth": "none" means no secret' in answer["message"], answer
+    status, body, _ = call("PUT", path, {"url": http_server.url, "auth": "none", "allow_private": True}, token=token)
+    assert status == 200 and body["auth"] == "none" and "401" in body["listing_note"], body  # dropped: refused
+    with rt.pool.connection() as conn:
+        assert conn.execute("SELECT secret_sealed FROM mcp_servers WHERE owner_id = %s",
+                            (alice.owner_id,)).fetchone()["secret_sealed"] is None
+    status, body, _ = call("PUT", path, {"url": moved, "allow_private": True}, token=token)  # nothing to lose now
+    assert status == 200 and body["url"] == moved, body
+
+    assert call("PUT", path, {"url": moved, "bearer_token": "s3cret-token", "allow_private": True}, token=token)[0] == 200
+    who = ["--owner", alice.name]  # the CLI: the same rule, --no-auth to drop it
+    assert main(["mcp", "servers", "add", "notes", "--url", http_server.url, "--allow-private", *who]) == 2
+    assert "stored bearer token" in capsys.readouterr().err
+    assert main(["mcp", "servers", "add", "notes", "--url", moved, "--allow-private", *who]) == 0
+    assert "bearer (sealed)" in capsys.readouterr().out
+    assert main(["mcp", "servers", "add", "notes", "--url", http_server.url, "--allow-private", "--no-auth", *who]) == 0
+    assert "bearer" not in capsys.readouterr().out

@@ -5,7 +5,7 @@ import { del, get, post, put } from '../api.js';
 import { when } from '../format.js';
 import { ErrorLine, attempt, useLoad } from './common.jsx';
 
-const EMPTY = { name: '', kind: 'url', where: '', token: '', allow_private: false };
+const EMPTY = { name: '', kind: 'url', where: '', token: '', no_token: false, allow_private: false };
 
 export function Mcp() {
   const list = useLoad(() => get('/api/jarvis/mcp/servers'));
@@ -17,7 +17,8 @@ export function Mcp() {
   const save = async (e) => {
     e.preventDefault();
     const body = form.kind === 'url'
-      ? { url: form.where, allow_private: form.allow_private, ...(form.token ? { bearer_token: form.token } : {}) }
+      ? { url: form.where, allow_private: form.allow_private,
+        ...(form.no_token ? { auth: 'none' } : form.token ? { bearer_token: form.token } : {}) }
       : { command: form.where };
     const r = await attempt(setError, () => put(path(form.name), body));
     setForm((f) => ({ ...f, token: '' })); // the token leaves the page with the request, whatever the answer
@@ -51,7 +52,9 @@ export function Mcp() {
         <label>{form.kind === 'url' ? 'URL' : 'Command'} <input required value={form.where} onInput={set('where')}
           placeholder={form.kind === 'url' ? 'https://mcp.example.com/mcp' : 'mcp-server-time --local-timezone UTC'} /></label>
         {form.kind === 'url' && <>
-          <label>Bearer token <input type="password" autocomplete="off" value={form.token} onInput={set('token')} placeholder="optional; write-only" /></label>
+          <label>Bearer token <input type="password" autocomplete="off" value={form.token} onInput={set('token')} disabled={form.no_token}
+            placeholder="write-only; leave empty to keep the stored token" /></label>
+          <label class="check"><input type="checkbox" checked={form.no_token} onChange={set('no_token')} /> No token (remove a stored one)</label>
           <label class="check"><input type="checkbox" checked={form.allow_private} onChange={set('allow_private')} /> Its host may be a private or loopback address</label></>}
         <button type="submit">Save server</button> <span role="status" class="muted">{saved}</span>
       </form>

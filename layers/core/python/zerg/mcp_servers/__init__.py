@@ -9,6 +9,10 @@ Invariants:
   never seen, listed or called.
 - A secret (the bearer token, the OAuth client secret) is sealed for the owner before it is stored
   (:mod:`zerg.sealing`) and opened only to connect; no view, listing, log line or error returns it.
+- Replacing a server never drops its secret unasked: a PUT that gives no secret keeps the stored one
+  (sealed as it is, with its OAuth client) when the URL is the same; ``"auth": "none"`` drops it; a new
+  URL without a secret or ``"auth": "none"`` is refused (:class:`SecretWouldBeLost`), since the stored
+  one was given for another URL.
 - A listing is what the server said at the time, kept as data: names, descriptions (cut to
   :data:`DESCRIPTION_MAX`), input schemas (at most :data:`SCHEMA_MAX` bytes each), annotations.
   At most :data:`TOOLS_MAX` tools are kept per server (the note says so); a tool whose name cannot
@@ -30,7 +34,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from psycopg import Connection
@@ -63,6 +67,10 @@ class ServerNotFound(LookupError):
     pass
 
 
+class SecretWouldBeLost(ValueError):
+    """A replacement would drop the server's stored secret without being asked to."""
+
+
 class OAuthSpec(BaseModel):
     """OAuth 2.0 client credentials (the SDK finds the token endpoint from the server's metadata)."""
 
@@ -87,6 +95,9 @@ class ServerSpec(BaseModel):
     bearer_token: SecretStr | None = Field(default=None, min_length=1, max_length=SECRET_MAX,
                                            description="Sent as Authorization: Bearer; sealed, never returned")
     oauth: OAuthSpec | None = None
+    auth: Literal["none"] | None = Field(
+        default=None, description="\"none\": no secret (a stored one is dropped). Without it, a replacement that "
+                                  "gives no bearer_token or oauth keeps the stored secret when the url is unchanged")
     allow_private: bool = Field(default=False, description="The URL's host may be a private or loopback address "
                                                            "(that host only; redirects elsewhere are checked as usual)")
 
@@ -123,6 +134,8 @@ class ServerSpec(BaseModel):
             raise ValueError("bearer_token, oauth and allow_private are for a remote server (url) only")
         if self.bearer_token is not None and self.oauth is not None:
             raise ValueError("give bearer_token or oauth, not both")
+        if self.auth == "none" and (self.bearer_token is not None or self.oauth is not None):
+            raise ValueError('"auth": "none" means no secret: give it without bearer_token and oauth')
         return self
 
 
@@ -170,15 +183,27 @@ def public_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def put_server(conn: Connection, sealer: Sealer, owner_id: int, name: str, spec: ServerSpec) -> ServerView:
-    """Register or replace the owner's server ``name`` (its secret sealed for the owner)."""
+    """Register or replace the owner's server ``name`` (its secret sealed for the owner; a stored secret
+    kept or refused to be dropped as the module says)."""
     check_name(name)
     auth, secret, oauth = "none", None, None
+    sealed: bytes | None = None
     if spec.bearer_token is not None:
         auth, secret = "bearer", spec.bearer_token.get_secret_value()
     elif spec.oauth is not None:
         auth, secret = "oauth", spec.oauth.client_secret.get_secret_value()
         oauth = {"client_id": spec.oauth.client_id, "scope": spec.oauth.scope, "issuer": spec.oauth.issuer}
-    sealed = sealer.seal(owner_id, secret.encode()) if secret is not None else None
+    elif spec.auth is None and spec.url is not None:
+        stored = store.connect_row(conn, owner_id, name)
+        if stored is not None and stored["secret_sealed"] is not None:
+            if stored["url"] != spec.url:
+                raise SecretWouldBeLost(
+                    f"{name} has a stored {'bearer token' if stored['auth'] == 'bearer' else 'OAuth client secret'} "
+                    f"given for {stored['url']}: give it again for the new url (bearer_token or oauth), or "
+                    '"auth": "none" to register the new url without one')
+            auth, oauth, sealed = stored["auth"], stored["oauth"], bytes(stored["secret_sealed"])
+    if secret is not None:
+        sealed = sealer.seal(owner_id, secret.encode())
     row = store.save(conn, owner_id, name, transport="http" if spec.url else "stdio", url=spec.url,
                      command=spec.command, auth=auth, oauth=oauth, secret_sealed=sealed,
                      allow_private=spec.allow_private)

@@ -47,7 +47,7 @@ def get_server(name: Name, owner_id: Owner, rt: Rt):
             summary="Register or replace an MCP server (a secret is sealed for the owner, never returned); its tools "
                     "are listed at once (listing_note says why when they could not be, or that the next worker "
                     "lists them where the API may not open the secret)",
-            responses=responses(200, "The server as stored, with its listing", McpServer, 400, 401, 415, 503))
+            responses=responses(200, "The server as stored, with its listing", McpServer, 400, 401, 409, 415, 503))
 def put_server(name: Name, body: ServerSpec, owner_id: Owner, rt: Rt):
     from zerg import mcp_servers
     from zerg.sealing import SealError
@@ -61,6 +61,8 @@ def put_server(name: Name, body: ServerSpec, owner_id: Owner, rt: Rt):
         raise ApiError(503, "unavailable", f"cannot seal the server's secret: {exc}") from None
     except mcp_servers.ServerNotFound:  # removed meanwhile
         raise not_found(f"MCP server {name!r}") from None
+    except mcp_servers.SecretWouldBeLost as exc:  # a new url, no secret: the stored one is not dropped unasked
+        raise ApiError(409, "conflict", str(exc)) from None
     return json_response(server.as_dict())
 
 
