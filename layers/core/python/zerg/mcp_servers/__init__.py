@@ -343,7 +343,7 @@ def list_pending(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id
             view = refresh(conn_factory, settings, sealer, owner_id, name, timeout_s=min(WORKER_LISTING_S, left))
         except ServerNotFound:
             continue
-        except Exception as exc:  # never the worker's failure
+        except Exception as exc:  # noqa: BLE001 - never the worker's failure
             log.warning("listing the tools of MCP server %s failed: %s: %s", name, type(exc).__name__, exc)
             said.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
             continue
