@@ -510,21 +510,23 @@ def test_parameter_notes_are_capped():
     assert all(len(line) <= NOTE_MAX + 10 for line in notes.splitlines())
 
 
-class _ApiRoleSealer:
-    """The sealer as the API function has it on AWS: it may Encrypt owners' secrets, never Decrypt
-    (infra/stacks/workflow.py), so open() fails the way KMSSealer's does on AccessDenied."""
+class _ApiRoleKms:
+    """The KMS client as the API function's role has it on AWS: Encrypt with an owner's context is
+    granted, Decrypt is not (infra/stacks/workflow.py; moto does not enforce IAM, so the denial is said
+    here, as KMS says it)."""
 
-    def __init__(self, real):
-        self.real, self.opened = real, 0
+    def __init__(self, client):
+        self.client, self.decrypts = client, 0
 
-    def seal(self, owner_id, plaintext):
-        return self.real.seal(owner_id, plaintext)
+    def encrypt(self, **kwargs):
+        return self.client.encrypt(**kwargs)
 
-    def open(self, owner_id, sealed):
-        from zerg.sealing import SealError
+    def decrypt(self, **kwargs):
+        from botocore.exceptions import ClientError
 
-        self.opened += 1
-        raise SealError("KMS Decrypt with alias/zerg-owner-secrets failed: AccessDeniedException")
+        self.decrypts += 1
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized to perform "
+                                     "kms:Decrypt"}}, "Decrypt")
 
 
 def _count_script(request):
@@ -543,21 +545,35 @@ def _count_script(request):
 
 def test_where_the_api_cannot_open_the_secret_the_put_answers_and_the_next_worker_lists_the_tools(
         rt, llm, pool, alice, http_server, monkeypatch):
-    real = rt.sealer
-    api_role = _ApiRoleSealer(real)
-    monkeypatch.setitem(rt.__dict__, "sealer", api_role)
+    import boto3
+    from moto import mock_aws
+    from zerg.sealing.kms import KMSSealer
+
+    aws = mock_aws()
+    aws.start()
+    try:
+        kms = boto3.client("kms", region_name="us-east-1")
+        key_id = kms.create_key(Description="zerg test owner secrets")["KeyMetadata"]["KeyId"]
+        _api_then_worker(rt, llm, pool, alice, http_server, monkeypatch, kms, KMSSealer, key_id)
+    finally:
+        aws.stop()
+
+
+def _api_then_worker(rt, llm, pool, alice, http_server, monkeypatch, kms, sealer_class, key_id):
+    api_role = _ApiRoleKms(kms)
+    monkeypatch.setitem(rt.__dict__, "sealer", sealer_class(key_id, client=api_role))  # the API's role
     token = login(alice)
     status, body, _ = call("PUT", "/api/jarvis/mcp/servers/notes", {
         "url": http_server.url, "bearer_token": "s3cret-token", "allow_private": True}, token=token)
     assert status == 200, body
-    assert api_role.opened == 1 and body["tools"] == [] and body["listed_at"] is None
+    assert api_role.decrypts == 1 and body["tools"] == [] and body["listed_at"] is None
     assert body["listing_note"].startswith(mcp_servers.PENDING_NOTE) and "next worker" in body["listing_note"]
     assert "AccessDeniedException" in body["listing_note"] and http_server.requests == 0
     status, again, _ = call("POST", "/api/jarvis/mcp/servers/notes/tools", token=token)  # the same, on demand
     assert status == 200 and again["listing_note"] == body["listing_note"], again
     assert "s3cret-token" not in json.dumps([body, again])
 
-    monkeypatch.setitem(rt.__dict__, "sealer", real)  # the worker may open it
+    monkeypatch.setitem(rt.__dict__, "sealer", sealer_class(key_id, client=kms))  # the worker's role may open it
     llm.respond_with(_count_script)
     with pool.connection() as conn:
         started = runs.start_run(conn, alice.owner_id, "count", trigger="cli")
