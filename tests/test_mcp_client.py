@@ -474,6 +474,7 @@ def test_a_hostile_input_schema_reaches_the_model_only_inside_the_fence():
                      "default": f"{HOSTILE} 6", "pattern": f"^{HOSTILE} 7$", "maxLength": 40},
             "unit": {"type": "string", "enum": ["C", "F", f"{HOSTILE} 8 " + "x" * ENUM_VALUE_MAX]},
             "days": {"type": "integer", "minimum": 1, "maximum": 7, "title": f"{HOSTILE} 9"},
+            "at": {"type": "string", "format": "date-time"},
             "where": {"type": "array", "items": {"$ref": "#/$defs/place"}},
         },
         "required": ["city"],
@@ -489,6 +490,7 @@ def test_a_hostile_input_schema_reaches_the_model_only_inside_the_fence():
         "type": "object", "required": ["city"],
         "properties": {"city": {"type": "string", "maxLength": 40}, "unit": {"type": "string", "enum": ["C", "F"]},
                        "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                       "at": {"type": "string", "format": "date-time"},
                        "where": {"type": "array", "items": {"$ref": "#/$defs/place"}}},
         "$defs": {"place": {"type": "object", "properties": {"lat": {"type": "number"}}}}}
     described = function["description"]

@@ -65,6 +65,9 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multip
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+_FORMATS = {"date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4",
+            "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+            "relative-json-pointer", "regex"}  # JSON Schema's own words: structure, kept
 ENUM_VALUES_MAX = 50  # enum values kept per schema
 ENUM_VALUE_MAX = 64  # characters of one (JSON-encoded) enum value kept
 NAME_MAX = 64  # characters of a property or definition name
@@ -80,7 +83,7 @@ def _short(value: Any) -> bool:
 
 def model_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     """``schema`` without its free text: ``type``, ``properties`` (names up to :data:`NAME_MAX`),
-    ``required``, the numeric and size bounds, ``enum``/``const`` values that are short scalars (at most
+    ``required``, the numeric and size bounds, a standard ``format``, ``enum``/``const`` values that are short scalars (at most
     :data:`ENUM_VALUES_MAX` of them), sub-schemas and local ``$ref``\\s; everything else is left out."""
     if not isinstance(schema, dict) or depth > DEPTH_MAX:
         return {}
@@ -92,6 +95,8 @@ def model_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
         out["type"] = list(dict.fromkeys(kind))
     if isinstance(props := schema.get("properties"), dict):
         out["properties"] = {str(k)[:NAME_MAX]: model_schema(v, depth + 1) for k, v in props.items()}
+    if schema.get("format") in _FORMATS:
+        out["format"] = schema["format"]
     if isinstance(required := schema.get("required"), list):
         out["required"] = [str(r)[:NAME_MAX] for r in required if isinstance(r, str)]
     for key in _BOUNDS:
@@ -136,7 +141,7 @@ def parameter_notes(schema: Any) -> str:
         if not isinstance(node, dict) or depth > DEPTH_MAX:
             return
         said = [f"{key}: {node[key] if isinstance(node[key], str) else json.dumps(node[key], ensure_ascii=False)}"
-                for key in _FREE_TEXT if key in node]
+                for key in _FREE_TEXT if key in node and not (key == "format" and node[key] in _FORMATS)]
         enum = node.get("enum")
         if isinstance(enum, list) and (len(enum) > ENUM_VALUES_MAX or not all(_short(v) for v in enum)):
             said.append(f"enum: {json.dumps(enum, ensure_ascii=False)}")
