@@ -100,9 +100,10 @@ STATED: dict[tuple[str, str], str] = {
     ("POST /api/jarvis/schedules/preview", r"^give exactly one of cron, rate or at"):
         "exactly one of cron, rate and at: a rule between fields",
     ("PUT /api/jarvis/mcp/servers/{name}", (r"give exactly one of url|are for a remote server \(url\) only|"
-                                            r"give bearer_token or oauth, not both|not a URL \(Port out of range")):
-        "exactly one of url and command, the secrets with a url only, and a port up to 65535: rules between "
-        "fields (and a number range a URL pattern does not state)",
+                                            r"give bearer_token or oauth, not both|not a URL \(Port out of range|"
+                                            r"\"auth\": \"none\" means no secret")):
+        "exactly one of url and command, the secrets with a url only, no secret with \"auth\": \"none\", and a port "
+        "up to 65535: rules between fields (and a number range a URL pattern does not state)",
     ("PATCH /api/jarvis/schedules/{schedule_id}",
      r"^task: required for a (check|reminder) schedule|^give at most one of cron, rate or at"):
         "a check or reminder keeps a task, and at most one of cron, rate and at: rules between fields",

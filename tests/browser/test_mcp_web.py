@@ -5,6 +5,8 @@ a remote server is write-only (never shown back)."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.support.browser import api_client, screenshot
@@ -15,14 +17,20 @@ def test_the_owner_registers_mcp_server_time_and_sees_its_tools(open_page, new_o
     page = open_page(owner)
     page.goto("/#/dashboard/mcp")
     expect(page.get_by_role("heading", name="MCP servers", level=2)).to_be_visible()
+    table = page.get_by_role("table", name="MCP servers")
+    expect(table.locator("tr.empty-row")).to_contain_text("No MCP servers yet")
     page.get_by_role("textbox", name="Name").fill("time")
     page.get_by_label("Kind").select_option("command")
     page.get_by_role("textbox", name="Command").fill("mcp-server-time --local-timezone UTC")
     page.get_by_role("button", name="Save server").click()
     expect(page.get_by_role("status")).to_contain_text("Saved time: 2 tool(s)")
-    table = page.get_by_role("table", name="MCP servers")
     expect(table.get_by_text("mcp__time__get_current_time")).to_be_visible()
     expect(table.get_by_text("(read-only)").first).to_be_visible()
+    expect(table.locator("tr.empty-row")).to_have_count(0)
+    # the server's descriptions, as plain text; when it was listed, as a relative time (the exact one on hover)
+    expect(table.locator(".mcp-about", has_text="Get current time in a specific timezone")).to_be_visible()
+    expect(table.locator("time[datetime]")).to_have_count(1)
+    expect(table.locator("time[datetime]")).to_have_attribute("title", re.compile(r"\d"))
     screenshot(page, "dashboard-mcp")
     page.get_by_role("button", name="List the tools of time again").click()
     expect(table.get_by_text("mcp__time__convert_time")).to_be_visible()

@@ -206,6 +206,8 @@ LISTED: dict[str, tuple[str, str]] = {
     # MCP stdio servers from PyPI start a Python with the SDK in the sandbox (~5 s each under load)
     "test_mcp_client.py::test_a_worker_run_calls_mcp_server_time_and_waits_for_approval_of_a_non_read_only_tool":
         ("e2e slow", "a run on the local engine; mcp-server-time started twice (15 s)"),
+    "test_mcp_client.py::test_where_the_api_cannot_open_the_secret_the_put_answers_and_the_next_worker_lists_the_tools":
+        ("e2e", "a run on the local engine whose worker lists the server the API could not"),
     **{f"test_mcp_client.py::{t}": ("slow", s) for t, s in (
         ("test_mcp_server_time_from_pypi_is_listed_and_called_in_the_sandbox", "mcp-server-time started twice (16 s)"),
         ("test_mcp_server_git_on_a_scratch_repository_and_the_policy_per_tool", "mcp-server-git started twice (28 s)"),

@@ -23,9 +23,9 @@ class McpInputError(ValueError):
 
 
 def _run(args: argparse.Namespace, work: Callable[[Any, int], int]) -> int:
-    from zerg.mcp_servers import ServerNotFound
+    from zerg.mcp_servers import SecretWouldBeLost, ServerNotFound
 
-    return run_as_owner(args, work, ((McpInputError, 2), (ServerNotFound, lambda exc: fail(
+    return run_as_owner(args, work, ((McpInputError, 2), (SecretWouldBeLost, 2), (ServerNotFound, lambda exc: fail(
         f"no MCP server {exc} (zerg mcp servers list)", 1))))
 
 
@@ -66,6 +66,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     def work(rt: Any, owner_id: int) -> int:
         body: dict[str, Any] = {"url": args.url, "command": args.command, "allow_private": args.allow_private}
+        if args.no_auth:
+            body["auth"] = "none"
         token = _secret(args.token_file, args.token_env, "bearer token")
         if token:
             body["bearer_token"] = token
@@ -142,6 +144,9 @@ def add_commands(groups: Any, add_owner_option: Callable[[argparse.ArgumentParse
     token = add.add_mutually_exclusive_group()
     token.add_argument("--token-file", metavar="PATH", help="a file holding the bearer token (sealed, never echoed)")
     token.add_argument("--token-env", metavar="VAR", help="an environment variable holding the bearer token")
+    token.add_argument("--no-auth", action="store_true",
+                       help="no secret: drop a stored one (without a secret option, replacing a server keeps its "
+                            "stored secret when the URL is the same)")
     add.add_argument("--client-id", help="OAuth client credentials: the client id")
     secret = add.add_mutually_exclusive_group()
     secret.add_argument("--client-secret-file", metavar="PATH", help="OAuth: a file holding the client secret")

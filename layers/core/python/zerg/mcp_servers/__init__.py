@@ -9,6 +9,10 @@ Invariants:
   never seen, listed or called.
 - A secret (the bearer token, the OAuth client secret) is sealed for the owner before it is stored
   (:mod:`zerg.sealing`) and opened only to connect; no view, listing, log line or error returns it.
+- Replacing a server never drops its secret unasked: a PUT that gives no secret keeps the stored one
+  (sealed as it is, with its OAuth client) when the URL is the same; ``"auth": "none"`` drops it; a new
+  URL without a secret or ``"auth": "none"`` is refused (:class:`SecretWouldBeLost`), since the stored
+  one was given for another URL.
 - A listing is what the server said at the time, kept as data: names, descriptions (cut to
   :data:`DESCRIPTION_MAX`), input schemas (at most :data:`SCHEMA_MAX` bytes each), annotations.
   At most :data:`TOOLS_MAX` tools are kept per server (the note says so); a tool whose name cannot
@@ -17,6 +21,11 @@ Invariants:
 - A call is made only for a tool of the cached listing, under its original name, and only while
   the server still lists it the same way (same schema, same read-only hint): a tool renamed,
   removed or changed since the listing is refused, until the owner lists the server again.
+- A listing needs the server's secret opened; where it cannot be (on AWS the API may only seal owners'
+  secrets, the worker opens them), the listing is left to the next worker (:data:`PENDING_NOTE`):
+  a worker lists each server that was never listed, the pending ones and the never tried
+  (:func:`list_pending`), within :data:`WORKER_LISTING_S` each and :data:`WORKER_LISTINGS_S` in all,
+  and never fails for it. A listing inside an API request takes at most :data:`API_LISTING_S`.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from psycopg import Connection
@@ -48,10 +57,18 @@ TOOLS_MAX = 500  # tools kept from one server's listing
 DESCRIPTION_MAX = 2_000
 SCHEMA_MAX = 16_384
 SECRET_MAX = 4_096
+API_LISTING_S = 20.0  # a listing inside an API request (below API Gateway's 30 s)
+WORKER_LISTING_S = 15.0  # a listing a worker does before its first step, per server
+WORKER_LISTINGS_S = 30.0  # ... and in all
+PENDING_NOTE = "not listed yet: its secret cannot be opened here"
 
 
 class ServerNotFound(LookupError):
     pass
+
+
+class SecretWouldBeLost(ValueError):
+    """A replacement would drop the server's stored secret without being asked to."""
 
 
 class OAuthSpec(BaseModel):
@@ -78,6 +95,9 @@ class ServerSpec(BaseModel):
     bearer_token: SecretStr | None = Field(default=None, min_length=1, max_length=SECRET_MAX,
                                            description="Sent as Authorization: Bearer; sealed, never returned")
     oauth: OAuthSpec | None = None
+    auth: Literal["none"] | None = Field(
+        default=None, description="\"none\": no secret (a stored one is dropped). Without it, a replacement that "
+                                  "gives no bearer_token or oauth keeps the stored secret when the url is unchanged")
     allow_private: bool = Field(default=False, description="The URL's host may be a private or loopback address "
                                                            "(that host only; redirects elsewhere are checked as usual)")
 
@@ -114,6 +134,8 @@ class ServerSpec(BaseModel):
             raise ValueError("bearer_token, oauth and allow_private are for a remote server (url) only")
         if self.bearer_token is not None and self.oauth is not None:
             raise ValueError("give bearer_token or oauth, not both")
+        if self.auth == "none" and (self.bearer_token is not None or self.oauth is not None):
+            raise ValueError('"auth": "none" means no secret: give it without bearer_token and oauth')
         return self
 
 
@@ -161,15 +183,27 @@ def public_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def put_server(conn: Connection, sealer: Sealer, owner_id: int, name: str, spec: ServerSpec) -> ServerView:
-    """Register or replace the owner's server ``name`` (its secret sealed for the owner)."""
+    """Register or replace the owner's server ``name`` (its secret sealed for the owner; a stored secret
+    kept or refused to be dropped as the module says)."""
     check_name(name)
     auth, secret, oauth = "none", None, None
+    sealed: bytes | None = None
     if spec.bearer_token is not None:
         auth, secret = "bearer", spec.bearer_token.get_secret_value()
     elif spec.oauth is not None:
         auth, secret = "oauth", spec.oauth.client_secret.get_secret_value()
         oauth = {"client_id": spec.oauth.client_id, "scope": spec.oauth.scope, "issuer": spec.oauth.issuer}
-    sealed = sealer.seal(owner_id, secret.encode()) if secret is not None else None
+    elif spec.auth is None and spec.url is not None:
+        stored = store.connect_row(conn, owner_id, name)
+        if stored is not None and stored["secret_sealed"] is not None:
+            if stored["url"] != spec.url:
+                raise SecretWouldBeLost(
+                    f"{name} has a stored {'bearer token' if stored['auth'] == 'bearer' else 'OAuth client secret'} "
+                    f"given for {stored['url']}: give it again for the new url (bearer_token or oauth), or "
+                    '"auth": "none" to register the new url without one')
+            auth, oauth, sealed = stored["auth"], stored["oauth"], bytes(stored["secret_sealed"])
+    if secret is not None:
+        sealed = sealer.seal(owner_id, secret.encode())
     row = store.save(conn, owner_id, name, transport="http" if spec.url else "stdio", url=spec.url,
                      command=spec.command, auth=auth, oauth=oauth, secret_sealed=sealed,
                      allow_private=spec.allow_private)
@@ -241,14 +275,25 @@ def cached_tools(server: str, tools: list[Any]) -> tuple[list[dict[str, Any]], l
     return kept, left
 
 
-def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int, name: str) -> ServerView:
-    """List the server's tools now and cache them (a failure keeps the last listing, noted why)."""
+def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int, name: str,
+            timeout_s: float | None = None) -> ServerView:
+    """List the server's tools now (within ``timeout_s``, else ``ZERG_MCP_TIMEOUT_S``) and cache them (a
+    failure keeps the last listing, noted why; a secret that cannot be opened here: :data:`PENDING_NOTE`)."""
     from zerg.mcp_servers import client
+    from zerg.sealing import SealError
 
-    with conn_factory() as conn:
-        target = endpoint(conn, sealer, owner_id, name)
+    try:
+        with conn_factory() as conn:
+            target = endpoint(conn, sealer, owner_id, name)
+    except SealError as exc:  # on AWS the API may only seal: a worker, which may open it, lists the tools
+        note = f"{PENDING_NOTE} ({exc}); the next worker that can open it lists the tools"
+        with conn_factory() as conn:
+            row = store.save_listing(conn, owner_id, name, None, note[:1_000])
+        if row is None:
+            raise ServerNotFound(name) from None
+        return ServerView.of(row)
     trouble = client._Trouble()
-    timeout = settings.mcp_timeout_s
+    timeout = min(timeout_s, settings.mcp_timeout_s) if timeout_s else settings.mcp_timeout_s
 
     async def work(guard: client.Guard) -> client.Listing:
         async with client.session(settings, target, timeout, trouble) as session:
@@ -273,6 +318,38 @@ def refresh(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int
     if row is None:
         raise ServerNotFound(name)
     return ServerView.of(row)
+
+
+def list_pending(conn_factory: Any, settings: Settings, sealer: Sealer, owner_id: int) -> list[str]:
+    """List (and cache) the tools of the owner's servers never listed and not failed since: those left
+    to a worker (:data:`PENDING_NOTE`) and those never tried. For a worker, before it takes the tools from
+    the cache: within :data:`WORKER_LISTING_S` each and :data:`WORKER_LISTINGS_S` in all; never raises.
+    Returns what went wrong, one line per server (also kept in its ``listing_note``)."""
+    import logging
+    import time
+
+    log = logging.getLogger(__name__)
+    with conn_factory() as conn:
+        pending = [s.name for s in list_servers(conn, owner_id) if s.listed_at is None
+                   and (s.listing_note is None or s.listing_note.startswith(PENDING_NOTE))]
+    said: list[str] = []
+    ends = time.monotonic() + WORKER_LISTINGS_S
+    for name in pending:
+        left = ends - time.monotonic()
+        if left < 1:
+            said.append(f"{name}: not listed (no time left for listings in this worker)")
+            continue
+        try:
+            view = refresh(conn_factory, settings, sealer, owner_id, name, timeout_s=min(WORKER_LISTING_S, left))
+        except ServerNotFound:
+            continue
+        except Exception as exc:  # noqa: BLE001 - never the worker's failure
+            log.warning("listing the tools of MCP server %s failed: %s: %s", name, type(exc).__name__, exc)
+            said.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        if view.tools is None:
+            said.append(f"{name}: {view.listing_note}"[:300])
+    return said
 
 
 @dataclass(frozen=True)

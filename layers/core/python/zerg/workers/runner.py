@@ -486,11 +486,12 @@ def _agent_loop(rt: Runtime, job: dict[str, Any], worker_id: str, model: str, co
 
 
 def _mcp_tools(rt: Runtime, owner_id: int) -> dict[str, Tool]:
-    """The owner's MCP tools (from their cached listings); none when they cannot be read (said in the log)."""
+    """The owner's MCP tools (from their cached listings, a server never listed listed first: on AWS only a
+    worker can open a server's secret); none when they cannot be read (said in the log)."""
     from zerg.tools.mcp_tools import owner_tools
 
     try:
-        return owner_tools(rt, owner_id)
+        return owner_tools(rt, owner_id, list_pending=True)
     except Exception as exc:  # the worker goes on with its built-in tools
         log.warning("the owner's MCP tools could not be read: %s: %s", type(exc).__name__, exc)
         return {}

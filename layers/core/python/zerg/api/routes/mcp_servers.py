@@ -45,8 +45,9 @@ def get_server(name: Name, owner_id: Owner, rt: Rt):
 
 @router.put("/api/jarvis/mcp/servers/<name>",
             summary="Register or replace an MCP server (a secret is sealed for the owner, never returned); its tools "
-                    "are listed at once (listing_note says why when they could not be)",
-            responses=responses(200, "The server as stored, with its listing", McpServer, 400, 401, 415, 503))
+                    "are listed at once (listing_note says why when they could not be, or that the next worker "
+                    "lists them where the API may not open the secret)",
+            responses=responses(200, "The server as stored, with its listing", McpServer, 400, 401, 409, 415, 503))
 def put_server(name: Name, body: ServerSpec, owner_id: Owner, rt: Rt):
     from zerg import mcp_servers
     from zerg.sealing import SealError
@@ -54,27 +55,28 @@ def put_server(name: Name, body: ServerSpec, owner_id: Owner, rt: Rt):
     try:
         with rt.pool.connection() as conn:
             mcp_servers.put_server(conn, rt.sealer, owner_id, name, body)
-        server = mcp_servers.refresh(rt.pool.connection, rt.settings, rt.sealer, owner_id, name)
-    except SealError as exc:  # a deployment problem (key unavailable), not the caller's
+        server = mcp_servers.refresh(rt.pool.connection, rt.settings, rt.sealer, owner_id, name,
+                                     timeout_s=mcp_servers.API_LISTING_S)
+    except SealError as exc:  # sealing failed: a deployment problem (key unavailable), not the caller's
         raise ApiError(503, "unavailable", f"cannot seal the server's secret: {exc}") from None
     except mcp_servers.ServerNotFound:  # removed meanwhile
         raise not_found(f"MCP server {name!r}") from None
+    except mcp_servers.SecretWouldBeLost as exc:  # a new url, no secret: the stored one is not dropped unasked
+        raise ApiError(409, "conflict", str(exc)) from None
     return json_response(server.as_dict())
 
 
 @router.post("/api/jarvis/mcp/servers/<name>/tools", summary="List the server's tools again (and cache them)",
-             responses=responses(200, "The server with its new listing (listing_note: why it failed)", McpServer,
-                                 401, 404, 503))
+             responses=responses(200, "The server with its new listing (listing_note: why it failed, or that the "
+                                 "next worker lists it)", McpServer, 401, 404))
 def refresh_server(name: Name, owner_id: Owner, rt: Rt):
     from zerg import mcp_servers
-    from zerg.sealing import SealError
 
     try:
-        server = mcp_servers.refresh(rt.pool.connection, rt.settings, rt.sealer, owner_id, name)
+        server = mcp_servers.refresh(rt.pool.connection, rt.settings, rt.sealer, owner_id, name,
+                                     timeout_s=mcp_servers.API_LISTING_S)
     except mcp_servers.ServerNotFound:
         raise not_found(f"MCP server {name!r}") from None
-    except SealError as exc:
-        raise ApiError(503, "unavailable", f"cannot open the server's secret: {exc}") from None
     return json_response(server.as_dict())
 
 
