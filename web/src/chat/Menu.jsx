@@ -1,12 +1,14 @@
 // The chat's one settings menu (preferences, voice, read aloud, OpenAI voice, push): a popover that
 // closes on Escape (focus back on its button) and on a click outside it.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 
 export function Menu({ label = 'Settings', children }) {
   const [open, setOpen] = useState(false);
   const wrap = useRef(null);
   const button = useRef(null);
-  useEffect(() => {
+  // A layout effect: listening from the moment it opens (an effect would wait for the next paint, and an
+  // Escape pressed before it would go to the chat's cancel instead).
+  useLayoutEffect(() => {
     if (!open) return undefined;
     const onKey = (e) => {
       if (e.key !== 'Escape') return;
