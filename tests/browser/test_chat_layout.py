@@ -174,3 +174,40 @@ def test_an_error_in_the_conversation_is_styled_as_an_error_not_as_a_grey_notice
     assert colours["style"] == "normal", colours
     page.context.set_offline(False)
     screenshot(page, "chat-error-styled")
+
+
+def test_a_long_thread_loads_its_earlier_pages_in_order_and_the_browser_skips_the_pages_off_screen(
+        open_page, new_owner, pool):
+    """100 stored messages: the latest 30 first, then "Load older messages" three times, each page in
+    its place; every message stays in the document (find in page, screen readers), but a page far off
+    screen is not rendered (content-visibility), which is what keeps a 2,000-message thread scrolling."""
+    from zerg.runs import threads
+
+    owner = new_owner("long thread")
+    turns = [t for i in range(50) for t in (("user", f"Question {i:02d}", {}),
+                                            ("assistant", f"Answer {i:02d}", {"mode": "quick"}))]
+    with pool.connection() as conn:
+        threads.append_messages(conn, owner.owner_id, threads.find_or_create_thread(conn, owner.owner_id), None,
+                                turns)
+    page = open_page(owner, viewport={"width": 1280, "height": 800})
+    log = conversation(page)
+    messages = log.locator("article[data-role]")
+    expect(messages).to_have_count(30)
+    expect(messages.last).to_be_in_viewport()
+    earlier = log.get_by_role("button", name="Load older messages")
+    for shown in (60, 90, 100):
+        earlier.click()
+        expect(messages).to_have_count(shown)
+    expect(earlier).to_have_count(0)  # the thread's first page: nothing older
+    texts = messages.evaluate_all("els => els.map((el) => el.querySelector('.plain, .md').textContent.trim())")
+    assert texts == [content for _, content, _ in turns], texts
+
+    # At the end of the thread, the first page is far off screen: in the document, not rendered.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    expect(messages.last).to_be_in_viewport()
+    first, last = (messages.nth(i).evaluate("el => el.checkVisibility({contentVisibilityAuto: true})") for i in (0, -1))
+    assert (first, last) == (False, True)
+    page.evaluate("window.scrollTo(0, 0)")  # and back at the top it is drawn again
+    expect(messages.first).to_be_in_viewport()
+    page.wait_for_function("() => document.querySelector('[role=log] article[data-role]')"
+                           ".checkVisibility({contentVisibilityAuto: true})")

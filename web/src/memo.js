@@ -4,12 +4,19 @@
 // markdown of) every message already shown.
 import { Component, h } from 'preact';
 
-export function memo(Inner) {
+/** Props equal key by key (===): the default test of `memo`. */
+export function shallowEqual(a, b) {
+  for (const k in b) if (b[k] !== a[k]) return false;
+  for (const k in a) if (!(k in b)) return false;
+  return true;
+}
+
+/** `Inner`, rendered again only when `same(previous props, next props)` is false (by default: when a
+ * prop changed, compared with ===). */
+export function memo(Inner, same = shallowEqual) {
   class Memo extends Component {
     shouldComponentUpdate(next) {
-      for (const k in next) if (next[k] !== this.props[k]) return true;
-      for (const k in this.props) if (!(k in next)) return true;
-      return false;
+      return !same(this.props, next);
     }
 
     render(props) {

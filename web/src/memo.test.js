@@ -25,4 +25,12 @@ describe('memo', () => {
     expect(vnode.props.m).toBe(m);
     expect(Shown.displayName).toBe('memo(Inner)');
   });
+
+  it('takes its own test of sameness', () => {
+    const Same = memo(Inner, (a, b) => a.m.text === b.m.text);
+    const c = new Same({ m: { text: 'a' } });
+    c.props = { m: { text: 'a' } };
+    expect(c.shouldComponentUpdate({ m: { text: 'a' } })).toBe(false);
+    expect(c.shouldComponentUpdate({ m: { text: 'b' } })).toBe(true);
+  });
 });

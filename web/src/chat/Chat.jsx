@@ -12,6 +12,7 @@ import { withDelta, withFinalAnswer, withoutDraft } from './answerStream.js';
 import { ApprovalCard } from './ApprovalCard.jsx';
 import { runEnding, sentence } from './errors.js';
 import { Feed } from './Feed.jsx';
+import { logPages, samePage } from './logPages.js';
 import { Menu } from './Menu.jsx';
 import { Push } from './Push.jsx';
 import { Settings, loadPreferences } from './Settings.jsx';
@@ -111,6 +112,12 @@ function Message({ m, run, onRetryWorker, onAnswered, onRunAgain }) {
 
 // A long thread: a message renders again only when it (or its run) changed, not on every keystroke.
 const ShownMessage = memo(Message);
+
+// A page of the log (logPages.js): drawn again only when one of its messages or their runs changed.
+function MessagePage({ items, runs, acts }) {
+  return <div class="log-page">{items.map((m, i) => <ShownMessage key={m.key} m={m} run={runs[i]} {...acts} />)}</div>;
+}
+const ShownPage = memo(MessagePage, samePage);
 
 function Empty({ name, onPick }) {
   const hour = new Date().getHours();
@@ -215,8 +222,12 @@ export function Chat({ visible, owner }) {
   const loadOlder = async () => {
     try {
       const page = await get(`/api/jarvis/thread${qs({ limit: PAGE, before_id: older })}`);
-      const rows = page.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map(fromThread);
-      setMessages((ms) => [...rows.filter((r) => !ms.some((m) => m.id === r.id)), ...ms]);
+      const rows = page.messages.filter((m) => m.role === 'user' || m.role === 'assistant')
+        .map((m) => ({ ...fromThread(m), page: older }));
+      setMessages((ms) => {
+        const had = new Set(ms.map((m) => m.id));
+        return [...rows.filter((r) => !had.has(r.id)), ...ms];
+      });
       setOlder(page.next_before_id);
       loadPastRuns(rows);
     } catch (err) {
@@ -543,9 +554,9 @@ export function Chat({ visible, owner }) {
         {older && <button type="button" class="secondary" onClick={loadOlder}>Load older messages</button>}
         {loadError && <p class="notice error" role="alert">{loadError} <button type="button" class="secondary" onClick={loadLatest}>Retry</button></p>}
         {loaded && !loadError && messages.length === 0 && <Empty name={owner} onPick={pick} />}
-        {messages.map((m) => (
-          <ShownMessage key={m.key} m={m} run={m.role === 'assistant' && m.runId ? runs[m.runId] : null}
-            {...turnActs} />
+        {logPages(messages, PAGE).map(({ key, items }) => (
+          <ShownPage key={key} items={items} acts={turnActs}
+            runs={items.map((m) => (m.role === 'assistant' && m.runId ? runs[m.runId] : null))} />
         ))}
         {busy && <p class="pending" role="status"><span class="spinner" aria-hidden="true" /> Reading your question…</p>}
       </section>
