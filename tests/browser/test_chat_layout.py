@@ -157,6 +157,7 @@ def test_the_composer_takes_as_many_characters_as_the_server_and_counts_near_the
 
 def test_an_error_in_the_conversation_is_styled_as_an_error_not_as_a_grey_notice(open_page, new_owner):
     page = open_page(new_owner("error"))
+    expect(page.get_by_label("Example tasks")).to_be_visible()  # the thread has loaded (no second error from it)
     page.context.set_offline(True)  # the request fails for real: the page has no network
     words = "Check the disk while the network is down"
     ask(page, words)
