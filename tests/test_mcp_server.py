@@ -15,7 +15,6 @@ import os
 import sys
 import threading
 
-import anyio
 import httpx
 import pytest
 
@@ -49,7 +48,9 @@ def over_stdio(work, *args: str):
                     await session.initialize()
                     return await work(session)
 
-    return anyio.run(main)
+    from zerg.mcp_servers.client import in_own_loop
+
+    return in_own_loop(main)  # a browser test before this one may leave a loop running here
 
 
 def over_http(base: str, token: str, work):
@@ -65,7 +66,9 @@ def over_http(base: str, token: str, work):
                     await session.initialize()
                     return await work(session)
 
-    return anyio.run(main)
+    from zerg.mcp_servers.client import in_own_loop
+
+    return in_own_loop(main)  # a browser test before this one may leave a loop running here
 
 
 def structured(result) -> dict:

@@ -409,7 +409,7 @@ def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, w
         return result[0]
 
     try:
-        return _in_own_loop(main)
+        return in_own_loop(main)
     except BaseException as exc:  # an exception group, a timeout, the SDK's own errors: one line
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
@@ -421,7 +421,7 @@ def run(work: Callable[[Guard], Any], *, timeout_s: float, cancel: Any = None, w
         raise McpError(f"{what}: {describe(exc, trouble, timeout_s)}") from None
 
 
-def _in_own_loop(main: Callable[[], Any]) -> Any:
+def in_own_loop(main: Callable[[], Any]) -> Any:
     """``anyio.run(main)`` here, or in a thread of its own when this thread already runs an event loop
     (a caller inside async code, or a library's loop such as Playwright's sync API)."""
     import asyncio

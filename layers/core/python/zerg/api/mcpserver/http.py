@@ -54,10 +54,13 @@ class Answer:
 
 
 def exchange(rt: "Runtime", owner_id: int, headers: dict[str, str], body: bytes) -> Answer:
-    """Serve one POST through the SDK (in an event loop of this thread's own) and return its answer."""
-    import anyio
+    """Serve one POST through the SDK (in an event loop of its own: this thread's, or a thread's of its own
+    when this one runs a loop already) and return its answer."""
+    from functools import partial
 
-    return anyio.run(_exchange, rt, owner_id, headers, body)
+    from zerg.mcp_servers.client import in_own_loop
+
+    return in_own_loop(partial(_exchange, rt, owner_id, headers, body))
 
 
 @lru_cache(maxsize=1)
