@@ -155,3 +155,38 @@ def script(main: Callable[..., None]) -> None:
         run_benchmark(main, smoke=parser.parse_args().smoke)
     except Unavailable as exc:
         raise SystemExit(f"{main.__module__}: cannot run: {exc}") from None
+
+
+MCP_SERVER_PINS = ("mcp==2.3.0", "mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
+
+
+def mcp_stdio_paths() -> str:
+    """``ZERG_MCP_STDIO_PATHS`` for the MCP servers from PyPI the tests and the bench run over stdio.
+
+    The sandbox runs a server as an unprivileged uid, which must be able to reach the installation it
+    is mounted from: this Python's own (``sys.prefix``) when every directory above it lets others in;
+    otherwise (a clone in a private directory: a home of mode 0700, ``mktemp -d``) a venv of just these
+    servers, made once per machine under /tmp where other users can read it."""
+    import hashlib
+    import stat
+    import subprocess
+    import sys
+
+    def reachable(path: Path) -> bool:
+        return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents])
+
+    if reachable(Path(sys.prefix)):
+        return ",".join(dict.fromkeys([sys.prefix, sys.base_prefix]))
+    import fcntl
+
+    digest = hashlib.sha1(" ".join((sys.version, *MCP_SERVER_PINS)).encode()).hexdigest()[:12]
+    shared = Path("/tmp") / f"zerg-mcp-servers-{digest}"
+    with open(f"{shared}.lock", "a") as lock:  # one maker at a time (test workers in parallel)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / ".ready").exists():
+            subprocess.run([sys._base_executable, "-m", "venv", "--clear", str(shared)], check=True)
+            subprocess.run([str(shared / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                            "--disable-pip-version-check", *MCP_SERVER_PINS], check=True)
+            subprocess.run(["chmod", "-R", "a+rX", str(shared)], check=True)
+            (shared / ".ready").touch()
+    return ",".join(dict.fromkeys([str(shared), sys.base_prefix]))

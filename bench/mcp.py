@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._common import bench_database, environ, fmt, measure, script
+from bench._common import bench_database, environ, fmt, mcp_stdio_paths, measure, script
 
 
 def main(smoke: bool = False) -> None:
@@ -38,7 +38,7 @@ def main(smoke: bool = False) -> None:
     from tests.support.mcp.http_server import HttpMcpServer
 
     repeat = 2 if smoke else 15
-    paths = ",".join(dict.fromkeys([sys.prefix, sys.base_prefix]))
+    paths = mcp_stdio_paths()  # an installation the sandbox's uid can read
     with (
         contextlib.closing(HttpMcpServer()) as http,
         tempfile.TemporaryDirectory() as tmp,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,21 +20,36 @@ from zerg.mcp_servers import McpError, ServerSpec
 from zerg.runs import store as runs
 from zerg.tools.mcp_tools import owner_tools
 
+from bench._common import mcp_stdio_paths
 from tests.support.api import call, login
 from tests.support.factories import make_run, set_approval_policy
 from tests.support.mcp.http_server import INJECTION, HttpMcpServer
 from tests.support.scripts import has_tool_results, role_of
 from tests.support.waiting import wait_for
 
-ATTACKS = Path(__file__).parent / "support" / "mcp"
+SOURCES = Path(__file__).parent / "support" / "mcp"
+ATTACKS = SOURCES  # where the rt fixture put a copy the sandbox can read
+
+
+@pytest.fixture(scope="module")
+def attacks():
+    """The attack server's script where the sandbox's uid can read it (the checkout may sit in a private
+    directory: a home of mode 0700, a fresh clone under ``mktemp -d``)."""
+    place = Path(tempfile.mkdtemp(dir="/tmp", prefix="zerg-mcp-attacks-"))
+    place.chmod(0o755)
+    shutil.copy(SOURCES / "attack_server.py", place)
+    (place / "attack_server.py").chmod(0o644)
+    yield place
+    shutil.rmtree(place, ignore_errors=True)
 TIME = "mcp-server-time --local-timezone UTC"
 
 
 @pytest.fixture
-def rt(runtime_env):
-    """A runtime whose stdio servers see the test's Python (the PyPI servers) and the attack script."""
-    paths = ",".join(dict.fromkeys([sys.prefix, sys.base_prefix, str(ATTACKS)]))
-    return runtime_env(ZERG_MCP_STDIO_PATHS=paths, ZERG_MCP_TIMEOUT_S="60")
+def rt(runtime_env, attacks):
+    """A runtime whose stdio servers see the PyPI servers and the attack script."""
+    global ATTACKS
+    ATTACKS = attacks
+    return runtime_env(ZERG_MCP_STDIO_PATHS=f"{mcp_stdio_paths()},{attacks}", ZERG_MCP_TIMEOUT_S="60")
 
 
 @pytest.fixture
@@ -235,6 +251,24 @@ def test_a_malformed_json_rpc_frame_fails_the_call_at_once(rt, owner):
     _attack(rt, owner, "malformed", "zerg-mcp-bad")
     with pytest.raises(McpError, match="malformed JSON-RPC frame"):
         _call(rt, owner, "attack-malformed", "act", timeout_s=600)  # not by its timeout
+
+
+def test_a_stdio_server_installed_under_the_hosts_tmp_runs_in_the_sandbox(runtime_env, owner):
+    """The sandbox's own /tmp is a tmpfs: an install under the host's /tmp (a clone there, as on a fresh
+    machine: its .venv) is mounted after it, not hidden by it."""
+    parent = Path(tempfile.mkdtemp(dir="/tmp", prefix="zerg-install-"))
+    place = parent / "venv"  # what is mounted, readable by others as a venv is
+    try:
+        parent.chmod(0o755)
+        place.mkdir(mode=0o755)
+        shutil.copy(SOURCES / "attack_server.py", place)
+        (place / "attack_server.py").chmod(0o644)
+        rt = runtime_env(ZERG_MCP_STDIO_PATHS=f"{mcp_stdio_paths()},{place}", ZERG_MCP_TIMEOUT_S="60")
+        view = _register(rt, owner, "from-tmp", command=f"python {place / 'attack_server.py'} ident zerg-mcp-tmp")
+        assert view.listing_note is None and [t["name"] for t in view.tools] == ["act"]
+        assert "process" in _call(rt, owner, "from-tmp", "act").content[0]["text"]
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_5000_tools_are_capped_with_a_note(rt, owner):

@@ -73,6 +73,8 @@ class ServedZerg:
     """``zerg serve --port 0`` in a subprocess on the test database and the scripted model."""
 
     def __init__(self, database_url: str, llm_base_url: str, workdir: Path, **env: str) -> None:
+        from bench._common import mcp_stdio_paths
+
         workdir.mkdir(parents=True, exist_ok=True)
         self.log = workdir / "serve.log"
         self.out = workdir / "serve.out"
@@ -80,6 +82,7 @@ class ServedZerg:
             "DATABASE_URL": database_url, "OPENAI_BASE_URL": llm_base_url, "ZERG_LLM_MAX_RETRIES": "0",
             "ZERG_ARTIFACT_DIR": str(workdir / "artifacts"), "ZERG_DATA_DIR": str(workdir / "data"),
             "ZERG_CONFIG_DIR": str(workdir / "config"), "ZERG_HEARTBEAT_S": "5", "PYTHONUNBUFFERED": "1",
+            "ZERG_MCP_STDIO_PATHS": mcp_stdio_paths(),  # the MCP servers from PyPI, where the sandbox can read them
             "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "layers" / "core" / "python"), str(ROOT),
                                                       os.environ.get("PYTHONPATH", "")) if p),
         } | env

@@ -264,11 +264,17 @@ def _bwrap_argv(binary: str, call: reaper.CallDir, network: bool, command: str, 
             argv += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             argv += ["--ro-bind", host, host]
-    for path in binds:  # read-only host directories a caller asked for (an MCP server's install)
-        argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
-    for inside in ("/tmp", HOME_INSIDE):  # the only writable places: each a tmpfs of its own, capped
+    writable = ("/tmp", HOME_INSIDE)
+    for inside in writable:  # the only writable places: each a tmpfs of its own, capped
         argv += ["--size", str(limits.writable), "--perms", "0700", "--tmpfs", inside]
+    # Read-only host directories a caller asked for (an MCP server's install), mounted after the tmpfs
+    # mounts: an install under /tmp (a clone there) stays visible instead of being hidden by them.
+    for path in binds:
+        covered = [w for w in writable if w == path or w.startswith(path.rstrip("/") + "/")]
+        if covered:
+            raise reaper.SandboxError(f"cannot mount {path} read-only in the sandbox: it would cover {covered[0]}")
+        argv += ["--ro-bind", path, path]
     argv += ["--chdir", HOME_INSIDE, "--remount-ro", "/", "--"]
     return argv + limits.prlimit(_prlimit(), _processes(call)) + [
         "/bin/sh", "-c", command]
