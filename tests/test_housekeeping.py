@@ -3,7 +3,6 @@ task never stopping the others, every run logged; and ``zerg serve`` really runs
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -16,17 +15,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from tests.support.waiting import wait_for
-from zerg import observability
 from zerg.local.housekeeping import DAY_S, Housekeeping, PeriodicTask, default_tasks
-
-
-@pytest.fixture
-def log_lines():
-    handler = observability.logger().registered_handler
-    buffer = io.StringIO()
-    old = handler.setStream(buffer)
-    yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
-    handler.setStream(old)
 
 
 def test_the_loop_runs_each_task_again_and_again_and_survives_a_failing_one(log_lines):
